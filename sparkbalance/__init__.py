@@ -1,0 +1,70 @@
+"""sparkbalance: keep keyed work on Apache Spark balanced when keys are skewed and shift.
+
+Public API (imported lazily, so ``import sparkbalance`` does not start or import Spark)::
+
+    import sparkbalance as sb
+    balanced = sb.partition_by(rdd, 32, strategy="mixed")
+    totals = sb.reduce_by_key(rdd, operator.add, 32, strategy="pkg")
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it. Append one line per public name.
+_EXPORTS: dict[str, str] = {
+    # hashing
+    "stable_hash": "sparkbalance.hashing",
+    "stable_hash_array": "sparkbalance.hashing",
+    "hash_family": "sparkbalance.hashing",
+    "hash_family_array": "sparkbalance.hashing",
+    # routing
+    "PartitionFunction": "sparkbalance.routing.base",
+    "HashPartitioner": "sparkbalance.routing.hash",
+    "RoutingTable": "sparkbalance.routing.table",
+    "RoutingDelta": "sparkbalance.routing.table",
+    "RoutingTablePartitioner": "sparkbalance.routing.table",
+    "KeyGroupPartitioner": "sparkbalance.routing.keygroups",
+    "PKGPartitioner": "sparkbalance.routing.pkg",
+    "ChoicesPartitioner": "sparkbalance.routing.choices",
+    "TimeAwarePartitioner": "sparkbalance.routing.tag",
+    # stats
+    "KeyStats": "sparkbalance.stats.keystats",
+    "Workload": "sparkbalance.stats.workload",
+    "SpaceSaving": "sparkbalance.stats.spacesaving",
+    # strategies
+    "fit": "sparkbalance.strategies",
+    # spark adapters (RDD)
+    "partition_by": "sparkbalance.spark.rdd",
+    "reduce_by_key": "sparkbalance.spark.rdd",
+    "aggregate_by_key": "sparkbalance.spark.rdd",
+    "group_by_key": "sparkbalance.spark.rdd",
+    "join": "sparkbalance.spark.rdd",
+    "fit_partitioner": "sparkbalance.spark.rdd",
+    "install": "sparkbalance.spark.install",
+    # listener
+    "TaskMetricsListener": "sparkbalance.spark.listener",
+    # dataframe
+    "repartition": "sparkbalance.spark.dataframe",
+    "group_by": "sparkbalance.spark.dataframe",
+    "join_df": "sparkbalance.spark.dataframe",
+    # keyed state
+    "KeyedStateOperator": "sparkbalance.state.operator",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sparkbalance' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,29 @@
+"""Command line: ``python -m sparkbalance demo|bench ...``."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparkbalance",
+                                     description="sparkbalance demos and benchmarks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="skewed, shifting workload under several strategies")
+    demo.add_argument("--quick", action="store_true", help="small sizes (seconds, for CI)")
+    demo.add_argument("--out", default="demo-out", help="folder for the plots")
+    demo.add_argument("--part", choices=["all", "reduce", "stream"], default="all")
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "demo":
+        parts = ["reduce", "stream"] if args.part == "all" else [args.part]
+        for part in parts:
+            mod = importlib.import_module(f"sparkbalance.demo.{part}")
+            rc = mod.main(quick=args.quick, out=args.out, argv=rest)
+            if rc:
+                return rc
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Demos run by ``python -m sparkbalance demo`` (``make demo``)."""

@@ -1,0 +1,86 @@
+"""The partition-function contract every router of sparkbalance satisfies.
+
+A partition function is a picklable callable ``f(key) -> int`` with
+``0 <= f(key) < num_partitions``, usable directly as ``rdd.partitionBy(n, f)``. It is
+deterministic across processes (it routes with :mod:`sparkbalance.hashing`, never with
+Python's salted ``hash``) and has a vectorised ``assign(keys)`` that gives exactly the
+per-key answers, for planning and simulation on the driver.
+
+Key-grouping functions keep one partition per key (``splits_keys = False``); splitting
+functions (PKG, D/W-Choices, TAG) may send one key to several partitions and say so, so
+that adapters add a merge step.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Iterable
+
+import numpy as np
+
+__all__ = ["PartitionFunction", "check_num_partitions", "MEMO_CAPACITY"]
+
+#: Keys whose route is remembered per process. Skewed streams repeat a few keys, so a
+#: small memo turns most per-record calls into one dict lookup; bounded so that a long
+#: tail of distinct keys cannot grow memory (the memo is cleared when full).
+MEMO_CAPACITY: int = 1 << 16
+
+
+def check_num_partitions(num_partitions: Any, name: str = "num_partitions") -> int:
+    """Validate a partition count at an entry point and return it as ``int``."""
+    if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)):
+        raise TypeError(f"{name}={num_partitions!r}; expected an int >= 1")
+    if num_partitions < 1:
+        raise ValueError(f"{name}={num_partitions}; expected >= 1")
+    return int(num_partitions)
+
+
+class PartitionFunction(ABC):
+    """Base class: ``__call__`` for one key, ``assign`` for many, pickling without caches.
+
+    Subclasses implement :meth:`partition` (uncached, pure) and may override
+    :meth:`assign` with a vectorised form. ``__call__`` adds a bounded per-process memo for
+    key-grouping functions (the answer for a key never changes for a given instance).
+    """
+
+    #: True when one key may be sent to several partitions (adapters then merge partials).
+    splits_keys: bool = False
+
+    def __init__(self, num_partitions: int) -> None:
+        self.num_partitions = check_num_partitions(num_partitions)
+        self._memo: dict[Any, int] = {}
+
+    @abstractmethod
+    def partition(self, key: Any) -> int:
+        """Return the partition of ``key`` (no memo)."""
+
+    def __call__(self, key: Any) -> int:
+        memo = self._memo
+        try:
+            p = memo.get(key)
+        except TypeError:  # unhashable: let partition() raise the clear error
+            return self.partition(key)
+        if p is None:
+            p = self.partition(key)
+            if not self.splits_keys:
+                if len(memo) >= MEMO_CAPACITY:
+                    memo.clear()
+                memo[key] = p
+        return p
+
+    def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
+        """Partition of every key, as an ``int64`` array equal to per-key calls."""
+        items = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
+        return np.fromiter(map(self.partition, items), dtype=np.int64, count=len(items))
+
+    # Pickling: the memo is per-process scratch space, never shipped to executors.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_memo"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._memo = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_partitions={self.num_partitions})"

@@ -1,0 +1,127 @@
+"""Key groups with contiguous intervals (seed 003, Ding et al.; the layout of Flink).
+
+Keys hash into ``m = num_groups`` key groups (the paper's tasks T_1..T_m); partition ``i``
+owns the contiguous interval of groups ``bounds[i] : bounds[i+1]``. Rebalancing moves
+interval boundaries (planned optimally by SSM), so routing needs no per-key table::
+
+    0 <= key_group(k, m) < m
+    partition(k) = i  such that  bounds[i] <= key_group(k, m) < bounds[i+1]
+
+Intervals may be empty (``bounds[i] == bounds[i+1]``); Lemma 3.4 of seed 003 relies on it.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..hashing import hash_family, hash_family_array
+from .base import PartitionFunction, check_num_partitions
+
+__all__ = ["KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",
+           "validate_bounds", "DEFAULT_GROUPS_PER_PARTITION"]
+
+#: Default number of key groups per partition when none is given (Flink's default
+#: max parallelism of 128 for small jobs is in the same spirit: enough groups to balance).
+DEFAULT_GROUPS_PER_PARTITION: int = 16
+
+# Key groups use a hash independent of the home hash h_0 (family member 1), so that groups
+# and hash partitions are not aligned.
+_GROUP_HASH = 1
+
+
+def key_group(key: Any, num_groups: int) -> int:
+    """Key group of ``key`` among ``num_groups``.
+
+    Example
+    -------
+    >>> 0 <= key_group("k", 64) < 64
+    True
+    """
+    return hash_family(key, _GROUP_HASH) % num_groups
+
+
+def key_groups(keys: Iterable[Any] | np.ndarray, num_groups: int) -> np.ndarray:
+    """Vectorised :func:`key_group` (``int64``)."""
+    return (hash_family_array(keys, _GROUP_HASH) % np.uint64(num_groups)).astype(np.int64)
+
+
+def equal_bounds(num_groups: int, num_partitions: int) -> np.ndarray:
+    """Cut points giving each partition an equal count of consecutive groups (±1).
+
+    Example
+    -------
+    >>> equal_bounds(10, 3).tolist()
+    [0, 4, 7, 10]
+    """
+    num_groups = check_num_partitions(num_groups, "num_groups")
+    num_partitions = check_num_partitions(num_partitions)
+    base, extra = divmod(num_groups, num_partitions)
+    sizes = np.full(num_partitions, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def validate_bounds(bounds: Sequence[int] | np.ndarray, num_groups: int,
+                    num_partitions: int) -> np.ndarray:
+    """Check ``bounds`` is ``[0, ..., num_groups]`` non-decreasing with n+1 entries."""
+    b = np.asarray(bounds)
+    if b.ndim != 1 or b.shape[0] != num_partitions + 1:
+        raise ValueError(f"bounds has shape {b.shape}; expected num_partitions+1="
+                         f"{num_partitions + 1} cut points")
+    if b.dtype.kind not in "iu":
+        raise TypeError(f"bounds has dtype {b.dtype}; expected integers")
+    if b[0] != 0 or b[-1] != num_groups:
+        raise ValueError(f"bounds run from {b[0]} to {b[-1]}; expected 0 to num_groups={num_groups}")
+    if np.any(np.diff(b) < 0):
+        raise ValueError(f"bounds {b.tolist()[:12]} are not non-decreasing")
+    return b.astype(np.int64)
+
+
+class KeyGroupPartitioner(PartitionFunction):
+    """Key -> key group (stable hash) -> partition owning the group's interval.
+
+    Example
+    -------
+    >>> f = KeyGroupPartitioner(2, 4, [0, 1, 4])
+    >>> f.owner_of_group.tolist()
+    [0, 1, 1, 1]
+    """
+
+    def __init__(self, num_partitions: int, num_groups: int | None = None,
+                 bounds: Sequence[int] | np.ndarray | None = None) -> None:
+        super().__init__(num_partitions)
+        if num_groups is None:
+            num_groups = DEFAULT_GROUPS_PER_PARTITION * self.num_partitions
+        self.num_groups = check_num_partitions(num_groups, "num_groups")
+        if bounds is None:
+            bounds = equal_bounds(self.num_groups, self.num_partitions)
+        self.bounds = validate_bounds(bounds, self.num_groups, self.num_partitions)
+        owner = np.repeat(np.arange(self.num_partitions, dtype=np.int64), np.diff(self.bounds))
+        self.owner_of_group = owner
+        self._owner = owner.tolist()  # list indexing beats numpy scalar access per record
+
+    def partition(self, key: Any) -> int:
+        return self._owner[hash_family(key, _GROUP_HASH) % self.num_groups]
+
+    def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
+        return self.owner_of_group[key_groups(keys, self.num_groups)]
+
+    def with_bounds(self, bounds: Sequence[int] | np.ndarray,
+                    num_partitions: int | None = None) -> "KeyGroupPartitioner":
+        """Same groups, new interval boundaries (and possibly a new partition count)."""
+        n = self.num_partitions if num_partitions is None else num_partitions
+        return KeyGroupPartitioner(n, self.num_groups, bounds)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is KeyGroupPartitioner and other.num_partitions == self.num_partitions
+                and other.num_groups == self.num_groups
+                and np.array_equal(other.bounds, self.bounds))
+
+    def __hash__(self) -> int:
+        return hash(("KeyGroupPartitioner", self.num_partitions, self.num_groups,
+                     tuple(self.bounds.tolist())))
+
+    def __repr__(self) -> str:
+        return (f"KeyGroupPartitioner(num_partitions={self.num_partitions}, "
+                f"num_groups={self.num_groups}, bounds={self.bounds.tolist()})")
