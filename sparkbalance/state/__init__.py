@@ -1,0 +1,1 @@
+"""Keyed state across batches with delta migration (the rebalancing controller)."""
