@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Build jvm_bridge/build/sparkbalance-bridge.jar against the pip-installed PySpark jars.
+#
+# Usage: bash jvm_bridge/build.sh [PYTHON]   (PYTHON: interpreter whose pyspark to compile
+#        against; default $PYTHON, else python3). Needs javac and jar (JDK 17+).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+py="${1:-${PYTHON:-python3}}"
+spark_home="$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+jars="$spark_home/jars"
+if [ ! -d "$jars" ]; then
+  echo "build.sh: no jars directory under pyspark at $spark_home" >&2
+  exit 1
+fi
+for tool in javac jar; do
+  command -v "$tool" >/dev/null || { echo "build.sh: $tool not found (install a JDK 17+)" >&2; exit 1; }
+done
+out="$here/build"
+rm -rf "$out/classes"
+mkdir -p "$out/classes"
+# --release 17: Spark 4.x runs on Java 17+, so the classes load on any supported JVM.
+javac --release 17 -nowarn -cp "$jars/*" -d "$out/classes" \
+  $(find "$here/src/main/java" -name '*.java' | sort)
+jar --create --file "$out/sparkbalance-bridge.jar" -C "$out/classes" .
+echo "built $out/sparkbalance-bridge.jar"

@@ -1,0 +1,636 @@
+"""Per-task metrics from Spark's listener bus, as plain Python records.
+
+Two recorders share one facade (:class:`_RecorderBase`): a pure-py4j listener
+(:class:`TaskMetricsListener`, a Python object implementing
+``org.apache.spark.scheduler.SparkListenerInterface`` through the py4j callback
+server) and a JVM recorder from ``jvm_bridge/`` (:class:`sparkbalance.spark.jvm.
+JvmTaskMetricsListener`) that keeps rows in the JVM and hands Python one string.
+:func:`open_listener` picks the JVM recorder when its class is on the classpath.
+Both return the same frozen :class:`TaskRecord` / :class:`StageRecord` /
+:class:`ExecutorRecord` values; no py4j object reaches the caller.
+
+Why py4j costs: every accessor call on a Java object is a socket round trip
+(~80 us measured on the dev box), so the py4j listener makes ~25 round trips
+per finished task. The listener bus queue is asynchronous (capacity
+``spark.scheduler.listenerbus.eventqueue.capacity``, default 10000): a slow
+listener delays nothing in the job, but when it falls more than the capacity
+behind, Spark drops events; :meth:`_RecorderBase.dropped_events` reads the
+bus's ``queue.<name>.numDroppedEvents`` counters so a caller can tell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+__all__ = [
+    "TaskRecord",
+    "StageRecord",
+    "ExecutorRecord",
+    "TaskMetricsListener",
+    "open_listener",
+    "sparkbalance_job_group",
+    "JOB_GROUP_PROPERTY",
+    "SPARK_LISTENER_INTERFACE_METHODS",
+]
+
+_LOG = logging.getLogger(__name__)
+
+#: Local property Spark uses for ``SparkContext.setJobGroup`` (SparkContext.SPARK_JOB_GROUP_ID).
+JOB_GROUP_PROPERTY = "spark.jobGroup.id"
+_JOB_DESCRIPTION_PROPERTY = "spark.job.description"
+_JOB_INTERRUPT_PROPERTY = "spark.job.interruptOnCancel"
+
+#: Every abstract method of ``SparkListenerInterface`` in Spark 4.3.0 (checked with
+#: ``javap`` on spark-core_2.13-4.3.0.jar: 35 methods). py4j logs an error for each
+#: event whose method the Python object lacks, so all of them are implemented.
+SPARK_LISTENER_INTERFACE_METHODS = (
+    "onStageCompleted", "onStageSubmitted", "onTaskStart", "onTaskGettingResult",
+    "onTaskEnd", "onJobStart", "onJobEnd", "onEnvironmentUpdate",
+    "onBlockManagerAdded", "onBlockManagerRemoved", "onUnpersistRDD",
+    "onApplicationStart", "onApplicationEnd", "onExecutorMetricsUpdate",
+    "onStageExecutorMetrics", "onExecutorAdded", "onExecutorRemoved",
+    "onExecutorBlacklisted", "onExecutorExcluded", "onExecutorBlacklistedForStage",
+    "onExecutorExcludedForStage", "onNodeBlacklistedForStage", "onNodeExcludedForStage",
+    "onExecutorUnblacklisted", "onExecutorUnexcluded", "onNodeBlacklisted",
+    "onNodeExcluded", "onNodeUnblacklisted", "onNodeUnexcluded",
+    "onUnschedulableTaskSetAdded", "onUnschedulableTaskSetRemoved", "onBlockUpdated",
+    "onSpeculativeTaskSubmitted", "onOtherEvent", "onResourceProfileAdded",
+)
+
+#: Default wait for the listener bus to drain before reading records (seconds).
+DEFAULT_FLUSH_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One finished task attempt, as reported by ``SparkListenerTaskEnd``.
+
+    Times are wall-clock milliseconds since the epoch (``launch_time_ms``,
+    ``finish_time_ms``) or milliseconds (``duration_ms`` = finish - launch, which
+    includes scheduler delay and result fetch; ``run_time_ms`` = executor run time,
+    which for PySpark includes the Python worker). ``cpu_time_ns`` is JVM thread CPU
+    only (the Python worker's CPU is not in it). Metrics of failed attempts are 0.
+    ``records_read``/``bytes_read`` are input metrics (Hadoop/file sources; 0 for
+    ``parallelize``); ``shuffle_records_read`` counts JVM shuffle records, which for
+    the PySpark RDD API are pickled *batches*, for DataFrames rows.
+
+    Examples
+    --------
+    >>> r = TaskRecord(stage_id=1, stage_attempt=0, partition_id=3, task_id=7, attempt=0,
+    ...                executor_id="driver", host="h", launch_time_ms=1000,
+    ...                finish_time_ms=1250, duration_ms=250, run_time_ms=240,
+    ...                cpu_time_ns=5_000_000, records_read=0, bytes_read=0,
+    ...                shuffle_records_read=10, shuffle_bytes_read=800,
+    ...                shuffle_records_written=0, shuffle_bytes_written=0,
+    ...                successful=True, speculative=False, job_group=None)
+    >>> r.duration_ms
+    250
+    """
+
+    stage_id: int
+    stage_attempt: int
+    partition_id: int
+    task_id: int
+    attempt: int
+    executor_id: str
+    host: str
+    launch_time_ms: int
+    finish_time_ms: int
+    duration_ms: int
+    run_time_ms: int
+    cpu_time_ns: int
+    records_read: int
+    bytes_read: int
+    shuffle_records_read: int
+    shuffle_bytes_read: int
+    shuffle_records_written: int
+    shuffle_bytes_written: int
+    successful: bool
+    speculative: bool
+    job_group: str | None
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """One stage attempt: submitted (times may be None until known) and maybe completed.
+
+    ``failed`` is True when the stage attempt completed with a failure reason.
+    """
+
+    stage_id: int
+    stage_attempt: int
+    name: str
+    num_tasks: int
+    submission_time_ms: int | None
+    completion_time_ms: int | None
+    failed: bool
+    job_group: str | None
+
+    @property
+    def wall_time_ms(self) -> int | None:
+        """Completion minus submission time (ms), or None while the stage runs."""
+        if self.submission_time_ms is None or self.completion_time_ms is None:
+            return None
+        return self.completion_time_ms - self.submission_time_ms
+
+
+@dataclass(frozen=True)
+class ExecutorRecord:
+    """One executor: cores and lifetime (epoch ms); ``removed_time_ms`` None while alive."""
+
+    executor_id: str
+    host: str
+    total_cores: int
+    added_time_ms: int
+    removed_time_ms: int | None = None
+    removed_reason: str | None = None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _spark_context(spark: Any) -> Any:
+    """Accept a SparkSession or a SparkContext; return the (Python) SparkContext."""
+    sc = getattr(spark, "sparkContext", spark)
+    if getattr(sc, "_jsc", None) is None:
+        raise ValueError(f"spark={spark!r}; expected an active SparkSession or SparkContext")
+    return sc
+
+
+def _option_long(opt: Any) -> int | None:
+    """Scala ``Option[Long]`` (a py4j object) -> int or None."""
+    return int(opt.get()) if opt.isDefined() else None
+
+
+@contextlib.contextmanager
+def sparkbalance_job_group(sc: Any, name: str, description: str | None = None) -> Iterator[str]:
+    """Label the jobs run inside the block with job group ``name``; restore the old label after.
+
+    sparkbalance runs its own jobs (statistics, planning probes) under a job group so a
+    listener created with ``job_group=name`` records only those. Local properties are
+    per thread in PySpark (pinned thread mode), so this labels the calling thread only.
+
+    Parameters
+    ----------
+    sc : SparkContext or SparkSession
+    name : str
+        Job group id (non-empty).
+    description : str, optional
+        Job description shown in the Spark UI (defaults to ``name``).
+
+    Examples
+    --------
+    >>> with sparkbalance_job_group(spark, "sparkbalance-stats"):  # doctest: +SKIP
+    ...     rdd.count()
+    """
+    if not name:
+        raise ValueError(f"name={name!r}; expected a non-empty job group id")
+    sc = _spark_context(sc)
+    keys = (JOB_GROUP_PROPERTY, _JOB_DESCRIPTION_PROPERTY, _JOB_INTERRUPT_PROPERTY)
+    old = {k: sc.getLocalProperty(k) for k in keys}
+    sc.setJobGroup(name, description if description is not None else name)
+    try:
+        yield name
+    finally:
+        for k, v in old.items():
+            # setLocalProperty(k, None) removes the property on the JVM side.
+            sc.setLocalProperty(k, v)
+
+
+# --------------------------------------------------------------------------- facade
+
+
+class _RecorderBase:
+    """Shared facade: attach/detach as a context manager, drain, dropped events.
+
+    Subclasses implement ``_register()``/``_unregister()`` and the three raw readers
+    ``_raw_tasks()``, ``_raw_stages()``, ``_raw_executors()``.
+    """
+
+    #: "py4j" or "jvm": which recorder collects the events.
+    kind: str = "?"
+
+    def __init__(self, spark: Any, job_group: str | None = None) -> None:
+        self._sc = _spark_context(spark)
+        self._job_group = job_group
+        self._attached = False
+        self._seed_executors: dict[str, ExecutorRecord] = {}
+
+    # -- lifecycle
+    def __enter__(self) -> "_RecorderBase":
+        self.attach()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.detach()
+
+    @property
+    def attached(self) -> bool:
+        """True between :meth:`attach` and :meth:`detach`."""
+        return self._attached
+
+    @property
+    def job_group(self) -> str | None:
+        """The job group whose tasks are recorded (None: all jobs)."""
+        return self._job_group
+
+    def attach(self) -> None:
+        """Register on the listener bus's shared queue (idempotent)."""
+        if self._attached:
+            return
+        self._seed_executors = _known_executors(self._sc)
+        self._register()
+        self._attached = True
+
+    def detach(self) -> None:
+        """Drain pending events, then remove the listener (idempotent, safe after stop)."""
+        if not self._attached:
+            return
+        self._attached = False
+        jsc = self._sc._jsc
+        if jsc is None or jsc.sc().isStopped():
+            return  # the bus is gone with the context; nothing to remove
+        self.flush()
+        self._unregister()
+
+    def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> bool:
+        """Wait until the listener bus has delivered all posted events; False on timeout.
+
+        ``LiveListenerBus.waitUntilEmpty`` is ``private[spark]`` in Scala but public in
+        bytecode; it waits for all queues (ours included).
+        """
+        jsc = self._sc._jsc
+        if jsc is None or jsc.sc().isStopped():
+            return True
+        try:
+            jsc.sc().listenerBus().waitUntilEmpty(int(timeout_s * 1000))
+            return True
+        except Exception as exc:  # py4j wraps java.util.concurrent.TimeoutException
+            _LOG.warning("listener bus not drained within %.1f s: %s", timeout_s, exc)
+            return False
+
+    # -- readers
+    def tasks(self, stage_id: int | None = None, *, successful_only: bool = False,
+              flush: bool = True) -> list[TaskRecord]:
+        """Finished task attempts (of ``job_group`` if set), ordered by task id.
+
+        Parameters
+        ----------
+        stage_id : int, optional
+            Only tasks of this stage (all attempts).
+        successful_only : bool
+            Drop failed/killed attempts.
+        flush : bool
+            Wait for the listener bus to drain first (only while attached).
+        """
+        if flush and self._attached:
+            self.flush()
+        out = [t for t in self._raw_tasks()
+               if (stage_id is None or t.stage_id == stage_id)
+               and (not successful_only or t.successful)
+               and (self._job_group is None or t.job_group == self._job_group)]
+        out.sort(key=lambda t: t.task_id)
+        return out
+
+    def stages(self, *, flush: bool = True) -> list[StageRecord]:
+        """Stage attempts seen (of ``job_group`` if set), ordered by (stage id, attempt)."""
+        if flush and self._attached:
+            self.flush()
+        out = [s for s in self._raw_stages()
+               if self._job_group is None or s.job_group == self._job_group]
+        out.sort(key=lambda s: (s.stage_id, s.stage_attempt))
+        return out
+
+    def executors(self, *, flush: bool = True) -> list[ExecutorRecord]:
+        """Executors alive at attach time plus those added/removed since, by id."""
+        if flush and self._attached:
+            self.flush()
+        merged = dict(self._seed_executors)
+        for e in self._raw_executors():
+            old = merged.get(e.executor_id)
+            if old is not None and e.added_time_ms < 0:  # removal of a seeded executor
+                e = ExecutorRecord(old.executor_id, old.host, old.total_cores,
+                                   old.added_time_ms, e.removed_time_ms, e.removed_reason)
+            merged[e.executor_id] = e
+        return [merged[k] for k in sorted(merged, key=_executor_sort_key)]
+
+    def dropped_events(self) -> dict[str, int]:
+        """Events dropped so far per listener-bus queue (``queue.<name>.numDroppedEvents``).
+
+        Counts are cumulative for the SparkContext, not for this listener; compare
+        before/after a job. Empty when the context is stopped.
+        """
+        return dropped_listener_events(self._sc)
+
+    # -- subclass hooks
+    def _register(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _unregister(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _raw_tasks(self) -> list[TaskRecord]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _raw_stages(self) -> list[StageRecord]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _raw_executors(self) -> list[ExecutorRecord]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(kind={self.kind!r}, job_group={self._job_group!r}, "
+                f"attached={self._attached})")
+
+
+def _executor_sort_key(executor_id: str) -> tuple[int, int | str]:
+    return (0, int(executor_id)) if executor_id.isdigit() else (1, executor_id)
+
+
+def dropped_listener_events(spark: Any) -> dict[str, int]:
+    """Dropped-event counters of the SparkContext's listener bus, per queue name.
+
+    Spark 4.3 registers a Dropwizard counter ``queue.<name>.numDroppedEvents`` per
+    ``AsyncEventQueue`` in ``LiveListenerBus.metrics().metricRegistry()`` (checked on
+    4.3.0: appStatus, executorManagement, and shared once a listener is added there).
+
+    Examples
+    --------
+    >>> dropped_listener_events(spark)  # doctest: +SKIP
+    {'appStatus': 0, 'executorManagement': 0, 'shared': 0}
+    """
+    sc = _spark_context(spark)
+    jsc = sc._jsc
+    if jsc is None or jsc.sc().isStopped():
+        return {}
+    counters = jsc.sc().listenerBus().metrics().metricRegistry().getCounters()
+    out: dict[str, int] = {}
+    for name in list(counters.keySet()):
+        if name.startswith("queue.") and name.endswith(".numDroppedEvents"):
+            out[name[len("queue."):-len(".numDroppedEvents")]] = int(counters.get(name).getCount())
+    return out
+
+
+def _known_executors(sc: Any) -> dict[str, ExecutorRecord]:
+    """Executors alive now, from the app status store (their Added events predate us)."""
+    try:
+        summaries = sc._jsc.sc().statusStore().executorList(True)
+        out = {}
+        for i in range(summaries.size()):
+            s = summaries.apply(i)
+            eid = str(s.id())
+            host = str(s.hostPort()).rsplit(":", 1)[0]
+            out[eid] = ExecutorRecord(eid, host, int(s.totalCores()), int(s.addTime().getTime()))
+        return out
+    except Exception as exc:  # internal API: degrade to event-only executor records
+        _LOG.debug("could not read executors from the status store: %s", exc)
+        return {}
+
+
+# --------------------------------------------------------------------------- py4j recorder
+
+
+class _Py4jSparkListener:
+    """The object py4j exposes to the JVM as a ``SparkListenerInterface``.
+
+    Callbacks arrive on py4j callback-server threads; the listener bus calls one
+    queue's listeners from a single dispatch thread, but we still lock because
+    readers run on the user's thread. Every callback swallows its own errors
+    (an exception would be logged by Spark once per event).
+    """
+
+    class Java:
+        implements = ["org.apache.spark.scheduler.SparkListenerInterface"]
+
+    def __init__(self, job_group: str | None) -> None:
+        self.lock = threading.Lock()
+        self.job_group = job_group
+        self.tasks: list[TaskRecord] = []
+        self.stages: dict[tuple[int, int], StageRecord] = {}
+        self.stage_groups: dict[tuple[int, int], str | None] = {}
+        self.executors: dict[str, ExecutorRecord] = {}
+        self.errors = 0
+
+    def _failed(self, where: str, exc: BaseException) -> None:
+        with self.lock:
+            self.errors += 1
+            first = self.errors == 1
+        if first:
+            _LOG.warning("TaskMetricsListener.%s failed (further errors counted only): %r",
+                         where, exc)
+
+    # -- the events we record
+    def onStageSubmitted(self, ev: Any) -> None:
+        try:
+            info = ev.stageInfo()
+            props = ev.properties()
+            group = props.getProperty(JOB_GROUP_PROPERTY) if props is not None else None
+            key = (int(info.stageId()), int(info.attemptNumber()))
+            rec = StageRecord(key[0], key[1], str(info.name()), int(info.numTasks()),
+                              _option_long(info.submissionTime()), None, False, group)
+            with self.lock:
+                self.stage_groups[key] = group
+                self.stages[key] = rec
+        except Exception as exc:
+            self._failed("onStageSubmitted", exc)
+
+    def onStageCompleted(self, ev: Any) -> None:
+        try:
+            info = ev.stageInfo()
+            key = (int(info.stageId()), int(info.attemptNumber()))
+            submitted = _option_long(info.submissionTime())
+            completed = _option_long(info.completionTime())
+            failed = bool(info.failureReason().isDefined())
+            with self.lock:
+                old = self.stages.get(key)
+                group = self.stage_groups.get(key)
+                self.stages[key] = StageRecord(
+                    key[0], key[1], str(info.name()), int(info.numTasks()),
+                    submitted if submitted is not None else (old.submission_time_ms if old else None),
+                    completed, failed, group)
+        except Exception as exc:
+            self._failed("onStageCompleted", exc)
+
+    def onTaskEnd(self, ev: Any) -> None:
+        try:
+            key = (int(ev.stageId()), int(ev.stageAttemptId()))
+            with self.lock:
+                group = self.stage_groups.get(key)
+            if self.job_group is not None and group != self.job_group:
+                return  # not ours: skip the ~20 round trips below
+            rec = _task_record(ev, key, group)
+            with self.lock:
+                self.tasks.append(rec)
+        except Exception as exc:
+            self._failed("onTaskEnd", exc)
+
+    def onExecutorAdded(self, ev: Any) -> None:
+        try:
+            info = ev.executorInfo()
+            eid = str(ev.executorId())
+            rec = ExecutorRecord(eid, str(info.executorHost()), int(info.totalCores()),
+                                 int(ev.time()))
+            with self.lock:
+                self.executors[eid] = rec
+        except Exception as exc:
+            self._failed("onExecutorAdded", exc)
+
+    def onExecutorRemoved(self, ev: Any) -> None:
+        try:
+            eid = str(ev.executorId())
+            t, reason = int(ev.time()), str(ev.reason())
+            with self.lock:
+                old = self.executors.get(eid)
+                if old is None:  # added before we attached: merged with the seed later
+                    old = ExecutorRecord(eid, "", 0, -1)
+                self.executors[eid] = ExecutorRecord(old.executor_id, old.host, old.total_cores,
+                                                     old.added_time_ms, t, reason)
+        except Exception as exc:
+            self._failed("onExecutorRemoved", exc)
+
+    # -- events we do not need: return at once (each still costs one JVM->Python trip)
+    def _ignore(self, ev: Any) -> None:
+        return None
+
+    onTaskStart = onTaskGettingResult = onJobStart = onJobEnd = _ignore
+    onEnvironmentUpdate = onBlockManagerAdded = onBlockManagerRemoved = _ignore
+    onUnpersistRDD = onApplicationStart = onApplicationEnd = _ignore
+    onExecutorMetricsUpdate = onStageExecutorMetrics = _ignore
+    onExecutorBlacklisted = onExecutorExcluded = _ignore
+    onExecutorBlacklistedForStage = onExecutorExcludedForStage = _ignore
+    onNodeBlacklistedForStage = onNodeExcludedForStage = _ignore
+    onExecutorUnblacklisted = onExecutorUnexcluded = _ignore
+    onNodeBlacklisted = onNodeExcluded = onNodeUnblacklisted = onNodeUnexcluded = _ignore
+    onUnschedulableTaskSetAdded = onUnschedulableTaskSetRemoved = _ignore
+    onBlockUpdated = onSpeculativeTaskSubmitted = onOtherEvent = _ignore
+    onResourceProfileAdded = _ignore
+
+
+def _task_record(ev: Any, key: tuple[int, int], group: str | None) -> TaskRecord:
+    """Read one ``SparkListenerTaskEnd`` through py4j (one round trip per accessor)."""
+    info = ev.taskInfo()
+    launch, finish = int(info.launchTime()), int(info.finishTime())
+    m = ev.taskMetrics()  # null (None) for some failed attempts
+    if m is not None:
+        inp, srd, swr = m.inputMetrics(), m.shuffleReadMetrics(), m.shuffleWriteMetrics()
+        metrics = (int(m.executorRunTime()), int(m.executorCpuTime()),
+                   int(inp.recordsRead()), int(inp.bytesRead()),
+                   int(srd.recordsRead()), int(srd.totalBytesRead()),
+                   int(swr.recordsWritten()), int(swr.bytesWritten()))
+    else:
+        metrics = (0,) * 8
+    return TaskRecord(
+        key[0], key[1], int(info.partitionId()), int(info.taskId()), int(info.attemptNumber()),
+        str(info.executorId()), str(info.host()), launch, finish,
+        # TaskInfo.duration() = finishTime - launchTime; computed here to save a round trip.
+        max(0, finish - launch) if finish > 0 else 0,
+        *metrics, bool(info.successful()), bool(info.speculative()), group)
+
+
+class TaskMetricsListener(_RecorderBase):
+    """Record finished tasks, stages and executors through a pure-py4j SparkListener.
+
+    Use as a context manager: it attaches on enter and detaches (after draining the
+    bus) on exit; records stay readable after detaching.
+
+    Parameters
+    ----------
+    spark : SparkSession or SparkContext
+    job_group : str, optional
+        Record only tasks/stages of jobs run under this job group
+        (see :func:`sparkbalance_job_group`). None records everything.
+
+    Examples
+    --------
+    >>> with TaskMetricsListener(spark) as lst:  # doctest: +SKIP
+    ...     spark.sparkContext.parallelize(range(100), 4).count()
+    >>> sorted(t.partition_id for t in lst.tasks())  # doctest: +SKIP
+    [0, 1, 2, 3]
+    """
+
+    kind = "py4j"
+
+    def __init__(self, spark: Any, job_group: str | None = None) -> None:
+        super().__init__(spark, job_group)
+        self._impl = _Py4jSparkListener(job_group)
+        self._jproxy: Any = None
+
+    def _register(self) -> None:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        gw = self._sc._gateway
+        ensure_callback_server_started(gw)
+        # py4j makes a new Java proxy each time a Python object crosses the boundary,
+        # so removeSparkListener(python_obj) would not find it; pin one proxy instead.
+        holder = gw.jvm.java.util.ArrayList()
+        holder.add(self._impl)
+        self._jproxy = holder.get(0)
+        self._sc._jsc.sc().addSparkListener(self._jproxy)
+
+    def _unregister(self) -> None:
+        self._sc._jsc.sc().removeSparkListener(self._jproxy)
+        self._jproxy = None
+
+    @property
+    def callback_errors(self) -> int:
+        """Number of callbacks that raised (each logged at most once)."""
+        return self._impl.errors
+
+    def _raw_tasks(self) -> list[TaskRecord]:
+        with self._impl.lock:
+            return list(self._impl.tasks)
+
+    def _raw_stages(self) -> list[StageRecord]:
+        with self._impl.lock:
+            return list(self._impl.stages.values())
+
+    def _raw_executors(self) -> list[ExecutorRecord]:
+        with self._impl.lock:
+            return list(self._impl.executors.values())
+
+
+# --------------------------------------------------------------------------- chooser
+
+
+def open_listener(spark: Any, job_group: str | None = None, *,
+                  prefer: str = "auto") -> _RecorderBase:
+    """A not-yet-attached recorder: the JVM one when its jar is loaded, else py4j.
+
+    Logs exactly one INFO line saying which recorder was chosen and why.
+
+    Parameters
+    ----------
+    spark : SparkSession or SparkContext
+    job_group : str, optional
+        Passed to the recorder (see :class:`TaskMetricsListener`).
+    prefer : {"auto", "jvm", "py4j"}
+        "auto" picks the JVM recorder when loadable; "jvm" raises if it is not.
+
+    Examples
+    --------
+    >>> with open_listener(spark) as lst:  # doctest: +SKIP
+    ...     df.groupBy("k").count().collect()
+    >>> lst.kind  # doctest: +SKIP
+    'jvm'
+    """
+    from sparkbalance.spark import jvm  # late: jvm imports this module
+
+    if prefer not in ("auto", "jvm", "py4j"):
+        raise ValueError(f"prefer={prefer!r}; expected 'auto', 'jvm' or 'py4j'")
+    if prefer != "py4j" and jvm.bridge_available(spark):
+        _LOG.info("sparkbalance listener: JVM recorder %s (bridge jar on the classpath)",
+                  jvm.RECORDER_CLASS)
+        return jvm.JvmTaskMetricsListener(spark, job_group)
+    if prefer == "jvm":
+        raise RuntimeError(
+            f"JVM recorder {jvm.RECORDER_CLASS} is not loadable; build it with "
+            f"`bash jvm_bridge/build.sh .venv/bin/python` and create the session with "
+            f"sparkbalance.spark.jvm.session_builder_with_bridge(builder)")
+    _LOG.info("sparkbalance listener: pure-py4j listener (%s)",
+              "requested" if prefer == "py4j" else
+              "bridge jar not on the classpath; build jvm_bridge for lower overhead")
+    return TaskMetricsListener(spark, job_group)
