@@ -1,0 +1,20 @@
+"""Interval planners of seed 003 (Ding et al.): SSM, Simple_SSM, OMS, MTM-aware (+ PMC).
+
+Tasks (key groups) ``0..m-1`` are owned by nodes (partitions) in contiguous intervals; the
+planners move interval boundaries so that every node's work is at most ``(1+tau) W / n'``
+while moving as little state as possible. Pure numpy; PMC can use a SparkContext if given.
+
+Example
+-------
+>>> from sparkbalance.planning.intervals import SSM
+>>> SSM(tau=0.4).plan([1] * 20, [1] * 20, [0, 13, 20], 3).migration_cost
+4.0
+"""
+from __future__ import annotations
+
+from .model import IntervalPlan, capacity, match_intervals
+from .oracle import brute_force
+from .simple_ssm import SimpleSSM
+from .ssm import SSM
+
+__all__ = ["IntervalPlan", "SSM", "SimpleSSM", "brute_force", "capacity", "match_intervals"]
