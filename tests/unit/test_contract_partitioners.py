@@ -1,0 +1,194 @@
+"""One contract suite over every partition function of sparkbalance.
+
+Contract (ARCHITECTURE "The three interfaces"): outputs in [0, n); deterministic (for
+splitting functions: a deterministic candidate set, every output inside it, and a
+deterministic replay from a fresh map task); pickle and cloudpickle round trips (a
+splitting function's local load vector arrives zeroed); ``assign`` equals per-key calls
+(for splitting functions: per-key calls of a fresh copy, i.e. one fresh map task); bad keys
+raise the hashing module's clear errors.
+"""
+from __future__ import annotations
+
+import math
+import pickle
+
+import cloudpickle
+import numpy as np
+import pytest
+
+from sparkbalance import strategies
+from sparkbalance.routing import (HashPartitioner, KeyGroupPartitioner, RoutingTable,
+                                  RoutingTablePartitioner)
+from sparkbalance.routing.choices import ChoicesPartitioner
+from sparkbalance.routing.pkg import PKGPartitioner
+from sparkbalance.routing.tag import TimeAwarePartitioner
+from sparkbalance.stats import KeyStats
+
+KEYS = (list(range(-20, 80)) + [f"user-{i}" for i in range(80)] + [("a", 1), b"raw", 2.5,
+        True, 3.0])
+# A skewed record sequence: the heavy keys repeat, so splitting functions actually split.
+RECORDS = ["hot"] * 60 + [7] * 30 + KEYS + ["hot"] * 20 + [("a", 1)] * 10
+
+
+def _stats() -> KeyStats:
+    counts: dict = {}
+    for k in RECORDS:
+        counts[k] = counts.get(k, 0) + 1
+    # True == 1 and 3.0 == 3 in Python: dict keys merge, as stable_hash does.
+    return KeyStats.from_counts(counts)
+
+
+def _fitted() -> list:
+    """Every registered strategy whose fitter imports, fitted on small skewed stats."""
+    out = []
+    for name in strategies.available():
+        spec = strategies.get(name)
+        try:
+            strategies.fit(name, _stats(), 5)
+        except (ImportError, AttributeError):
+            continue  # planner module not written yet (another helper's issue)
+        except Exception:
+            pass  # keep it: the contract tests will show the failure
+        out.append(pytest.param(lambda name=name: strategies.fit(name, _stats(), 5),
+                                id=f"fit:{name}"))
+    return out
+
+
+FACTORIES = [
+    pytest.param(lambda: HashPartitioner(1), id="hash1"),
+    pytest.param(lambda: HashPartitioner(7), id="hash7"),
+    pytest.param(lambda: RoutingTablePartitioner(5, RoutingTable({"user-1": 4, 3: 0, ("a", 1): 2})),
+                 id="table"),
+    pytest.param(lambda: KeyGroupPartitioner(3), id="keygroups"),
+    pytest.param(lambda: KeyGroupPartitioner(4, 10, [0, 0, 3, 10, 10]), id="keygroups-empty"),
+    pytest.param(lambda: PKGPartitioner(1), id="pkg1"),
+    pytest.param(lambda: PKGPartitioner(6), id="pkg6"),
+    pytest.param(lambda: ChoicesPartitioner(6, {"hot": 0.5, 7: 0.2}, mode="d"), id="dchoices"),
+    pytest.param(lambda: ChoicesPartitioner(6, ["hot", 7], mode="w"), id="wchoices"),
+    pytest.param(lambda: TimeAwarePartitioner(6, [1, 2, 1, 1, 3, 1], {"hot": 0.5, 7: 0.25}),
+                 id="tag"),
+    pytest.param(lambda: TimeAwarePartitioner(3), id="tag-plain"),
+] + _fitted()
+
+
+def _roundtrips(f):
+    return [pickle.loads(pickle.dumps(f)), cloudpickle.loads(cloudpickle.dumps(f))]
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_outputs_in_range(make):
+    f = make()
+    n = f.num_partitions
+    assert all(0 <= f(k) < n for k in RECORDS)
+    out = f.assign(np.array(RECORDS, dtype=object))
+    assert out.dtype == np.int64 and out.shape == (len(RECORDS),)
+    assert ((0 <= out) & (out < n)).all()
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_deterministic(make):
+    f, g = make(), make()
+    if not f.splits_keys:
+        assert [f(k) for k in RECORDS] == [g(k) for k in RECORDS] == [f(k) for k in RECORDS]
+        return
+    # Splitting: the candidate set is deterministic and every output lies inside it.
+    assert [f.candidates(k) for k in KEYS] == [g.candidates(k) for k in KEYS]
+    for k in RECORDS:
+        assert f(k) in f.candidates(k)
+    assert f.assign(RECORDS).tolist() == g.assign(RECORDS).tolist()
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_pickling_round_trip(make):
+    f = make()
+    before = [f(k) for k in RECORDS]  # warms memo / local loads on the driver copy
+    for g in _roundtrips(f):
+        assert g.num_partitions == f.num_partitions and g.splits_keys == f.splits_keys
+        if f.splits_keys:
+            assert g.local_loads == [0.0] * f.num_partitions  # a fresh map task
+            assert [g(k) for k in RECORDS] == f.assign(RECORDS).tolist()
+        else:
+            assert [g(k) for k in RECORDS] == before
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_assign_equals_per_key_calls(make):
+    f = make()
+    keys = np.array(RECORDS, dtype=object)
+    if f.splits_keys:
+        # assign = what a fresh map task does; it neither reads nor changes f's own loads.
+        f(RECORDS[0])
+        loads = f.local_loads
+        got = f.assign(keys).tolist()
+        assert f.local_loads == loads
+        fresh = f.fresh()
+        assert got == [fresh(k) for k in RECORDS]
+    else:
+        assert f.assign(keys).tolist() == [f(k) for k in RECORDS]
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+@pytest.mark.parametrize("bad, exc, match", [
+    (None, TypeError, "NoneType"), (math.nan, ValueError, "NaN"), ([1], TypeError, "list"),
+    ({"a": 1}, TypeError, "dict"), (("x", None), TypeError, "NoneType"),
+])
+def test_bad_keys_raise_clear_errors(make, bad, exc, match):
+    f = make()
+    with pytest.raises(exc, match=match):
+        f(bad)
+    with pytest.raises(exc, match=match):
+        f.assign([1, bad])
+
+
+def test_pkg_splits_a_hot_key_evenly_over_its_two_candidates():
+    f = PKGPartitioner(8)
+    a, b = f.candidates("hot")
+    assert a != b
+    out = f.assign(["hot"] * 100).tolist()
+    assert out.count(a) == out.count(b) == 50
+
+
+def test_choices_give_heavy_keys_more_candidates():
+    d = ChoicesPartitioner(16, {"hot": 0.4, "warm": 0.02}, mode="d")
+    w = ChoicesPartitioner(16, {"hot": 0.4}, mode="w")
+    assert d.num_choices("hot") == 13  # ceil(0.4 * 16 / 0.5)
+    assert d.num_choices("warm") == 2
+    assert w.num_choices("hot") == 16
+    assert set(d.candidates("cold")) == set(PKGPartitioner(16).candidates("cold"))
+    out = w.assign(["hot"] * 160).tolist()
+    assert sorted(out.count(p) for p in range(16)) == [10] * 16
+
+
+def test_tag_balances_time_not_records():
+    t = [1.0, 2.0, 4.0, 1.0]
+    f = TimeAwarePartitioner(4, t, {"hot": 1.0})
+    # p=1.0 gives 20 segments over 4 partitions: all four are candidates (w.h.p., fixed seed).
+    assert sorted(f.candidates("hot")) == [0, 1, 2, 3]
+    out = f.assign(["hot"] * 700).tolist()
+    time_loads = [out.count(i) * t[i] for i in range(4)]
+    assert max(time_loads) / (sum(time_loads) / 4) < 1.05
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"mode": "x"}, "mode='x'"), ({"heavy_keys": ["a"], "mode": "d"}, "mapping"),
+    ({"heavy_keys": {"a": 2.0}}, "frequency"), ({"heavy_keys": {None: 0.5}}, "NoneType"),
+])
+def test_choices_validation(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        ChoicesPartitioner(4, **kwargs)
+
+
+@pytest.mark.parametrize("t, match", [([1, 2], "shape"), ([1, 0, 1], "> 0"), ([1, np.nan, 1], "> 0")])
+def test_tag_validation(t, match):
+    with pytest.raises(ValueError, match=match):
+        TimeAwarePartitioner(3, t)
+
+
+def test_fitters_find_heavy_keys():
+    s = _stats()
+    assert "hot" in strategies.fit("dchoices", s, 5).heavy_keys
+    assert "hot" in strategies.fit("wchoices", s, 5).heavy_keys
+    assert "hot" in strategies.fit("tag", s, 5).routes
+    assert strategies.fit("pkg", None, 5).num_partitions == 5
+    with pytest.raises(ValueError, match="needs key statistics"):
+        strategies.fit("tag", None, 5)
