@@ -2,7 +2,8 @@
 
 Tasks (key groups) ``0..m-1`` are owned by nodes (partitions) in contiguous intervals; the
 planners move interval boundaries so that every node's work is at most ``(1+tau) W / n'``
-while moving as little state as possible. Pure numpy; PMC can use a SparkContext if given.
+while moving as little state as possible. Pure numpy; PMC can use a SparkContext if given
+(pyspark is never imported here).
 
 Example
 -------
@@ -12,9 +13,17 @@ Example
 """
 from __future__ import annotations
 
+from .baselines import ConsistentHashing, StormDefault, TaskPlan
+from .fit import fit_keygroups, plan_keygroups
 from .model import IntervalPlan, capacity, match_intervals
+from .mtm import MTMAware, PMCResult, pmc, transition_matrix
+from .oms import OMS
 from .oracle import brute_force
+from .partitionings import TooManyPartitionings, enumerate_partitionings, pairwise_costs
 from .simple_ssm import SimpleSSM
 from .ssm import SSM
 
-__all__ = ["IntervalPlan", "SSM", "SimpleSSM", "brute_force", "capacity", "match_intervals"]
+__all__ = ["IntervalPlan", "SSM", "SimpleSSM", "OMS", "MTMAware", "PMCResult", "pmc",
+           "transition_matrix", "StormDefault", "ConsistentHashing", "TaskPlan",
+           "brute_force", "capacity", "match_intervals", "enumerate_partitionings",
+           "pairwise_costs", "TooManyPartitionings", "fit_keygroups", "plan_keygroups"]

@@ -26,6 +26,7 @@ owns ``bounds[i]:bounds[i+1]``); same band DP, one interval per step.
 from __future__ import annotations
 
 import time
+from dataclasses import replace as dc_replace
 from typing import Any
 
 import numpy as np
@@ -197,6 +198,15 @@ def _solve_positional(p: Problem) -> tuple[float, np.ndarray]:
     return best, np.asarray(cuts, dtype=np.int64)
 
 
+def _relaxed(p: Problem) -> Problem:
+    """The instance with the least feasible bound: the minimum over partitionings of the
+    maximum load (and no lower bound). Planning on it gives, when tau cannot be met, the
+    cheapest migration among the plans of least maximum load."""
+    cuts = min_max_partition(p.wc, p.num_nodes)
+    bound = float(np.max(p.wc[cuts[1:]] - p.wc[cuts[:-1]]))
+    return dc_replace(p, cap=max(p.cap, bound * (1 + 1e-9) + 1e-12), low=0.0)
+
+
 def ssm_gain(p: Problem) -> float:
     """Optimal gain of a validated problem (``-inf`` when no balanced plan exists)."""
     return _solve(p)[0]
@@ -240,7 +250,7 @@ class SSM:
         """Plan the migration of ``bounds`` (n+1 cut points) to ``num_nodes`` intervals.
 
         Returns the optimal :class:`IntervalPlan`; when no plan meets the balance bound,
-        the least-maximum-load partitioning with its best owners and ``feasible=False``.
+        the cheapest plan among those of least maximum load, with ``feasible=False``.
         """
         t0 = time.perf_counter()
         p = self.problem(weights, sizes, bounds, num_nodes)
@@ -252,12 +262,16 @@ class SSM:
         if self.positional:
             gain, cuts = _solve_positional(p)
             if gain == _NEG:
+                gain, cuts = _solve_positional(_relaxed(p))
+            if gain == _NEG:  # pragma: no cover - the relaxed bound is always feasible
                 cuts = min_max_partition(p.wc, p.num_nodes)
             owners = np.arange(p.num_nodes, dtype=np.int64)
             return plan_from_partition(p, cuts, owners, algorithm=name,
                                        seconds=time.perf_counter() - t0)
         gain, intervals = _solve(p)
         if gain == _NEG:
+            gain, intervals = _solve(_relaxed(p))
+        if gain == _NEG:  # pragma: no cover - the relaxed bound is always feasible
             cuts = min_max_partition(p.wc, p.num_nodes)
             return plan_from_partition(p, cuts, algorithm=name,
                                        seconds=time.perf_counter() - t0)
