@@ -52,6 +52,16 @@ _EXPORTS: dict[str, str] = {
     "join_df": "sparkbalance.spark.dataframe",
     # keyed state
     "KeyedStateOperator": "sparkbalance.state.operator",
+    # interval planners (seed 003)
+    "SSM": "sparkbalance.planning.intervals",
+    "SimpleSSM": "sparkbalance.planning.intervals",
+    "OMS": "sparkbalance.planning.intervals",
+    "MTMAware": "sparkbalance.planning.intervals",
+    "IntervalPlan": "sparkbalance.planning.intervals",
+    "ConsistentHashing": "sparkbalance.planning.intervals",
+    "StormDefault": "sparkbalance.planning.intervals",
+    "transition_matrix": "sparkbalance.planning.intervals",
+    "fit_keygroups": "sparkbalance.planning.intervals",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
