@@ -1,0 +1,210 @@
+"""The stable hashes of :mod:`sparkbalance.hashing` as Spark SQL Column expressions.
+
+The DataFrame path routes rows inside the JVM (no Python UDF), yet it must send every key
+to the partition the Python partition functions name, so the planner (Python, on the driver)
+and the executors (JVM) agree. This module spells the *same* formula in Spark SQL:
+
+1. canonical bytes with a one-byte tag, built with ``concat`` and a cast to BINARY::
+
+       TINYINT/SMALLINT/INT/BIGINT  ->  'i' || CAST(k AS STRING)          (decimal digits)
+       BOOLEAN                      ->  'i1' / 'i0'                        (Python: True == 1)
+       STRING                       ->  's' || k                            (UTF-8)
+       BINARY                       ->  X'62' || k
+
+2. ``raw = crc32(bytes)`` (``java.util.zip.CRC32`` = zlib's), a BIGINT in ``[0, 2**32)``;
+   a multi-column key is the Python tuple of its values and folds as in hashing.py:
+   ``r = TUPLE_SEED; r = pmod(r * TUPLE_MUL + raw(e), TUPLE_MOD)``.
+3. ``h_i = pmod(raw * A[i] + B[i], P)`` with ``P = 2**61 - 1``.
+
+ANSI mode (on by default since Spark 4.0) raises on BIGINT overflow, so every intermediate
+must stay below ``2**63``: ``raw * A[i] + B[i] < 2**32 * 2**30 + 2**61 < 2**63`` and
+``r * TUPLE_MUL + raw < 2**32 * 2**31 + 2**32 < 2**63`` (checked by the tests with the
+largest raw value). ``pmod`` of non-negative operands equals Python's ``%``.
+
+Null in any key column gives a null hash (``concat`` and ``crc32`` propagate nulls); the
+DataFrame adapter sends such rows to one documented partition.
+
+Floating-point, decimal, date and nested columns are refused with a clear error: the
+Python hash of a float needs its IEEE-754 bytes, which Spark SQL cannot produce without
+a UDF, and the other types have no Python key form in :mod:`sparkbalance.hashing`.
+
+Example
+-------
+>>> # df: a DataFrame with a STRING column "user"
+>>> # df.select(stable_hash(df, "user"))  # == [hashing.stable_hash(u) for u in users]
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ..hashing import HASH_FAMILY_SIZE, P, TUPLE_MOD, TUPLE_MUL, TUPLE_SEED, _A, _B
+from ..routing.keygroups import _GROUP_HASH
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
+
+__all__ = [
+    "SUPPORTED_TYPES",
+    "key_types",
+    "check_key_columns",
+    "encoded_key",
+    "raw_hash",
+    "raw_hash_of",
+    "affine",
+    "stable_hash",
+    "hash_family",
+    "home_partition",
+    "key_group",
+    "any_null",
+]
+
+#: Spark SQL types a key column may have (names as in ``DataType.simpleString()``).
+SUPPORTED_TYPES = ("tinyint", "smallint", "int", "bigint", "boolean", "string", "binary")
+
+# Overflow guard (ANSI mode): the largest intermediate of each step, in exact Python ints.
+_RAW_MAX = (1 << 32) - 1
+assert max(_A) * _RAW_MAX + max(_B) < (1 << 63), "h_i step could overflow a Spark BIGINT"
+assert (TUPLE_MOD - 1) * TUPLE_MUL + _RAW_MAX < (1 << 63), "tuple fold could overflow BIGINT"
+
+
+def _F():
+    from pyspark.sql import functions as F
+    return F
+
+
+def _col(df: "DataFrame", name: str) -> "Column":
+    if not isinstance(name, str):
+        raise TypeError(f"key column {name!r} of type {type(name).__name__}; expected a "
+                        "column name (str)")
+    if name not in df.columns:
+        raise ValueError(f"key column {name!r} not found; expected one of {df.columns}")
+    return df[name]
+
+
+def key_types(df: "DataFrame", cols: Sequence[str]) -> list["DataType"]:
+    """Data types of the key columns ``cols`` of ``df`` (validated, see :data:`SUPPORTED_TYPES`).
+
+    Example
+    -------
+    >>> # key_types(spark.range(3), ["id"]) -> [LongType()]
+    """
+    if not cols:
+        raise ValueError("no key columns given; expected at least one column name")
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    out = []
+    for c in cols:
+        _col(df, c)
+        dt = fields[c]
+        name = dt.simpleString()
+        if name not in SUPPORTED_TYPES:
+            raise TypeError(f"key column {c!r} has type {name}; expected one of "
+                            f"{', '.join(SUPPORTED_TYPES)} (cast it first, e.g. "
+                            f"F.col({c!r}).cast('string'))")
+        out.append(dt)
+    return out
+
+
+def check_key_columns(df: "DataFrame", cols: Sequence[str]) -> list[str]:
+    """Validate key column names and types; return them as a list."""
+    cols = list(cols)
+    key_types(df, cols)
+    if len(set(cols)) != len(cols):
+        raise ValueError(f"key columns {cols} repeat a name; expected distinct columns")
+    return cols
+
+
+def encoded_key(column: "Column", dtype: "DataType") -> "Column":
+    """Tagged canonical bytes of one key column (BINARY), as in hashing.py step 1."""
+    F = _F()
+    name = dtype.simpleString()
+    if name in ("tinyint", "smallint", "int", "bigint"):
+        return F.concat(F.lit("i"), column.cast("string")).cast("binary")
+    if name == "boolean":
+        return F.when(column.isNull(), F.lit(None).cast("binary")).when(
+            column, F.lit(b"i1")).otherwise(F.lit(b"i0"))
+    if name == "string":
+        return F.concat(F.lit("s"), column).cast("binary")
+    if name == "binary":
+        return F.concat(F.lit(b"b"), column)
+    raise TypeError(f"key type {name}; expected one of {', '.join(SUPPORTED_TYPES)}")
+
+
+def raw_hash_of(columns: Sequence["Column"], dtypes: Sequence["DataType"]) -> "Column":
+    """Raw 32-bit hash (BIGINT) of a key made of ``columns`` (a tuple when more than one)."""
+    F = _F()
+    if len(columns) != len(dtypes) or not columns:
+        raise ValueError(f"got {len(columns)} columns and {len(dtypes)} types; expected the "
+                         "same number, at least one")
+    raws = [F.crc32(encoded_key(c, t)) for c, t in zip(columns, dtypes)]
+    if len(raws) == 1:
+        return raws[0]
+    r = F.lit(TUPLE_SEED)
+    for raw in raws:  # the tuple fold of hashing.raw_hash
+        r = F.pmod(r * F.lit(TUPLE_MUL) + raw, F.lit(TUPLE_MOD))
+    return r
+
+
+def raw_hash(df: "DataFrame", *cols: str) -> "Column":
+    """:func:`sparkbalance.hashing.raw_hash` of the key ``cols`` of ``df`` (BIGINT column).
+
+    Example
+    -------
+    >>> # df.select(raw_hash(df, "k")) == [hashing.raw_hash(k) for k in keys]
+    """
+    cols = check_key_columns(df, cols)
+    return raw_hash_of([df[c] for c in cols], key_types(df, cols))
+
+
+def affine(raw: "Column", i: int) -> "Column":
+    """``h_i = (raw * A[i] + B[i]) mod P`` (BIGINT, overflow-free for raw < 2**32)."""
+    F = _F()
+    if not 0 <= i < HASH_FAMILY_SIZE:
+        raise ValueError(f"hash index i={i}; expected 0 <= i < {HASH_FAMILY_SIZE}")
+    return F.pmod(raw * F.lit(_A[i]) + F.lit(_B[i]), F.lit(P))
+
+
+def hash_family(df: "DataFrame", cols: Sequence[str] | str, i: int) -> "Column":
+    """:func:`sparkbalance.hashing.hash_family` of key ``cols``: the i-th hash (BIGINT)."""
+    cols = [cols] if isinstance(cols, str) else list(cols)
+    return affine(raw_hash(df, *cols), i)
+
+
+def stable_hash(df: "DataFrame", *cols: str) -> "Column":
+    """:func:`sparkbalance.hashing.stable_hash` of key ``cols`` (BIGINT in ``[0, P)``).
+
+    Example
+    -------
+    >>> # df.select(stable_hash(df, "k", "day"))  # key = the tuple (k, day)
+    """
+    return hash_family(df, cols, 0)
+
+
+def _check_count(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r}; expected an int >= 1")
+    if value >= 1 << 31:
+        raise ValueError(f"{name}={value}; expected < 2**31 (a Spark INT)")
+    return value
+
+
+def home_partition(df: "DataFrame", cols: Sequence[str] | str, num_partitions: int
+                   ) -> "Column":
+    """:func:`sparkbalance.routing.home_partition`: ``stable_hash mod n`` as an INT column."""
+    n = _check_count(num_partitions, "num_partitions")
+    return _F().pmod(hash_family(df, cols, 0), _F().lit(n)).cast("int")
+
+
+def key_group(df: "DataFrame", cols: Sequence[str] | str, num_groups: int) -> "Column":
+    """:func:`sparkbalance.routing.key_group`: ``h_1 mod m`` as an INT column."""
+    m = _check_count(num_groups, "num_groups")
+    return _F().pmod(hash_family(df, cols, _GROUP_HASH), _F().lit(m)).cast("int")
+
+
+def any_null(df: "DataFrame", cols: Sequence[str]) -> "Column":
+    """True where any key column is null (such keys cannot be hashed)."""
+    cond = None
+    for c in cols:
+        e = _col(df, c).isNull()
+        cond = e if cond is None else (cond | e)
+    return cond
