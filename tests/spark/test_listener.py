@@ -1,0 +1,164 @@
+"""Task-metrics listeners on the shared local[2] session: py4j and (when built) JVM recorder."""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from sparkbalance.spark import jvm
+from sparkbalance.spark.listener import (
+    JOB_GROUP_PROPERTY,
+    SPARK_LISTENER_INTERFACE_METHODS,
+    TaskMetricsListener,
+    _Py4jSparkListener,
+    open_listener,
+    sparkbalance_job_group,
+)
+from sparkbalance.stats.timeweights import completion_times, seconds_per_record_by_partition
+
+GROUP = "sparkbalance-test-listener"
+
+
+def _recorders(spark):
+    out = [("py4j", lambda g=None: TaskMetricsListener(spark, g))]
+    if jvm.bridge_available(spark):
+        out.append(("jvm", lambda g=None: jvm.JvmTaskMetricsListener(spark, g)))
+    return out
+
+
+def _shuffle_job(sc, n_map=3, n_reduce=4):
+    return (sc.parallelize(range(300), n_map).map(lambda v: (v % 11, 1))
+            .reduceByKey(lambda a, b: a + b, n_reduce).count())
+
+
+def test_python_listener_implements_every_interface_method(spark):
+    # javap on spark-core_2.13-4.3.0: SparkListenerInterface has exactly these 35.
+    assert len(SPARK_LISTENER_INTERFACE_METHODS) == 35
+    jcls = spark.sparkContext._jvm.java.lang.Class.forName(
+        "org.apache.spark.scheduler.SparkListenerInterface")
+    names = {m.getName() for m in jcls.getMethods()}
+    assert names == set(SPARK_LISTENER_INTERFACE_METHODS)
+    for name in names:
+        assert callable(getattr(_Py4jSparkListener, name))
+
+
+@pytest.mark.parametrize("kind", ["py4j", "jvm"])
+def test_every_task_recorded_once_with_valid_fields(spark, kind):
+    sc = spark.sparkContext
+    makers = dict(_recorders(spark))
+    if kind not in makers:
+        pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
+    with makers[kind](GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+        _shuffle_job(sc)
+    tasks, stages = lst.tasks(), lst.stages()
+    assert [s.num_tasks for s in stages] == [3, 4]
+    assert len(tasks) == 7
+    assert len({t.task_id for t in tasks}) == 7
+    by_stage = {s.stage_id: sorted(t.partition_id for t in tasks if t.stage_id == s.stage_id)
+                for s in stages}
+    assert sorted(by_stage.values()) == [[0, 1, 2], [0, 1, 2, 3]]
+    for t in tasks:
+        assert t.successful and t.duration_ms >= 0 and t.run_time_ms >= 0
+        assert t.executor_id == "driver" and t.job_group == GROUP
+    reduce_id = max(by_stage)
+    assert sum(t.shuffle_bytes_read for t in tasks if t.stage_id == reduce_id) > 0
+    assert all(s.wall_time_ms is not None and s.wall_time_ms >= 0 for s in stages)
+    ex = lst.executors()
+    assert [e.executor_id for e in ex] == ["driver"] and ex[0].total_cores == 2
+
+
+def test_both_recorders_agree_on_the_same_job(spark):
+    if not jvm.bridge_available(spark):
+        pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
+    sc = spark.sparkContext
+    with TaskMetricsListener(spark, GROUP) as a, jvm.JvmTaskMetricsListener(spark, GROUP) as b:
+        with sparkbalance_job_group(sc, GROUP):
+            _shuffle_job(sc, 2, 3)
+            spark.range(0, 1000, 1, 3).groupBy((F.col("id") % 5).alias("z")).count().collect()
+    # 2 + 3 RDD tasks, then 3 scan tasks and >= 1 reduce task (AQE may coalesce).
+    assert a.tasks() == b.tasks() and len(a.tasks()) >= 9
+    assert a.stages() == b.stages()
+    assert a.executors() == b.executors()
+
+
+def test_job_group_filter_and_helper_restores_the_old_group(spark):
+    sc = spark.sparkContext
+    sc.setJobGroup("outer", "outer jobs")
+    try:
+        with TaskMetricsListener(spark, GROUP) as lst:
+            sc.parallelize(range(10), 2).count()  # "outer": not recorded
+            with sparkbalance_job_group(sc, GROUP):
+                assert sc.getLocalProperty(JOB_GROUP_PROPERTY) == GROUP
+                sc.parallelize(range(10), 3).count()
+            assert sc.getLocalProperty(JOB_GROUP_PROPERTY) == "outer"
+    finally:
+        sc.setLocalProperty(JOB_GROUP_PROPERTY, None)
+    assert sorted(t.partition_id for t in lst.tasks()) == [0, 1, 2]
+    assert sc.getLocalProperty(JOB_GROUP_PROPERTY) is None
+
+
+def test_costly_partition_has_proportionally_larger_seconds_per_record(spark):
+    sc = spark.sparkContext
+    slow, per_rec_s, factor, n, m = 2, 0.004, 4, 4, 50
+
+    def work(pid, it):
+        delay = per_rec_s * (factor if pid == slow else 1)
+        c = 0
+        for _ in it:
+            time.sleep(delay)
+            c += 1
+        yield c
+
+    sc.parallelize(range(n), n).count()  # warm the Python workers: startup is not per-record
+    with open_listener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+        counts = sc.parallelize(range(n * m), n).mapPartitionsWithIndex(work).collect()
+    assert counts == [m] * n
+    spr = seconds_per_record_by_partition(lst.tasks(), n, records=counts)
+    others = np.delete(spr, slow)
+    ratio = spr[slow] / np.median(others)
+    # Expected ~4 (4 ms vs 16 ms per record); per-task overhead pulls it down, noise both ways.
+    assert 2.0 < ratio < 8.0, (spr, ratio)
+    t = completion_times(lst.tasks(), n, records=counts, normalize=True)
+    assert int(np.argmax(t)) == slow
+
+
+def test_detach_is_clean_and_idempotent(spark):
+    sc = spark.sparkContext
+    bus = sc._jsc.sc().listenerBus()
+    before = bus.listeners().size()
+    lst = TaskMetricsListener(spark)
+    with lst:
+        assert bus.listeners().size() == before + 1
+        sc.parallelize(range(4), 2).count()
+    assert bus.listeners().size() == before and not lst.attached
+    recorded = len(lst.tasks())
+    sc.parallelize(range(4), 2).count()
+    assert len(lst.tasks()) == recorded >= 2
+    lst.detach()  # second detach: no-op
+    assert lst.callback_errors == 0
+    assert set(lst.dropped_events()) >= {"appStatus", "shared"}
+    assert all(v == 0 for v in lst.dropped_events().values())
+
+
+def test_open_listener_logs_one_line_naming_the_recorder(spark, caplog):
+    with caplog.at_level(logging.INFO, logger="sparkbalance.spark.listener"):
+        lst = open_listener(spark)
+    lines = [r for r in caplog.records if r.name == "sparkbalance.spark.listener"]
+    assert len(lines) == 1
+    assert lst.kind == ("jvm" if jvm.bridge_available(spark) else "py4j")
+    assert ("JVM recorder" if lst.kind == "jvm" else "pure-py4j") in lines[0].getMessage()
+    assert open_listener(spark, prefer="py4j").kind == "py4j"
+    with pytest.raises(ValueError, match="prefer="):
+        open_listener(spark, prefer="fast")
+
+
+def test_no_py4j_object_reaches_the_user(spark):
+    sc = spark.sparkContext
+    with open_listener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+        sc.parallelize(range(4), 2).count()
+    plain = (int, str, bool, type(None))
+    for rec in [*lst.tasks(), *lst.stages(), *lst.executors()]:
+        assert all(isinstance(v, plain) for v in vars(rec).values()), rec
