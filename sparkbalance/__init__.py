@@ -62,6 +62,18 @@ _EXPORTS: dict[str, str] = {
     "StormDefault": "sparkbalance.planning.intervals",
     "transition_matrix": "sparkbalance.planning.intervals",
     "fit_keygroups": "sparkbalance.planning.intervals",
+    # routing-table planners (seed 000)
+    "Plan": "sparkbalance.planning",
+    "Move": "sparkbalance.planning",
+    "Planner": "sparkbalance.planning",
+    "LLFD": "sparkbalance.planning",
+    "MinTable": "sparkbalance.planning",
+    "MinMig": "sparkbalance.planning",
+    "Mixed": "sparkbalance.planning",
+    "MixedBF": "sparkbalance.planning",
+    "Readj": "sparkbalance.planning",
+    "compact": "sparkbalance.planning",
+    "hlhe": "sparkbalance.planning",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

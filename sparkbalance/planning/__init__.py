@@ -1,0 +1,50 @@
+"""Routing-table planners (seed 000): LLFD, MinTable, MinMig, Mixed, MixedBF, Readj.
+
+Pure numpy, never imports pyspark. Every planner has the call shape
+``Planner(theta=0.08, max_table=3000, beta=1.5).plan(workload, table=None) -> Plan``.
+
+Example
+-------
+>>> import numpy as np
+>>> from sparkbalance.planning import Mixed, Workload
+>>> w = Workload(keys=np.arange(4), cost=[5., 2., 1., 2.], memory=np.ones(4),
+...              home=[0, 0, 1, 1], current=[0, 0, 1, 1], num_partitions=2)
+>>> Mixed(theta=0.0).plan(w).imbalance_after
+1.0
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..stats.workload import Workload
+from .base import (CRITERIA, DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner,
+                   selection_criterion)
+from .compact import DEFAULT_DEGREE, Records, compact, hlhe, hlhe_representatives
+from .llfd import LLFD, llfd_assign
+from .minmig import MinMig
+from .mintable import MinTable
+from .mixed import Mixed, MixedBF
+from .plan import Move, Plan
+
+__all__ = ["Workload", "Plan", "Move", "Planner", "LLFD", "MinTable", "MinMig", "Mixed",
+           "MixedBF", "Readj", "compact", "hlhe", "hlhe_representatives", "Records",
+           "llfd_assign", "selection_criterion", "CRITERIA", "DEFAULT_THETA",
+           "DEFAULT_MAX_TABLE", "DEFAULT_BETA", "DEFAULT_DEGREE", "PLANNERS",
+           "fit_mixed", "fit_mintable", "fit_minmig", "fit_readj", "fit_mixedbf"]
+
+_LAZY = {
+    "Readj": "sparkbalance.planning.readj",
+    "fit_mixed": "sparkbalance.planning.fit",
+    "fit_mintable": "sparkbalance.planning.fit",
+    "fit_minmig": "sparkbalance.planning.fit",
+    "fit_readj": "sparkbalance.planning.fit",
+    "fit_mixedbf": "sparkbalance.planning.fit",
+    "PLANNERS": "sparkbalance.planning.fit",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sparkbalance.planning' has no attribute {name!r}")

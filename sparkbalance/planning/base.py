@@ -1,0 +1,302 @@
+"""Common frame of the routing-table planners (seed 000 §3: cleaning, preparing, assigning).
+
+A planner is configured in ``__init__`` (validated parameters only) and does its work in
+``plan(workload, table=None) -> Plan``. Subclasses choose the selection criterion and how
+many table entries Phase I moves back (``_solve`` calls ``ctx.trial(n_back)`` as often as
+it likes; each trial works on a fresh copy of the units).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..routing.table import RoutingTable
+from ..stats.workload import Workload
+from .compact import DEFAULT_DEGREE, Records, compact as make_records, realise_records
+from .plan import Plan, realise_plan
+from .units import Units
+
+__all__ = ["Planner", "Trial", "PlanningContext", "DEFAULT_THETA", "DEFAULT_MAX_TABLE",
+           "DEFAULT_BETA", "CRITERIA", "selection_criterion"]
+
+#: θ_max, seed 000 Table 2 default tolerance (0.08).
+DEFAULT_THETA: float = 0.08
+#: A_max, seed 000 Table 2 default routing-table size (3·10^3).
+DEFAULT_MAX_TABLE: int = 3000
+#: β, seed 000 §3.2 / Appendix C: migration selection factor default 1.5.
+DEFAULT_BETA: float = 1.5
+
+#: Selection criteria (higher first): "c" = highest computation cost first (MinTable),
+#: "gamma" = highest γ(k) = c(k)^β / S(k) first (MinMig, Mixed), "density" = c / S.
+CRITERIA = ("c", "gamma", "density")
+
+
+def selection_criterion(c: np.ndarray, S: np.ndarray, criterion: str, beta: float
+                        ) -> np.ndarray:
+    """Per-key priority for Phase II and exchangeable sets (higher is taken first).
+
+    γ = c^β / S (seed 000 §3.2); S = 0 gives +inf (free to move), c = 0 gives 0.
+
+    Example
+    -------
+    >>> selection_criterion(np.array([4., 1.]), np.array([8., 0.]), "gamma", 1.5).tolist()
+    [1.0, inf]
+    """
+    c = np.asarray(c, dtype=np.float64)
+    if criterion == "c":
+        return c.copy()
+    p = c ** beta if criterion == "gamma" else c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(S > 0, p / np.where(S > 0, S, 1.0), np.inf)
+    out[c <= 0] = 0.0
+    return out
+
+
+@dataclass
+class Trial:
+    """One run of Phases I–III for a given n_back."""
+
+    units: Units
+    n_back: int
+    table_size: int
+    stale_dropped: int
+    est_loads: np.ndarray
+    est_migration: float
+    counters: Mapping[str, int]
+    balanced: bool
+    criterion: str = "gamma"
+
+    def fits(self, max_table: int | None) -> bool:
+        return max_table is None or self.table_size <= max_table
+
+    def feasible(self, max_table: int | None) -> bool:
+        return self.balanced and self.fits(max_table)
+
+
+class PlanningContext:
+    """Everything a trial needs: the base units, the cap, the table, the cleaning order."""
+
+    def __init__(self, planner: "Planner", workload: Workload, table: RoutingTable,
+                 records: Records | None) -> None:
+        w = workload
+        self.workload = w
+        self.table = table
+        self.records = records
+        self.n = w.num_partitions
+        self.theta = planner.theta
+        self.mean = w.mean_load
+        self.cap = (1.0 + planner.theta) * self.mean
+        self.tol = 1e-9 * max(self.mean, 1e-300)
+        self.criterion = planner.criterion
+        self.beta = planner.beta
+        if records is None:
+            c, S = w.cost, w.memory
+            cnt = np.ones(len(w), dtype=np.int64)
+            home, cur = w.home, w.current
+        else:
+            c, S, cnt, home, cur = (records.c, records.S, records.count, records.home,
+                                    records.current)
+        self.base = (c, S, cnt, home, cur)
+        # θ is out of reach when a key is heavier than the cap; the best any key-grouping
+        # can do is max c(k) (the lower bound LB·L̄), so LLFD balances to that level
+        # instead of scattering the rest (extension; feasible stays False).
+        self.cap_theta = self.cap
+        self.margin = 0.0
+        if records is not None and self.mean > 0:
+            # Plan records against a cap lowered by the discretisation error of partition
+            # loads (measured on today's placement), so that the realised exact loads
+            # usually meet θ too; Plan.feasible always reports the exact truth.
+            err = np.bincount(w.current, weights=records.approx_cost - w.cost,
+                              minlength=self.n)
+            self.margin = min(float(np.abs(err).max()), planner.theta * self.mean)
+            self.cap -= self.margin
+            self.cap_theta = self.cap
+        if len(c):
+            self.cap = max(self.cap, float(np.max(c)))
+        self.crit = selection_criterion(c, S, self.criterion, self.beta)
+        in_table = cur != home
+        self.in_table = in_table
+        # Entries of the old table that no present key with F(k) != h(k) accounts for:
+        # keys absent from the statistics (S unknown: 0) or redundant entries (route ==
+        # home). Moving them back changes no load and no state: Phase I drops them first.
+        routed = set(w.keys[w.current != w.home].tolist()) if len(table) else set()
+        self.stale = [(k, p) for k, p in table.items() if k not in routed]
+        # Cleaning order for Mixed (seed 000 Algorithm 4 line 1): smallest S(k) first.
+        tab = np.flatnonzero(in_table)
+        self.clean_order = tab[np.argsort(S[tab], kind="stable")]
+        self.table_entries = len(self.stale) + int(cnt[tab].sum())
+        self.trials: list[Trial] = []
+
+    @property
+    def criterion_name(self) -> str:
+        return {"c": "highest cost first", "gamma": f"highest γ=c^{self.beta:g}/S first",
+                "density": "highest c/S first"}[self.criterion]
+
+    def trial(self, n_back: int, criterion: str | None = None) -> Trial:
+        """Phases I–III with ``n_back`` table entries moved back (smallest S first).
+
+        ``criterion`` overrides the planner's selection criterion for this trial.
+        """
+        c, S, cnt, home, cur = self.base
+        crit = self.crit
+        if criterion is not None and criterion != self.criterion:
+            crit = selection_criterion(c, S, criterion, self.beta)
+        u = Units(c, S, cnt, home, cur, self.in_table, crit, self.n)
+        n_back = int(max(0, min(n_back, self.table_entries)))
+        stale_dropped = min(n_back, len(self.stale))
+        u.move_back(n_back - stale_dropped, self.clean_order)
+        name = self.criterion_name if criterion is None else criterion
+        C = u.prepare(self.cap, self.tol, name)
+        from .llfd import run_llfd  # llfd imports this module for the Planner base
+        counters = run_llfd(u, C, self.cap, self.tol, self.criterion)
+        loads = u.loads()
+        a = u.view("asg")
+        moved = a != u.view("cur")
+        est_mig = float((u.view("S") * u.view("cnt"))[moved].sum())
+        t = Trial(units=u, n_back=n_back,
+                  table_size=u.table_size(len(self.stale) - stale_dropped),
+                  stale_dropped=stale_dropped, est_loads=loads, est_migration=est_mig,
+                  counters=counters, balanced=bool(loads.max() <= self.cap_theta + self.tol),
+                  criterion=criterion or self.criterion)
+        self.trials.append(t)
+        return t
+
+
+class Planner:
+    """Base class: parameters in ``__init__``, the work in :meth:`plan`.
+
+    Parameters
+    ----------
+    theta : θ_max >= 0, tolerated relative overload: every L(d) <= (1 + θ_max)·L̄.
+    max_table : A_max >= 0 or None (unbounded), the routing-table size limit.
+    beta : β >= 0 in γ(k) = c(k)^β / S(k) (seed 000 §3.2).
+    criterion : override the selection criterion ("c", "gamma", "density").
+    compact : False (exact keys), True (records with the default HLHE degree) or a degree
+        ε >= 1 (seed 000 §4).
+    """
+
+    name = "planner"
+    criterion = "gamma"
+    default_max_table: int | None = DEFAULT_MAX_TABLE
+
+    def __init__(self, theta: float = DEFAULT_THETA, max_table: int | None | str = "default",
+                 beta: float = DEFAULT_BETA, *, criterion: str | None = None,
+                 compact: bool | float = False) -> None:
+        if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
+            raise TypeError(f"theta={theta!r}; expected a number >= 0")
+        if not np.isfinite(theta) or theta < 0:
+            raise ValueError(f"theta={theta!r}; expected a finite number >= 0")
+        if isinstance(max_table, str):
+            if max_table != "default":
+                raise ValueError(f"max_table={max_table!r}; expected an int >= 0 or None")
+            max_table = self.default_max_table
+        if max_table is not None:
+            if isinstance(max_table, bool) or not isinstance(max_table, (int, np.integer)):
+                raise TypeError(f"max_table={max_table!r}; expected an int >= 0 or None")
+            if max_table < 0:
+                raise ValueError(f"max_table={max_table}; expected >= 0 or None")
+            max_table = int(max_table)
+        if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)):
+            raise TypeError(f"beta={beta!r}; expected a number >= 0")
+        if not np.isfinite(beta) or beta < 0:
+            raise ValueError(f"beta={beta!r}; expected a finite number >= 0")
+        if criterion is not None:
+            if criterion not in CRITERIA:
+                raise ValueError(f"criterion={criterion!r}; expected one of {CRITERIA}")
+            self.criterion = criterion
+        if compact is True:
+            degree: float | None = float(DEFAULT_DEGREE)
+        elif compact is False or compact is None:
+            degree = None
+        elif isinstance(compact, (int, float, np.integer, np.floating)) and compact >= 1:
+            degree = float(compact)
+        else:
+            raise ValueError(f"compact={compact!r}; expected False, True or a degree >= 1")
+        self.theta = float(theta)
+        self.max_table = max_table
+        self.beta = float(beta)
+        self.degree = degree
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"theta": self.theta, "max_table": self.max_table, "beta": self.beta,
+                "criterion": self.criterion, "compact": self.degree or False}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"
+
+    def plan(self, workload: Workload, table: RoutingTable | Mapping[Any, int] | None = None
+             ) -> Plan:
+        """Plan the next routing table for ``workload`` (current table ``table``).
+
+        ``table`` = None derives the entries from the workload (keys with current != home).
+        """
+        t0 = time.perf_counter()
+        if not isinstance(workload, Workload):
+            raise TypeError(f"workload is {type(workload).__name__}; expected a Workload")
+        if table is None:
+            w = workload
+            idx = np.flatnonzero(w.current != w.home)
+            table = RoutingTable(zip(w.keys[idx].tolist(), w.current[idx].tolist()))
+        elif not isinstance(table, RoutingTable):
+            table = RoutingTable(table)
+        if len(table) and table.max_partition() >= workload.num_partitions:
+            raise ValueError(f"table routes to partition {table.max_partition()}; expected < "
+                             f"num_partitions={workload.num_partitions}")
+        records = make_records(workload, self.degree) if self.degree is not None else None
+        ctx = PlanningContext(self, workload, table, records)
+        if len(workload) == 0 or ctx.mean <= 0:
+            best = ctx.trial(0)
+        else:
+            best = self._solve(ctx)
+        return self._finish(ctx, best, t0)
+
+    def _solve(self, ctx: PlanningContext) -> Trial:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _no_worse_than_llfd(self, ctx: PlanningContext, t: Trial) -> Trial:
+        """Theorem 2 guard: when trial ``t`` misses θ, also try LLFD's highest-cost-first
+        criterion (with t's cleaning and with none) and keep the best-balanced trial that
+        fits the table. The paper states Theorem 2 for Mixed; its heuristics alone do not
+        always honour it (our property test found counter-examples), so we enforce it.
+        """
+        if t.balanced or ctx.criterion == "c":
+            return t
+        best = t
+        for nb in sorted({t.n_back, 0}):
+            alt = ctx.trial(nb, criterion="c")
+            better = float(alt.est_loads.max()) < float(best.est_loads.max()) - ctx.tol
+            if better and (alt.fits(self.max_table) or not best.fits(self.max_table)):
+                best = alt
+        return best
+
+    def _finish(self, ctx: PlanningContext, best: Trial, t0: float) -> Plan:
+        u = best.units
+        w = ctx.workload
+        reasons_units = u.reason
+        if ctx.records is None:
+            assignment = u.view("asg").copy()
+            reasons = reasons_units
+        else:
+            assignment, reasons = realise_records(ctx.records, u.view("origin"),
+                                                  u.view("asg"), u.view("cnt"), None,
+                                                  reasons_units)
+        kept = dict(ctx.stale[best.stale_dropped:])
+        info = {"n_back": best.n_back, "trials": len(ctx.trials),
+                "trial_n_back": [t.n_back for t in ctx.trials],
+                "estimated_loads_after": best.est_loads,
+                "estimated_migration": best.est_migration,
+                "units": u.N, "lower_bound": w.imbalance_lower_bound, **best.counters}
+        if ctx.records is not None:
+            info["records"] = len(ctx.records)
+            info["cap_margin"] = ctx.margin
+            info["degree"] = ctx.records.degree
+        plan = realise_plan(w, ctx.table, assignment, kept, theta=self.theta,
+                            max_table=self.max_table, seconds=0.0, planner=self.name,
+                            params=self.params, info=info, reasons=reasons)
+        return replace(plan, seconds=time.perf_counter() - t0)
+

@@ -1,0 +1,194 @@
+"""Working state shared by the planners: "units" = keys (exact) or compact records.
+
+A unit stands for ``count`` keys that share per-key cost ``c``, state ``S``, hash home and
+current destination (seed 000 §4.1: a record (next, current, home, c, S, count); an exact
+key is a record with count 1). Planners move whole units, or split off part of a unit
+when only some of its keys must move. ``asg`` is the working destination ("next");
+``-1`` means "in the candidate set C".
+
+Phases I (cleaning) and II (preparing) of seed 000 §3 live here; Phase III is
+:mod:`sparkbalance.planning.llfd`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Units", "IN_C"]
+
+#: ``asg`` value of a unit that sits in the candidate set C.
+IN_C: int = -1
+
+
+class Units:
+    """Growable parallel arrays of units; one instance per planning trial.
+
+    Attributes
+    ----------
+    c, S : per-key cost and state size of the unit's keys.
+    cnt : number of keys (int64).
+    home, cur : hash home h(k) and current destination F(k).
+    asg : working destination F'(k) (``IN_C`` while in the candidate set).
+    in_table : the unit's keys have a routing-table entry today.
+    crit : selection criterion (higher = taken first), fixed per planner.
+    origin : index of the base unit a split part came from (for realisation).
+    """
+
+    __slots__ = ("n", "N", "c", "S", "cnt", "home", "cur", "asg", "in_table", "crit",
+                 "origin", "reason", "_order", "_order_n")
+
+    def __init__(self, c: np.ndarray, S: np.ndarray, cnt: np.ndarray, home: np.ndarray,
+                 cur: np.ndarray, in_table: np.ndarray, crit: np.ndarray,
+                 num_partitions: int) -> None:
+        self.n = int(num_partitions)
+        self.N = int(c.shape[0])
+        cap = self.N + 64
+        self.c = _grow(c.astype(np.float64), cap)
+        self.S = _grow(S.astype(np.float64), cap)
+        self.cnt = _grow(cnt.astype(np.int64), cap)
+        self.home = _grow(home.astype(np.int64), cap)
+        self.cur = _grow(cur.astype(np.int64), cap)
+        self.asg = _grow(cur.astype(np.int64), cap)
+        self.in_table = _grow(in_table.astype(bool), cap)
+        self.crit = _grow(crit.astype(np.float64), cap)
+        self.origin = _grow(np.arange(self.N, dtype=np.int64), cap)
+        self.reason: dict[int, str] = {}
+        self._order: np.ndarray | None = None
+        self._order_n = -1
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def split(self, u: int, m: int) -> int:
+        """Split ``m`` keys off unit ``u`` into a new unit (same fields) and return it."""
+        if self.N == self.c.shape[0]:
+            for name in ("c", "S", "cnt", "home", "cur", "asg", "in_table", "crit", "origin"):
+                arr = getattr(self, name)
+                setattr(self, name, _grow(arr, 2 * arr.shape[0]))
+        v = self.N
+        self.N += 1
+        for arr in (self.c, self.S, self.home, self.cur, self.asg, self.in_table, self.crit,
+                    self.origin):
+            arr[v] = arr[u]
+        self.cnt[v] = m
+        self.cnt[u] -= m
+        if u in self.reason:
+            self.reason[v] = self.reason[u]
+        return v
+
+    def view(self, name: str) -> np.ndarray:
+        return getattr(self, name)[: self.N]
+
+    def loads(self) -> np.ndarray:
+        """L(d) over units placed (``asg >= 0``)."""
+        a = self.asg[: self.N]
+        placed = a >= 0
+        w = self.c[: self.N] * self.cnt[: self.N]
+        return np.bincount(a[placed], weights=w[placed], minlength=self.n).astype(np.float64)
+
+    def order_desc(self) -> np.ndarray:
+        """Unit indices by decreasing ``crit`` (stable; recomputed after splits)."""
+        if self._order is None or self._order_n != self.N:
+            self._order = np.argsort(-self.crit[: self.N], kind="stable")
+            self._order_n = self.N
+        return self._order
+
+    def table_size(self, stale: int = 0) -> int:
+        """|R'| = stale entries kept + keys placed away from their home."""
+        a = self.asg[: self.N]
+        away = a != self.home[: self.N]
+        return int(stale + self.cnt[: self.N][away].sum())
+
+    # -- Phase I: cleaning -------------------------------------------------------------
+    def move_back(self, n_back: int, order: np.ndarray) -> int:
+        """Move back (virtually) the first ``n_back`` table keys of ``order`` to h(k).
+
+        ``order``: units with table entries, in cleaning order (Mixed: smallest S first).
+        Returns the number of keys moved back.
+        """
+        left = int(n_back)
+        done = 0
+        for u in order.tolist():
+            if left <= 0:
+                break
+            m = int(self.cnt[u])
+            if m > left:  # compact record: only part of it goes home
+                u = self.split(u, left)
+                m = left
+            self.asg[u] = self.home[u]
+            self.reason[u] = "Phase I (cleaning): entry removed, back to its hash home"
+            left -= m
+            done += m
+        return done
+
+    # -- Phase II: preparing -------------------------------------------------------------
+    def prepare(self, cap: float, tol: float, criterion: str) -> list[int]:
+        """Take keys off every overloaded partition (L(d) > cap) by decreasing ``crit``.
+
+        Stops per partition as soon as it is no longer overloaded; the last record is split
+        so that only the keys needed leave. Returns the units put into C.
+
+        Extension (not in the paper): a key heavier than the cap fits nowhere, so the
+        heaviest key of a partition is *pinned* when c(k) > cap and the partition's target
+        becomes max(cap, c(k)) — it ends holding that key alone, the lower bound
+        max c / L̄ instead of the paper's arbitrary fallback.
+        """
+        L = self.loads()
+        N = self.N
+        a = self.asg[:N]
+        c = self.c[:N]
+        placed = np.flatnonzero(a >= 0)
+        target = np.full(self.n, cap)
+        pinned = np.full(self.n, -1, dtype=np.int64)
+        heavy = placed[c[placed] > cap]
+        if heavy.size:
+            heavy = heavy[np.argsort(c[heavy], kind="stable")]  # last write = heaviest
+            pinned[a[heavy]] = heavy
+            has = pinned >= 0
+            target[has] = c[pinned[has]]
+            for d in np.flatnonzero(has).tolist():
+                p = int(pinned[d])
+                if self.cnt[p] > 1:  # pin a single key of the record
+                    pinned[d] = self.split(p, 1)
+            N = self.N
+            a = self.asg[:N]
+            c = self.c[:N]
+        over = np.flatnonzero(L > target + tol)
+        taken: list[int] = []
+        if over.size == 0:
+            return taken
+        order = self.order_desc()
+        # keys of cost 0 never help (and S=0 would give them γ = inf); skip them
+        on_over = np.zeros(self.n, dtype=bool)
+        on_over[over] = True
+        sel = order[on_over[a[order]] & (c[order] > 0)]
+        part = a[sel]
+        for d in over.tolist():
+            units = sel[part == d]
+            if pinned[d] >= 0:
+                units = units[units != pinned[d]]
+            if units.size == 0:
+                continue
+            excess = L[d] - target[d]
+            w = c[units] * self.cnt[units]
+            cw = np.cumsum(w)
+            # smallest prefix whose removal brings L(d) down to its target
+            j = int(np.searchsorted(cw, excess - tol, side="left"))
+            j = min(j, units.shape[0] - 1)
+            full = units[:j].tolist()
+            last = int(units[j])
+            rem = excess - (cw[j - 1] if j > 0 else 0.0)
+            m_need = int(np.ceil(max(rem - tol, 0.0) / c[last] - 1e-12))
+            m_need = max(1, min(m_need, int(self.cnt[last])))
+            if m_need < self.cnt[last]:
+                last = self.split(last, m_need)
+            for u in full + [last]:
+                self.asg[u] = IN_C
+                self.reason[u] = (f"Phase II (preparing): taken off overloaded partition {d} "
+                                  f"(L={L[d]:.4g} > cap {target[d]:.4g}) by {criterion}")
+            taken.extend(full)
+            taken.append(last)
+        return taken
+
+
+def _grow(arr: np.ndarray, cap: int) -> np.ndarray:
+    out = np.zeros(max(cap, arr.shape[0]), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
