@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sparkbalance.planning import (LLFD, MinMig, MinTable, Mixed, MixedBF, Move, Plan,
-                                   Workload, llfd_assign)
+                                   Readj, Workload, llfd_assign)
 from sparkbalance.routing.table import RoutingTable, RoutingTablePartitioner
 
 
@@ -153,7 +153,7 @@ def random_zipf_case(rng: np.random.Generator, K: int, n: int, z: float, moved_f
     return w, table
 
 
-PLANNERS = [MinTable, MinMig, Mixed, MixedBF, LLFD]
+PLANNERS = [MinTable, MinMig, Mixed, MixedBF, LLFD, Readj]
 
 
 @pytest.mark.parametrize("cls", PLANNERS)
@@ -167,8 +167,9 @@ def test_invariants_on_zipf_workloads(cls, compact):
         theta = float(rng.choice([0.0, 0.02, 0.08, 0.3]))
         max_table = int(rng.integers(0, K))
         p = cls(theta=theta, max_table=max_table, compact=compact).plan(w, t)
-        check_plan_invariants(w, t, p, theta, max_table if cls is not MinMig and cls is not
-                              LLFD else max_table)
+        check_plan_invariants(w, t, p, theta, max_table)
+        if cls in (Mixed, MinTable, MixedBF) and p.table_size > max_table:
+            assert not p.feasible
 
 
 @pytest.mark.parametrize("cls", [MinTable, MinMig, Mixed, MixedBF, LLFD])
@@ -231,6 +232,19 @@ def test_mixed_is_cheaper_than_mintable_on_a_drifting_workload():
             cost = fluctuate(cost, cur, 8, f=1.0, rng=step)
         state[cls.name] = total
     assert state["Mixed"] < state["MinTable"]
+
+
+def test_readj_only_moves_tracked_keys_and_respects_the_table_limit():
+    rng = np.random.default_rng(4)
+    w, t = random_zipf_case(rng, 2000, 8, 1.0, 0.0)
+    sigma = 0.05
+    p = Readj(theta=0.02, max_table=3, sigma=sigma).plan(w, t)
+    moved = np.array([m.key for m in p.moves], dtype=np.int64)
+    assert np.all(w.cost[moved] >= sigma * w.mean_load)
+    assert p.table_size <= 3
+    assert p.imbalance_after <= p.imbalance_before
+    with pytest.raises(ValueError, match="sigma=0"):
+        Readj(sigma=0)
 
 
 # -- compact -----------------------------------------------------------------------------
