@@ -1,0 +1,154 @@
+"""One block per partition: the unit the keyed state is stored, merged and migrated in.
+
+The state RDD holds exactly one element per partition: a ``dict`` key -> entry (see
+:mod:`sparkbalance.state.window`). A batch is routed with the same partition function and
+grouped into one ``dict`` key -> [values] per partition, so ``state.zip(batch)`` pairs the
+blocks of the same partition and ``.map(merge)`` updates them: a narrow
+``ZippedPartitionsRDD2`` on the state side (``union``/``cogroup`` would re-shuffle the
+state in PySpark, ARCHITECTURE.md "Spark facts").
+
+These functions run inside Spark tasks; they are pure Python (no pyspark import) so that
+the unit tests exercise them without a SparkContext.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ..hashing import validate_key
+from .window import StateFold
+
+__all__ = ["check_pairs", "group_block", "merge_blocks", "stays_of", "moved_of", "join_moved",
+           "block_summary", "state_stats", "BlockStats"]
+
+#: Per-block statistics: (pid, keys, cost, memory, num_keys) for per-key stats, or
+#: (pid, None, group_cost, group_memory, num_keys) aggregated per key group.
+BlockStats = tuple
+
+
+def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    """Validate batch records: each a ``(key, value)`` pair with a routable key.
+
+    Example
+    -------
+    >>> list(check_pairs([("a", 1), ["b", 2]]))
+    [('a', 1), ('b', 2)]
+    >>> list(check_pairs([("a", 1, 2)]))
+    Traceback (most recent call last):
+    ...
+    ValueError: batch record ('a', 1, 2) has 3 fields; expected a (key, value) pair
+    """
+    for rec in it:
+        if not isinstance(rec, (tuple, list)):
+            raise TypeError(f"batch record {rec!r} is a {type(rec).__name__}; expected a "
+                            "(key, value) pair")
+        if len(rec) != 2:
+            raise ValueError(f"batch record {rec!r} has {len(rec)} fields; expected a "
+                             "(key, value) pair")
+        k = rec[0]
+        if k is None:
+            raise TypeError(f"batch record {rec!r} has key None; keys must be non-null "
+                            "(int, float, str, bytes, bool or tuples of them)")
+        validate_key(k)
+        yield (k, rec[1])
+
+
+def group_block(it: Iterable[tuple[Any, Any]]) -> list[dict[Any, list]]:
+    """The records of one partition as exactly one block ``{key: [values in order]}``.
+
+    Example
+    -------
+    >>> group_block([("a", 1), ("b", 2), ("a", 3)])
+    [{'a': [1, 3], 'b': [2]}]
+    """
+    block: dict[Any, list] = {}
+    for k, v in it:
+        vals = block.get(k)
+        if vals is None:
+            block[k] = [v]
+        else:
+            vals.append(v)
+    return [block]
+
+
+def _stats(pid: int, block: dict, cost: dict, num_groups: int | None) -> BlockStats:
+    keys = list(block)
+    c = np.fromiter((cost.get(k, 0) for k in keys), dtype=np.float64, count=len(keys))
+    mem = np.fromiter((e[1] for e in block.values()), dtype=np.float64, count=len(keys))
+    if num_groups is None:
+        return (pid, keys, c, mem, len(keys))
+    from ..routing.keygroups import key_groups
+    g = key_groups(keys, num_groups) if keys else np.zeros(0, dtype=np.int64)
+    return (pid, None, np.bincount(g, weights=c, minlength=num_groups),
+            np.bincount(g, weights=mem, minlength=num_groups), len(keys))
+
+
+def state_stats(pid: int, block: dict, num_groups: int | None = None) -> BlockStats:
+    """Statistics of a state block with zero cost (no batch): sizes only."""
+    return _stats(pid, block, {}, num_groups)
+
+
+def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold, seq: int,
+                 num_groups: int | None = None) -> tuple[dict, list, BlockStats]:
+    """Merge one batch block into one state block (the same partition).
+
+    Returns ``(new_state_block, outputs, stats)``: outputs are ``(key, output)`` pairs;
+    stats give c(k) = records of the key in this batch and S(k) = its entry size (per key,
+    or summed per key group when ``num_groups`` is given). ``state`` is modified in place:
+    it is a fresh copy deserialised from the cache for this task.
+
+    Example
+    -------
+    >>> f = StateFold(update=lambda s, v: s + v, initial=0)
+    >>> blk, out, st = merge_blocks(0, {}, {"a": [1, 2]}, f, seq=0)
+    >>> blk["a"][0], out, st[1], st[2].tolist()
+    (3, [('a', 3)], ['a'], [2.0])
+    """
+    outputs: list = []
+    cost: dict[Any, int] = {}
+    if fold.window is not None:
+        for k in [k for k in state if k not in batch]:
+            e = fold.expire(state[k], seq)
+            if e is None:
+                del state[k]
+            else:
+                state[k] = e
+    for k, values in batch.items():
+        entry, outs = fold.apply(state.get(k), values, seq)
+        if entry is None:
+            state.pop(k, None)
+        else:
+            state[k] = entry
+        for o in outs:
+            outputs.append((k, o))
+        cost[k] = len(values)
+    return state, outputs, _stats(pid, state, cost, num_groups)
+
+
+def stays_of(pid: int, block: dict, fn: Any) -> dict:
+    """Entries of ``block`` (stored on ``pid``) that the new function keeps on ``pid``."""
+    return {k: e for k, e in block.items() if fn(k) == pid}
+
+
+def moved_of(pid: int, block: dict, fn: Any) -> list[tuple[Any, Any]]:
+    """``(key, entry)`` of ``block`` whose new partition differs from ``pid`` (Δ)."""
+    return [(k, e) for k, e in block.items() if fn(k) != pid]
+
+
+def join_moved(stays: dict, arrived: dict) -> dict:
+    """Merge the stays of a partition with the state that moved into it.
+
+    A key in both would be a duplicated key (a broken layout): refuse rather than drop.
+    """
+    both = stays.keys() & arrived.keys()
+    if both:
+        raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} arrived on a partition that "
+                           "already holds them; the state layout is inconsistent")
+    stays.update(arrived)
+    return stays
+
+
+def block_summary(pid: int, block: dict) -> tuple[int, int, float]:
+    """``(pid, number of keys, Σ S(k))`` of a block."""
+    return (pid, len(block), float(sum(e[1] for e in block.values())))

@@ -1,0 +1,170 @@
+"""Durable, atomic checkpoints of the keyed state, its layout (routing table or key-group
+bounds, with version) and the last applied batch id.
+
+Layout of ``checkpoint_dir``::
+
+    manifest.json          the commit point (written to a temp file, fsynced, os.replace)
+    layout-<seq>.pkl       pickled layout (table + version, or bounds + phys + version)
+    state-<seq>/           saveAsPickleFile of (pid, block) pairs, with Hadoop's _SUCCESS
+
+A checkpoint exists once ``manifest.json`` names it; a crash before the rename leaves the
+previous checkpoint in force (the half-written files are ignored and cleaned later). The
+manifest records sha256 of the layout file and the number of keys and blocks, so a
+corrupt or mismatched checkpoint is a :class:`CheckpointError` naming the file and what is
+wrong — never silent data loss. The directory must be visible to the executors (a shared
+or local file system in local mode; HDFS/S3 paths need a Hadoop file system for the
+manifest, not supported yet).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = ["CheckpointError", "Manifest", "MANIFEST", "FORMAT", "write_manifest",
+           "read_manifest", "write_layout", "read_layout", "check_compatible",
+           "clean_stale"]
+
+MANIFEST = "manifest.json"
+#: Format version of the checkpoint files; bump on incompatible changes.
+FORMAT = 1
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used as it is (corrupt, incomplete or mismatched)."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What one committed checkpoint holds."""
+
+    seq: int                     # batches applied so far (the next batch gets this seq)
+    last_batch_id: int | None    # last applied Structured Streaming batch id
+    num_partitions: int
+    num_physical: int
+    planner: str
+    window: int | None
+    layout_kind: str
+    layout_version: int
+    layout_file: str
+    layout_sha256: str
+    state_dir: str
+    num_keys: int
+    state_bytes: float
+    format: int = FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, indent=1, sort_keys=True)
+
+
+_FIELDS = {"seq": int, "num_partitions": int, "num_physical": int, "planner": str,
+           "layout_kind": str, "layout_version": int, "layout_file": str,
+           "layout_sha256": str, "state_dir": str, "num_keys": int, "format": int}
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_layout(directory: str | Path, seq: int, layout: Any) -> tuple[str, str]:
+    """Pickle ``layout`` to ``layout-<seq>.pkl``; return (file name, sha256)."""
+    data = pickle.dumps(layout, protocol=pickle.HIGHEST_PROTOCOL)
+    name = f"layout-{seq:08d}.pkl"
+    _fsync_write(Path(directory) / name, data)
+    return name, hashlib.sha256(data).hexdigest()
+
+
+def read_layout(directory: str | Path, m: Manifest) -> Any:
+    path = Path(directory) / m.layout_file
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the routing layout named by "
+                              f"{Path(directory) / MANIFEST} ({e})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != m.layout_sha256:
+        raise CheckpointError(f"{path}: checksum {digest[:12]}... does not match the manifest's "
+                              f"{m.layout_sha256[:12]}...; the routing layout is corrupt")
+    try:
+        layout = pickle.loads(data)
+    except Exception as e:  # noqa: BLE001 - any unpickling failure is corruption
+        raise CheckpointError(f"{path}: cannot unpickle the routing layout ({e})") from None
+    if getattr(layout, "kind", None) != m.layout_kind or layout.version != m.layout_version:
+        raise CheckpointError(f"{path}: holds a {getattr(layout, 'kind', '?')} layout version "
+                              f"{getattr(layout, 'version', '?')}; the manifest expects "
+                              f"{m.layout_kind} version {m.layout_version}")
+    return layout
+
+
+def write_manifest(directory: str | Path, m: Manifest) -> None:
+    """Commit a checkpoint: atomic replace of ``manifest.json``."""
+    _fsync_write(Path(directory) / MANIFEST, m.to_json().encode())
+
+
+def read_manifest(directory: str | Path) -> Manifest | None:
+    """The committed manifest, None when the directory holds no checkpoint yet."""
+    path = Path(directory) / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path}: not a valid checkpoint manifest ({e}); refusing to "
+                              "start from an empty state over it") from None
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    for name, typ in _FIELDS.items():
+        if name not in raw:
+            raise CheckpointError(f"{path}: missing field {name!r}")
+        if not isinstance(raw[name], typ) or isinstance(raw[name], bool):
+            raise CheckpointError(f"{path}: field {name!r}={raw[name]!r}; expected "
+                                  f"{typ.__name__}")
+    if raw["format"] != FORMAT:
+        raise CheckpointError(f"{path}: format {raw['format']}; this sparkbalance reads "
+                              f"format {FORMAT}")
+    known = set(Manifest.__dataclass_fields__)
+    try:
+        return Manifest(**{k: v for k, v in raw.items() if k in known})
+    except TypeError as e:
+        raise CheckpointError(f"{path}: {e}") from None
+
+
+def check_compatible(directory: str | Path, m: Manifest, expected: Mapping[str, Any]) -> None:
+    """Refuse a checkpoint written by a differently configured operator."""
+    path = Path(directory) / MANIFEST
+    for name, value in expected.items():
+        got = getattr(m, name)
+        if got != value:
+            raise CheckpointError(f"{path}: written with {name}={got!r}; this operator has "
+                                  f"{name}={value!r} (use the same settings, or another "
+                                  "checkpoint_dir)")
+    state = Path(directory) / m.state_dir
+    if not (state / "_SUCCESS").exists():
+        raise CheckpointError(f"{state}: state files of the checkpoint are missing or "
+                              "incomplete (no _SUCCESS marker)")
+
+
+def clean_stale(directory: str | Path, m: Manifest) -> None:
+    """Remove files of older or uncommitted checkpoints (keep the committed one)."""
+    d = Path(directory)
+    for p in d.iterdir():
+        if p.name in (MANIFEST, m.layout_file, m.state_dir) or p.name == "rdd":
+            continue
+        if p.name.startswith(("state-", "layout-")) or p.name.endswith(".tmp"):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                try:
+                    p.unlink()
+                except OSError:
+                    pass

@@ -1,0 +1,287 @@
+"""The rebalancing controller of seed 000 §4 (Fig. 5), without the data movement.
+
+Per batch: measure the loads from the per-block statistics (c(k) = records of the key in
+the batch, or records × seconds-per-record of its partition when a task-metrics listener
+is attached) → if λ = max L(d) / L̄ > 1 + θ (or the partition count changes) plan with the
+configured planner → a new :mod:`layout <sparkbalance.state.layout>`. The operator then
+migrates only the keys whose partition changed, and switches to the new layout (version)
+after the move: the stage boundary is Fig. 5's pause.
+
+Pure (no pyspark): a planner runs on numpy arrays gathered from the executors.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..routing.base import check_num_partitions
+from ..routing.hash import home_partitions
+from ..routing.table import RoutingTable
+from ..stats.keystats import as_key_array
+from ..stats.workload import Workload, imbalance
+from .layout import GroupLayout, TableLayout
+
+__all__ = ["TABLE_PLANNERS", "GROUP_PLANNERS", "PLANNER_NAMES", "DEFAULT_THETA",
+           "DEFAULT_MAX_TABLE", "check_planner", "check_theta", "Measurement", "Decision",
+           "Controller", "initial_layout"]
+
+#: θ_max, seed 000 Table 2 default tolerance on load imbalance.
+DEFAULT_THETA: float = 0.08
+#: A_max, routing-table size bound used by the planners (issue 3 call shape default).
+DEFAULT_MAX_TABLE: int = 3000
+
+#: name -> class in sparkbalance.planning (routing tables, seed 000 / Gedik 2014).
+TABLE_PLANNERS: dict[str, str] = {
+    "mixed": "Mixed", "mintable": "MinTable", "minmig": "MinMig", "mixedbf": "MixedBF",
+    "readj": "Readj",
+}
+#: name -> class in sparkbalance.planning.intervals (key groups, seed 003).
+GROUP_PLANNERS: dict[str, str] = {"ssm": "SSM", "mtm": "MTMAware"}
+PLANNER_NAMES: tuple[str, ...] = ("none",) + tuple(TABLE_PLANNERS) + tuple(GROUP_PLANNERS)
+
+
+def check_planner(planner: Any) -> str:
+    """Validate a planner name (case-insensitive).
+
+    Example
+    -------
+    >>> check_planner("Mixed")
+    'mixed'
+    """
+    if not isinstance(planner, str):
+        raise TypeError(f"planner={planner!r}; expected one of {PLANNER_NAMES}")
+    name = planner.lower()
+    if name not in PLANNER_NAMES:
+        raise ValueError(f"planner={planner!r}; expected one of {PLANNER_NAMES}")
+    return name
+
+
+def check_theta(theta: Any) -> float:
+    if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
+        raise TypeError(f"theta={theta!r}; expected a number >= 0")
+    if not np.isfinite(theta) or theta < 0:
+        raise ValueError(f"theta={theta!r}; expected a finite number >= 0")
+    return float(theta)
+
+
+def initial_layout(planner: str, num_partitions: int, num_groups: int | None = None
+                   ) -> TableLayout | GroupLayout:
+    """Layout of a fresh operator: plain hash (empty table) or equal key-group intervals."""
+    n = check_num_partitions(num_partitions)
+    if planner in GROUP_PLANNERS:
+        return GroupLayout.initial(n, num_groups)
+    return TableLayout(n, n, RoutingTable())
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Loads of one batch under the current layout (physical partition index)."""
+
+    loads: np.ndarray              # L(d) per physical partition
+    active: np.ndarray             # physical partitions the layout routes to
+    imbalance: float               # λ over the active partitions
+    keys: np.ndarray | None        # per-key stats (table layouts)
+    cost: np.ndarray
+    memory: np.ndarray
+    where: np.ndarray | None       # physical partition of each key (table layouts)
+    num_keys: int
+    state_bytes: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A planned new layout, before any state moved."""
+
+    layout: TableLayout | GroupLayout
+    imbalance_after: float         # predicted λ on this batch's costs
+    planned_moves: int             # keys (table) or groups (key groups) the plan moves
+    planned_bytes: float           # Σ S over them (the planner's migration cost M)
+    seconds: float
+    feasible: bool
+    table_size: int
+
+
+def _filter_kwargs(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
+    sig = inspect.signature(cls.__init__)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return dict(params)
+    return {k: v for k, v in params.items() if k in sig.parameters}
+
+
+class Controller:
+    """Decides and plans; never touches data.
+
+    Parameters
+    ----------
+    planner : one of :data:`PLANNER_NAMES`.
+    theta : θ_max of seed 000 (τ of seed 003 for key-group planners).
+    max_table : A_max for routing-table planners (None: unbounded).
+    beta : β of MinMig/Mixed (None: the planner's default, 1.5).
+    planner_params : extra constructor arguments of the planner (e.g. MTM ``matrix``,
+        ``gamma``; ``compact=True`` for the routing-table planners).
+
+    Example
+    -------
+    >>> c = Controller("none", 0.08)
+    >>> c.planner is None
+    True
+    """
+
+    def __init__(self, planner: str, theta: float = DEFAULT_THETA,
+                 max_table: int | None = DEFAULT_MAX_TABLE, beta: float | None = None,
+                 planner_params: Mapping[str, Any] | None = None) -> None:
+        self.name = check_planner(planner)
+        self.theta = check_theta(theta)
+        self.max_table = max_table
+        self.beta = beta
+        self.params = dict(planner_params or {})
+        self.planner: Any = None
+        if self.name in TABLE_PLANNERS:
+            mod = importlib.import_module("sparkbalance.planning")
+            cls = getattr(mod, TABLE_PLANNERS[self.name])
+            kw: dict[str, Any] = {"theta": self.theta, "max_table": max_table}
+            if beta is not None:
+                kw["beta"] = beta
+            kw.update(self.params)
+            self.planner = cls(**_filter_kwargs(cls, kw))
+        elif self.name == "ssm":
+            from ..planning.intervals import SSM
+            self.planner = SSM(**_filter_kwargs(SSM, {"tau": self.theta, **self.params}))
+        elif self.name == "mtm":
+            self._mtm_cls = importlib.import_module("sparkbalance.planning.intervals.mtm").MTMAware
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, stats: Sequence[tuple], layout: TableLayout | GroupLayout,
+                partition_seconds: np.ndarray | None = None) -> Measurement:
+        """Loads of the batch from per-block stats ``(pid, keys|None, cost, memory, n)``.
+
+        With ``partition_seconds`` (task time per physical partition, from the listener) the
+        cost of a key becomes its records × the seconds per record of its partition (time-
+        aware weights, ARCHITECTURE.md "Statistics").
+        """
+        P = layout.num_physical
+        stats = sorted(stats, key=lambda s: s[0])
+        if layout.kind == "groups":
+            m = layout.num_groups
+            cost = np.zeros(m)
+            mem = np.zeros(m)
+            nkeys = 0
+            for _, _, c, s, nk in stats:
+                cost += c
+                mem += s
+                nkeys += nk
+            g2p = layout.group_to_partition()
+            loads = np.bincount(g2p, weights=cost, minlength=P).astype(np.float64)
+            if partition_seconds is not None:
+                cost = _time_weighted(cost, g2p, loads, partition_seconds)
+                loads = np.bincount(g2p, weights=cost, minlength=P).astype(np.float64)
+            active = np.sort(layout.phys)
+            return Measurement(loads, active, imbalance(loads[active]), None, cost, mem, None,
+                               nkeys, float(mem.sum()))
+        keys: list = []
+        costs, mems, where = [], [], []
+        for pid, ks, c, s, _ in stats:
+            keys.extend(ks)
+            costs.append(c)
+            mems.append(s)
+            where.append(np.full(len(ks), pid, dtype=np.int64))
+        cost = np.concatenate(costs) if costs else np.zeros(0)
+        mem = np.concatenate(mems) if mems else np.zeros(0)
+        wh = np.concatenate(where) if where else np.zeros(0, dtype=np.int64)
+        loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
+        if partition_seconds is not None:
+            cost = _time_weighted(cost, wh, loads, partition_seconds)
+            loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
+        active = np.arange(layout.num_partitions)
+        return Measurement(loads, active, imbalance(loads[active]), as_key_array(keys), cost,
+                           mem, wh, len(keys), float(mem.sum()))
+
+    def should_rebalance(self, m: Measurement) -> bool:
+        """Seed 000 §4 step 2: rebalance when λ exceeds 1 + θ_max."""
+        return self.name != "none" and m.imbalance > 1.0 + self.theta + 1e-12
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, m: Measurement, layout: TableLayout | GroupLayout,
+             num_partitions: int | None = None) -> Decision:
+        """Plan the next layout (``num_partitions`` changes the partition count)."""
+        t0 = time.perf_counter()
+        n_new = layout.num_partitions if num_partitions is None else \
+            check_num_partitions(num_partitions)
+        if layout.kind == "groups":
+            return self._plan_groups(m, layout, n_new, t0)
+        return self._plan_table(m, layout, n_new, t0)
+
+    def _plan_table(self, m: Measurement, layout: TableLayout, n_new: int, t0: float
+                    ) -> Decision:
+        P = max(layout.num_physical, n_new)
+        # Table entries that point beyond the new count route home again.
+        routes = {k: p for k, p in layout.table.items() if p < n_new}
+        table = RoutingTable(routes, layout.table.version)
+        keys = m.keys if m.keys is not None else np.zeros(0, dtype=np.int64)
+        home = home_partitions(keys, n_new) if len(keys) else np.zeros(0, dtype=np.int64)
+        if n_new == layout.num_partitions:
+            current = m.where.copy()
+        else:  # scaling: where the keys would be under the old table and the new hash
+            current = home.copy()
+            for i, k in enumerate(keys.tolist()):
+                p = routes.get(k)
+                if p is not None:
+                    current[i] = p
+        if self.planner is None:  # "none": plain hash over the new count
+            new = TableLayout(n_new, P, RoutingTable({}, layout.table.version +
+                                                     (n_new != layout.num_partitions)))
+            after = _table_imbalance(m.cost, home, n_new)
+            moved = m.where != home
+            return Decision(new, after, int(moved.sum()), float(m.memory[moved].sum()),
+                            time.perf_counter() - t0, True, 0)
+        w = Workload(keys, m.cost, m.memory, home, current, n_new)
+        plan = self.planner.plan(w, table)
+        version = layout.table.version + 1
+        new_table = RoutingTable(plan.table.routes, version)
+        new = TableLayout(n_new, P, new_table)
+        return Decision(new, float(plan.imbalance_after), len(plan.moves),
+                        float(plan.migration_cost), time.perf_counter() - t0,
+                        bool(plan.feasible), len(new_table))
+
+    def _plan_groups(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
+                     ) -> Decision:
+        if self.name == "mtm":
+            matrix = self.params.get("matrix") or {n_new: {n_new: 1.0}}
+            kw = {k: v for k, v in self.params.items() if k != "matrix"}
+            planner = self._mtm_cls(matrix, tau=self.theta, **kw)
+        elif self.planner is not None:
+            planner = self.planner
+        else:
+            raise RuntimeError("key-group layout without a key-group planner")
+        plan = planner.plan(m.cost, m.memory, layout.bounds, n_new)
+        new = layout.after_plan(plan.bounds, plan.owners)
+        moved = layout_group_moves(layout, new)
+        loads = np.asarray(plan.loads, dtype=np.float64)
+        return Decision(new, imbalance(loads), int(moved.sum()),
+                        float(m.memory[moved].sum()), time.perf_counter() - t0,
+                        bool(plan.feasible), 0)
+
+
+def layout_group_moves(old: GroupLayout, new: GroupLayout) -> np.ndarray:
+    """Boolean mask of key groups whose physical partition changes."""
+    return old.group_to_partition() != new.group_to_partition()
+
+
+def _table_imbalance(cost: np.ndarray, assignment: np.ndarray, n: int) -> float:
+    return imbalance(np.bincount(assignment, weights=cost, minlength=n)[:n])
+
+
+def _time_weighted(cost: np.ndarray, where: np.ndarray, records: np.ndarray,
+                   seconds: np.ndarray) -> np.ndarray:
+    """c(k) = records(k) × seconds-per-record of the partition the key ran on."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    per_rec = np.divide(seconds[: records.shape[0]], records,
+                        out=np.zeros_like(records), where=records > 0)
+    mean_rate = seconds.sum() / max(records.sum(), 1.0)
+    per_rec = np.where(per_rec > 0, per_rec, mean_rate)
+    return cost * per_rec[where]

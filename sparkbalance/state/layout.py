@@ -1,0 +1,210 @@
+"""Where each key's state lives: the versioned partition function of the keyed state.
+
+Two layouts:
+
+- :class:`TableLayout` — Mixed routing (seed 000): ``F(k) = R[k] if k in R else h(k)``
+  over ``n`` logical partitions (a :class:`~sparkbalance.routing.RoutingTablePartitioner`).
+- :class:`GroupLayout` — key groups in contiguous intervals (seed 003): interval ``j`` of
+  ``bounds`` lives on physical partition ``phys[j]``.
+
+Logical vs physical partitions. The state RDD holds one block per *physical* partition and
+every RDD zipped with it must have the same count. Growing is narrow (a union with empty
+blocks); shrinking cannot drop partitions of an RDD narrowly from PySpark (no partition
+pruning in the Python API, and ``coalesce`` groups parents by locality, not by index), so a
+layout may route to fewer partitions than it physically has: the tail partitions are then
+empty blocks (empty tasks, a few ms each). SSM's ``owners`` may keep an old node whose index
+is >= n'; ``phys`` keeps that node's physical partition so its state does not move.
+
+Pure (no pyspark).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..routing.base import PartitionFunction, check_num_partitions
+from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, equal_bounds, key_group,
+                                 key_groups, validate_bounds)
+from ..routing.table import RoutingTable, RoutingTablePartitioner
+
+__all__ = ["TableLayout", "GroupLayout", "GroupMapPartitioner", "Layout"]
+
+
+class GroupMapPartitioner(PartitionFunction):
+    """Key -> key group -> physical partition through an explicit ``group_to_partition`` map.
+
+    Example
+    -------
+    >>> f = GroupMapPartitioner(3, [2, 2, 0, 1])
+    >>> f.num_groups, 0 <= f("k") < 3
+    (4, True)
+    """
+
+    def __init__(self, num_partitions: int, group_to_partition: Sequence[int] | np.ndarray
+                 ) -> None:
+        super().__init__(num_partitions)
+        g = np.asarray(group_to_partition, dtype=np.int64)
+        if g.ndim != 1 or g.size == 0:
+            raise ValueError(f"group_to_partition has shape {g.shape}; expected (num_groups,)")
+        if g.min() < 0 or g.max() >= self.num_partitions:
+            raise ValueError(f"group_to_partition names partitions {int(g.min())}..{int(g.max())};"
+                             f" expected 0 <= p < num_partitions={self.num_partitions}")
+        self.group_to_partition = g
+        self.num_groups = int(g.size)
+        self._g = g.tolist()
+
+    def partition(self, key: Any) -> int:
+        return self._g[key_group(key, self.num_groups)]
+
+    def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
+        return self.group_to_partition[key_groups(keys, self.num_groups)]
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is GroupMapPartitioner and other.num_partitions == self.num_partitions
+                and np.array_equal(other.group_to_partition, self.group_to_partition))
+
+    def __hash__(self) -> int:
+        return hash(("GroupMapPartitioner", self.num_partitions, tuple(self._g)))
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """Routing-table layout: ``num_partitions`` logical, ``num_physical`` >= it.
+
+    Example
+    -------
+    >>> lay = TableLayout(4, 4, RoutingTable({"hot": 2}))
+    >>> lay.fn("hot"), lay.version
+    (2, 0)
+    """
+
+    num_partitions: int
+    num_physical: int
+    table: RoutingTable = field(default_factory=RoutingTable)
+
+    kind = "table"
+
+    def __post_init__(self) -> None:
+        check_num_partitions(self.num_partitions)
+        check_num_partitions(self.num_physical, "num_physical")
+        if self.num_physical < self.num_partitions:
+            raise ValueError(f"num_physical={self.num_physical}; expected >= num_partitions="
+                             f"{self.num_partitions}")
+        object.__setattr__(self, "_fn", RoutingTablePartitioner(self.num_partitions, self.table))
+
+    @property
+    def fn(self) -> RoutingTablePartitioner:
+        """The partition function (picklable; shipped inside the tasks' closures)."""
+        return self._fn  # type: ignore[attr-defined]
+
+    @property
+    def version(self) -> int:
+        return self.table.version
+
+    @property
+    def table_size(self) -> int:
+        return len(self.table)
+
+    def with_table(self, table: RoutingTable) -> "TableLayout":
+        return TableLayout(self.num_partitions, self.num_physical, table)
+
+
+@dataclass(frozen=True)
+class GroupLayout:
+    """Key-group layout: interval ``j`` = groups ``bounds[j]:bounds[j+1]`` on ``phys[j]``.
+
+    Example
+    -------
+    >>> lay = GroupLayout.initial(2, num_groups=4)
+    >>> lay.bounds.tolist(), lay.phys.tolist(), lay.group_to_partition().tolist()
+    ([0, 2, 4], [0, 1], [0, 0, 1, 1])
+    """
+
+    num_partitions: int
+    num_physical: int
+    num_groups: int
+    bounds: np.ndarray
+    phys: np.ndarray
+    version: int = 0
+
+    kind = "groups"
+
+    def __post_init__(self) -> None:
+        n = check_num_partitions(self.num_partitions)
+        check_num_partitions(self.num_groups, "num_groups")
+        b = validate_bounds(self.bounds, self.num_groups, n)
+        ph = np.asarray(self.phys, dtype=np.int64)
+        if ph.shape != (n,):
+            raise ValueError(f"phys has shape {ph.shape}; expected ({n},), one physical "
+                             "partition per interval")
+        if len(set(ph.tolist())) != n or ph.min() < 0 or ph.max() >= self.num_physical:
+            raise ValueError(f"phys={ph.tolist()}; expected distinct partitions in "
+                             f"[0, num_physical={self.num_physical})")
+        object.__setattr__(self, "bounds", b)
+        object.__setattr__(self, "phys", ph)
+        object.__setattr__(self, "_fn", GroupMapPartitioner(self.num_physical,
+                                                            self.group_to_partition()))
+
+    @classmethod
+    def initial(cls, num_partitions: int, num_groups: int | None = None) -> "GroupLayout":
+        n = check_num_partitions(num_partitions)
+        m = DEFAULT_GROUPS_PER_PARTITION * n if num_groups is None else num_groups
+        return cls(n, n, m, equal_bounds(m, n), np.arange(n, dtype=np.int64))
+
+    @property
+    def fn(self) -> GroupMapPartitioner:
+        return self._fn  # type: ignore[attr-defined]
+
+    @property
+    def table_size(self) -> int:
+        """No per-key table: routing state is the n+1 cut points."""
+        return 0
+
+    def group_to_partition(self) -> np.ndarray:
+        return np.repeat(self.phys, np.diff(self.bounds))
+
+    def interval_of_group(self) -> np.ndarray:
+        return np.repeat(np.arange(self.num_partitions, dtype=np.int64), np.diff(self.bounds))
+
+    def after_plan(self, new_bounds: np.ndarray, owners: np.ndarray) -> "GroupLayout":
+        """Layout after an interval plan (SSM ``bounds``/``owners``, seed 003 §3).
+
+        New interval ``j`` stays on the physical partition of its owner when the owner is
+        an old node, so the overlap does not move; new nodes get the lowest free physical
+        partitions (growing ``num_physical`` when needed).
+        """
+        new_bounds = np.asarray(new_bounds, dtype=np.int64)
+        owners = np.asarray(owners, dtype=np.int64)
+        n_new = int(new_bounds.shape[0] - 1)
+        if owners.shape != (n_new,):
+            raise ValueError(f"owners has shape {owners.shape}; expected ({n_new},)")
+        phys = np.full(n_new, -1, dtype=np.int64)
+        used: set[int] = set()
+        for j, o in enumerate(owners.tolist()):
+            if 0 <= o < self.num_partitions:
+                p = int(self.phys[o])
+                if p not in used:
+                    phys[j] = p
+                    used.add(p)
+        free = (p for p in range(10 ** 9) if p not in used)
+        for j in range(n_new):
+            if phys[j] < 0:
+                phys[j] = next(free)
+                used.add(int(phys[j]))
+        num_physical = max(self.num_physical, int(phys.max()) + 1)
+        return GroupLayout(n_new, num_physical, self.num_groups, new_bounds, phys,
+                           self.version + 1)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, GroupLayout) and other.num_partitions == self.num_partitions
+                and other.num_physical == self.num_physical
+                and other.num_groups == self.num_groups and other.version == self.version
+                and np.array_equal(other.bounds, self.bounds)
+                and np.array_equal(other.phys, self.phys))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+Layout = TableLayout | GroupLayout
