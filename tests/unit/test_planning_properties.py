@@ -1,0 +1,121 @@
+"""Property tests (hypothesis) for the routing-table planners over random Zipf workloads."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparkbalance.planning import (LLFD, MinMig, MinTable, Mixed, MixedBF, Readj, Workload,
+                                   compact)
+from sparkbalance.routing.table import RoutingTable
+
+from .test_planning_core import check_plan_invariants
+
+SETTINGS = settings(max_examples=int(os.environ.get("SB_PLANNING_EXAMPLES", "60")), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def zipf_cases(draw):
+    K = draw(st.integers(1, 250))
+    n = draw(st.integers(1, 10))
+    z = draw(st.floats(0.2, 1.6))
+    seed = draw(st.integers(0, 2**31 - 1))
+    moved_frac = draw(st.sampled_from([0.0, 0.05, 0.3]))
+    rng = np.random.default_rng(seed)
+    p = np.arange(1, K + 1, dtype=float) ** (-z)
+    cost = rng.multinomial(20 * K, p / p.sum()).astype(float)
+    if draw(st.booleans()):
+        cost = cost * rng.uniform(0.01, 3.0, K)  # non-integer costs (time-weighted)
+    memory = cost * rng.uniform(0.0, 2.0, K)
+    home = rng.integers(0, n, K)
+    routed = rng.random(K) < moved_frac
+    cur = np.where(routed, rng.integers(0, n, K), home)
+    w = Workload(np.arange(K), cost, memory, home, cur, n)
+    entries = {int(k): int(cur[k]) for k in np.flatnonzero(cur != home)}
+    if draw(st.booleans()):
+        entries["absent-key"] = int(rng.integers(0, n))  # stale entry
+    return w, RoutingTable(entries, version=draw(st.integers(0, 5)))
+
+
+planners = st.sampled_from([MinTable, MinMig, Mixed, MixedBF, LLFD, Readj])
+thetas = st.sampled_from([0.0, 0.01, 0.08, 0.3])
+
+
+@SETTINGS
+@given(case=zipf_cases(), cls=planners, theta=thetas,
+       max_table=st.one_of(st.none(), st.integers(0, 60)),
+       comp=st.sampled_from([False, 1, 8]))
+def test_every_plan_is_consistent(case, cls, theta, max_table, comp):
+    w, table = case
+    p = cls(theta=theta, max_table=max_table, compact=comp).plan(w, table)
+    check_plan_invariants(w, table, p, theta, max_table)
+    # realised routes agree with the table for keys absent from the workload as well
+    for k, v in p.table.items():
+        assert 0 <= v < w.num_partitions
+
+
+@SETTINGS
+@given(case=zipf_cases(), cls=st.sampled_from([MinTable, MinMig, Mixed, MixedBF, LLFD]),
+       theta=st.sampled_from([0.01, 0.08, 0.3]))
+def test_easy_instances_are_feasible(case, cls, theta):
+    w, table = case
+    cap = theta * w.mean_load
+    cost = np.minimum(w.cost, cap)  # every c(k) <= θ·L̄' (L̄' <= L̄ after clipping)
+    w2 = Workload(w.keys, cost, w.memory, w.home, w.current, w.num_partitions)
+    if np.any(w2.cost > theta * w2.mean_load):
+        cost = np.minimum(cost, theta * w2.mean_load)
+        w2 = Workload(w.keys, cost, w.memory, w.home, w.current, w.num_partitions)
+    if np.any(w2.cost > theta * w2.mean_load * (1 + 1e-12)):
+        return  # clipping twice was not enough (tiny instance); not an easy instance
+    p = cls(theta=theta, max_table=None).plan(w2, table)
+    assert p.feasible, p.summary()
+
+
+@SETTINGS
+@given(case=zipf_cases(), theta=thetas, max_table=st.integers(0, 40))
+def test_mixedbf_never_moves_more_than_mixed_when_both_feasible(case, theta, max_table):
+    w, table = case
+    m = Mixed(theta=theta, max_table=max_table).plan(w, table)
+    bf = MixedBF(theta=theta, max_table=max_table).plan(w, table)
+    if m.feasible:
+        assert bf.feasible
+        assert bf.migration_cost <= m.migration_cost * (1 + 1e-9) + 1e-9
+
+
+@SETTINGS
+@given(case=zipf_cases(), degree=st.sampled_from([1, 2, 8, 64]), theta=thetas)
+def test_compact_estimates_match_realised_keys(case, degree, theta):
+    w, table = case
+    p = Mixed(theta=theta, compact=degree).plan(w, table)
+    r = compact(w, degree)
+    a = p.assignment
+    n = w.num_partitions
+    est = p.info["estimated_loads_after"]
+    assert np.allclose(est, np.bincount(a, weights=r.approx_cost, minlength=n), atol=1e-6)
+    err = np.bincount(a, weights=np.abs(r.approx_cost - w.cost), minlength=n)
+    assert np.all(np.abs(p.loads_after - est) <= err + 1e-6)
+    assert p.info["records"] <= max(len(w), 1)
+
+
+@SETTINGS
+@given(case=zipf_cases(), cls=planners, theta=thetas)
+def test_plans_are_deterministic(case, cls, theta):
+    w, table = case
+    a = cls(theta=theta).plan(w, table)
+    b = cls(theta=theta).plan(w, table)
+    assert np.array_equal(a.assignment, b.assignment)
+    assert dict(a.table.routes) == dict(b.table.routes)
+
+
+@pytest.mark.parametrize("cls", [MinTable, MinMig, Mixed, MixedBF, LLFD, Readj])
+def test_single_partition_and_single_key(cls):
+    w = Workload(np.arange(3), [1., 2., 3.], [1., 1., 1.], [0, 0, 0], [0, 0, 0], 1)
+    p = cls(theta=0.0).plan(w)
+    assert p.feasible and p.moves == ()
+    w1 = Workload(np.arange(1), [5.], [1.], [1], [1], 3)
+    p1 = cls(theta=0.0).plan(w1)
+    assert p1.imbalance_after == pytest.approx(w1.imbalance_lower_bound)
