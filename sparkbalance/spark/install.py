@@ -1,0 +1,79 @@
+"""Opt-in camelCase methods on ``pyspark.RDD`` (Spark's own methods are never touched).
+
+``install()`` adds ``rdd.balancedPartitionBy``, ``balancedReduceByKey``,
+``balancedAggregateByKey``, ``balancedGroupByKey`` and ``balancedJoin`` (thin wrappers of
+:mod:`sparkbalance.spark.rdd`), and the DataFrame methods of
+:mod:`sparkbalance.spark.dataframe` when that module is present. Idempotent.
+
+Example
+-------
+>>> import sparkbalance
+>>> sparkbalance.install()                                   # doctest: +SKIP
+>>> rdd.balancedReduceByKey(operator.add, 8, strategy="pkg")  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import rdd as _rdd
+
+__all__ = ["install", "uninstall", "RDD_METHODS"]
+
+#: camelCase name on pyspark.RDD -> adapter function.
+RDD_METHODS: dict[str, Any] = {
+    "balancedPartitionBy": _rdd.partition_by,
+    "balancedReduceByKey": _rdd.reduce_by_key,
+    "balancedAggregateByKey": _rdd.aggregate_by_key,
+    "balancedGroupByKey": _rdd.group_by_key,
+    "balancedJoin": _rdd.join,
+}
+_DATAFRAME_MODULE = "sparkbalance.spark.dataframe"
+
+
+def _method(func: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+    method.__name__ = func.__name__
+    method.__doc__ = func.__doc__
+    method.__wrapped__ = func
+    method._sparkbalance = True
+    return method
+
+
+def install() -> list[str]:
+    """Attach the balanced methods; returns the names attached (idempotent).
+
+    Refuses to shadow an attribute of the same name that sparkbalance did not add.
+    """
+    from pyspark import RDD
+
+    added = []
+    for name, func in RDD_METHODS.items():
+        existing = getattr(RDD, name, None)
+        if existing is not None and not getattr(existing, "_sparkbalance", False):
+            raise RuntimeError(f"pyspark.RDD already has {name!r} (not from sparkbalance); "
+                               "refusing to replace it")
+        setattr(RDD, name, _method(func))
+        added.append(name)
+    try:
+        dataframe = importlib.import_module(_DATAFRAME_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != _DATAFRAME_MODULE:
+            raise
+    else:
+        hook = getattr(dataframe, "install_dataframe_methods", None)
+        if hook is not None:
+            more = hook()
+            if isinstance(more, (list, tuple)):
+                added.extend(more)
+    return added
+
+
+def uninstall() -> None:
+    """Remove the RDD methods :func:`install` added (tests; DataFrame ones untouched)."""
+    from pyspark import RDD
+
+    for name in RDD_METHODS:
+        if getattr(getattr(RDD, name, None), "_sparkbalance", False):
+            delattr(RDD, name)

@@ -1,0 +1,326 @@
+"""RDD adapters: drop-ins for ``partitionBy``, ``reduceByKey``, ``aggregateByKey``,
+``groupByKey`` and ``join`` that route keys with any sparkbalance strategy.
+
+Every strategy of :mod:`sparkbalance.strategies` works here through the registry, with no
+special case per name:
+
+* **key-grouping** strategies (hash, mixed, mintable, minmig, readj, keygroups) give one
+  partition per key: the adapter passes the fitted function as PySpark's ``partitionFunc``
+  (one shuffle, exactly PySpark's plan).
+* **splitting** strategies (pkg, dchoices, wchoices, tag) may send one key to several
+  partitions. The adapter routes *records* (each map task runs its own copy of the
+  partition function with its own local load vector, seed 001 §3.2), keys the records by
+  ``(key, chosen partition)``, combines per ``(key, partition)`` where the records landed,
+  then merges the few partials of each key in a final, small shuffle by stable hash. The
+  results equal PySpark's for the associative/commutative functions PySpark requires.
+  ``join`` splits the left side and replicates each right record to every candidate
+  partition of its key, so every left record meets every right record exactly once.
+
+Statistics are gathered only when the strategy needs them (``spec.needs_stats``), under the
+job group ``sparkbalance-stats``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .. import strategies
+from ..routing.base import PartitionFunction, check_num_partitions
+from ..routing.hash import HashPartitioner
+from ..stats.keystats import KeyStats
+from .keystats import gather_key_stats
+
+__all__ = ["partition_by", "reduce_by_key", "aggregate_by_key", "group_by_key", "join",
+           "fit_partitioner"]
+
+_WEIGHTS = ("count", "time")
+
+
+# ---------------------------------------------------------------------------------------
+# Fitting
+# ---------------------------------------------------------------------------------------
+def _time_weighted(stats: KeyStats, listener: Any, current: PartitionFunction | None,
+                   num_partitions: int, strategy: str, params: dict[str, Any]) -> KeyStats:
+    """Turn counts into seconds with the task times of the last measured stage."""
+    try:
+        from ..stats import timeweights
+    except ModuleNotFoundError as exc:
+        if exc.name != "sparkbalance.stats.timeweights":
+            raise
+        raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights "
+                                  "(issue 5), which is not installed") from exc
+    if listener is None:
+        raise ValueError("weights='time' needs listener=<a TaskMetricsListener that recorded the "
+                         "previous run of this keyed stage>; got listener=None")
+    measured = current if current is not None else HashPartitioner(num_partitions)
+    if measured.splits_keys:
+        raise ValueError("weights='time' needs the key-grouping partition function the measured "
+                         f"stage ran with as current=; got a splitting {type(measured).__name__}")
+    tasks = listener.tasks(successful_only=True)
+    if not tasks:
+        raise ValueError("weights='time': the listener recorded no successful task; run the "
+                         "keyed stage once with the listener attached first")
+    key_partition = measured.assign(stats.keys)
+    weighted = timeweights.time_weighted_stats(stats, tasks, key_partition,
+                                               num_partitions=measured.num_partitions)
+    if strategy == "tag" and "completion_times" not in params \
+            and measured.num_partitions == num_partitions:
+        records = np.bincount(key_partition, weights=stats.counts, minlength=num_partitions)
+        params["completion_times"] = timeweights.completion_times(
+            tasks, num_partitions, records=records, normalize=True)
+    return weighted
+
+
+def fit_partitioner(rdd: Any, num_partitions: int, strategy: str = "hash", *,
+                    weights: str = "count", listener: Any = None, stats: KeyStats | None = None,
+                    sample_fraction: float | None = None, stats_method: str | None = None,
+                    current: PartitionFunction | None = None, **params: Any
+                    ) -> PartitionFunction:
+    """Fit ``strategy`` on ``rdd``'s keys; gathers statistics only when the strategy needs them.
+
+    Parameters
+    ----------
+    rdd : pair RDD.
+    num_partitions : int >= 1.
+    strategy : a name of :func:`sparkbalance.strategies.available`.
+    weights : {"count", "time"}
+        Key cost = records, or records x measured seconds per record ("time": needs
+        ``listener`` holding the task records of the previous run of this stage, routed by
+        ``current``; see :func:`sparkbalance.stats.timeweights.time_weighted_stats`).
+    stats : KeyStats, optional
+        Precomputed statistics (skips the statistics job).
+    sample_fraction, stats_method :
+        How to gather statistics (:func:`sparkbalance.spark.keystats.gather_key_stats`).
+    current : the partition function in use today (planners minimise migration from it).
+    **params : passed to the strategy's fitter.
+
+    Example
+    -------
+    >>> f = fit_partitioner(rdd, 8, "mixed")  # doctest: +SKIP
+    >>> rdd.partitionBy(8, f)                 # doctest: +SKIP
+    """
+    n = check_num_partitions(num_partitions)
+    spec = strategies.get(strategy)
+    if weights not in _WEIGHTS:
+        raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
+    if spec.needs_stats or weights == "time":
+        if stats is None:
+            stats = gather_key_stats(rdd, method=stats_method, sample_fraction=sample_fraction)
+        if weights == "time":
+            stats = _time_weighted(stats, listener, current, n, strategy, params)
+    return strategies.fit(strategy, stats if spec.needs_stats else None, n, current=current,
+                          **params)
+
+
+def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction,
+             params: dict[str, Any]) -> PartitionFunction:
+    if num_partitions is None:
+        try:
+            num_partitions = rdd._defaultReducePartitions()  # PySpark's own default
+        except AttributeError:  # pragma: no cover - older/newer PySpark
+            num_partitions = rdd.getNumPartitions()
+    n = check_num_partitions(num_partitions)
+    if isinstance(strategy, PartitionFunction):  # an already fitted function
+        if params:
+            raise TypeError(f"a fitted partition function takes no parameters; got {sorted(params)}")
+        if strategy.num_partitions != n:
+            raise ValueError(f"partition function has {strategy.num_partitions} partitions; "
+                             f"expected num_partitions={n}")
+        return strategy
+    return fit_partitioner(rdd, n, strategy, **params)
+
+
+# ---------------------------------------------------------------------------------------
+# Splitting machinery (module-level functions: cloudpickle ships them by reference)
+# ---------------------------------------------------------------------------------------
+def _dest_of(kp: tuple[Any, int]) -> int:
+    """partitionFunc of composite keys ``(key, chosen partition)``: the chosen partition."""
+    return kp[1]
+
+
+class _Router:
+    """mapPartitions body: route each record with this task's own copy of ``f``."""
+
+    def __init__(self, f: PartitionFunction) -> None:
+        self.f = f
+
+    def __call__(self, records: Iterator[Any]) -> Iterator[Any]:
+        fresh = getattr(self.f, "fresh", None)
+        g = fresh() if fresh is not None else self.f  # own local loads per task (seed 001 §3.2)
+        for k, v in records:
+            yield (k, g(k)), v
+
+
+def _drop_dest(kv: tuple[tuple[Any, int], Any]) -> tuple[Any, Any]:
+    return kv[0][0], kv[1]
+
+
+def _home(n: int) -> HashPartitioner:
+    return HashPartitioner(n)
+
+
+def _split_combine(rdd: Any, f: PartitionFunction, create: Callable, merge_value: Callable,
+                   merge_combiners: Callable) -> Any:
+    """Combine per (key, chosen partition), then merge each key's partials by stable hash."""
+    n = f.num_partitions
+    partials = (rdd.mapPartitions(_Router(f))
+                .combineByKey(create, merge_value, merge_combiners, n, partitionFunc=_dest_of)
+                .map(_drop_dest))
+    return partials.reduceByKey(merge_combiners, n, partitionFunc=_home(n))
+
+
+# ---------------------------------------------------------------------------------------
+# Public adapters
+# ---------------------------------------------------------------------------------------
+def partition_by(rdd: Any, num_partitions: int, strategy: str | PartitionFunction = "hash", *,
+                 stats: KeyStats | None = None, sample_fraction: float | None = None,
+                 current: PartitionFunction | None = None, **params: Any) -> Any:
+    """``rdd.partitionBy(num_partitions)`` routed by ``strategy``.
+
+    With a splitting strategy the records of one key may land in several partitions
+    (each map task balances its own records); use the other adapters for exact keyed
+    results.
+
+    Example
+    -------
+    >>> partition_by(sc.parallelize([(1, "a")]), 4, "pkg").getNumPartitions()  # doctest: +SKIP
+    4
+    """
+    n = check_num_partitions(num_partitions)
+    if not isinstance(strategy, PartitionFunction):
+        extra = {k: v for k, v in (("stats", stats), ("sample_fraction", sample_fraction),
+                                   ("current", current)) if v is not None}
+        params = {**extra, **params}
+    f = _resolve(rdd, n, strategy, params)
+    return rdd.partitionBy(n, f)
+
+
+def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int | None = None,
+                  strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+    """``rdd.reduceByKey(func, num_partitions)`` with balanced routing; same result.
+
+    Example
+    -------
+    >>> from operator import add
+    >>> sorted(reduce_by_key(sc.parallelize([("a", 1)] * 5), add, 2, "pkg").collect())  # doctest: +SKIP
+    [('a', 5)]
+    """
+    f = _resolve(rdd, num_partitions, strategy, params)
+    if not f.splits_keys:
+        return rdd.reduceByKey(func, f.num_partitions, partitionFunc=f)
+    return _split_combine(rdd, f, _identity, func, func)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: Callable,
+                     num_partitions: int | None = None,
+                     strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+    """``rdd.aggregateByKey(zero_value, seq_func, comb_func, num_partitions)``; same result.
+
+    Example
+    -------
+    >>> aggregate_by_key(rdd, 0, lambda a, v: a + v, lambda a, b: a + b, 4, "tag")  # doctest: +SKIP
+    """
+    f = _resolve(rdd, num_partitions, strategy, params)
+    if not f.splits_keys:
+        return rdd.aggregateByKey(zero_value, seq_func, comb_func, f.num_partitions,
+                                  partitionFunc=f)
+    import copy
+
+    def create(v: Any) -> Any:  # PySpark deep-copies the zero value per key as well
+        return seq_func(copy.deepcopy(zero_value), v)
+
+    return _split_combine(rdd, f, create, seq_func, comb_func)
+
+
+def _list1(v: Any) -> list:
+    return [v]
+
+
+def _append(acc: list, v: Any) -> list:
+    acc.append(v)
+    return acc
+
+
+def _extend(a: list, b: list) -> list:
+    a.extend(b)
+    return a
+
+
+def _as_result_iterable(values: list) -> Any:
+    from pyspark.resultiterable import ResultIterable
+    return ResultIterable(values)
+
+
+def group_by_key(rdd: Any, num_partitions: int | None = None,
+                 strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+    """``rdd.groupByKey(num_partitions)``: (key, iterable of values); same groups.
+
+    With a splitting strategy each (key, partition) builds a partial list where its
+    records landed; the partial lists are concatenated per key (values order is
+    unspecified, as in PySpark).
+    """
+    f = _resolve(rdd, num_partitions, strategy, params)
+    if not f.splits_keys:
+        return rdd.groupByKey(f.num_partitions, partitionFunc=f)
+    return _split_combine(rdd, f, _list1, _append, _extend).mapValues(_as_result_iterable)
+
+
+def _tag_left(v: Any) -> tuple[int, Any]:
+    return (1, v)
+
+
+def _tag_right(v: Any) -> tuple[int, Any]:
+    return (2, v)
+
+
+def _pairs(tagged: Any) -> list[tuple[Any, Any]]:
+    left, right = [], []
+    for side, v in tagged:
+        (left if side == 1 else right).append(v)
+    return [(a, b) for a in left for b in right]
+
+
+class _Replicator:
+    """flatMap body: send a right-side record to every candidate partition of its key."""
+
+    def __init__(self, f: PartitionFunction) -> None:
+        self.f = f
+
+    def __call__(self, kv: tuple[Any, Any]) -> list[tuple[tuple[Any, int], tuple[int, Any]]]:
+        k, v = kv
+        return [((k, p), (2, v)) for p in dict.fromkeys(self.f.candidates(k))]
+
+
+def _tag_routed_left(kv: tuple[tuple[Any, int], Any]) -> tuple[tuple[Any, int], tuple[int, Any]]:
+    return kv[0], (1, kv[1])
+
+
+def join(rdd: Any, other: Any, num_partitions: int | None = None,
+         strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+    """``rdd.join(other, num_partitions)`` (inner join) with balanced routing; same pairs.
+
+    Statistics (when needed) are gathered on ``rdd``, the side whose skew matters. With a
+    splitting strategy ``rdd``'s records of a key are spread over the key's candidate
+    partitions and ``other``'s records of that key are copied to every candidate (seed 001's
+    key splitting; the copies cost ``|candidates|`` x the right side's hot keys).
+    """
+    f = _resolve(rdd, num_partitions, strategy, params)
+    n = f.num_partitions
+    if not f.splits_keys:
+        # PySpark's own join plan (union of tagged sides, one groupByKey) with our routing.
+        tagged = rdd.mapValues(_tag_left).union(other.mapValues(_tag_right))
+        return tagged.groupByKey(n, partitionFunc=f).flatMapValues(_pairs)
+    if not callable(getattr(f, "candidates", None)):
+        raise NotImplementedError(
+            f"join with the splitting {type(f).__name__} needs its candidates(key) to replicate "
+            "the other side; it has none, so an exact join is impossible. Use a key-grouping "
+            "strategy for this join.")
+    left = rdd.mapPartitions(_Router(f)).map(_tag_routed_left)
+    right = other.flatMap(_Replicator(f))
+    return (left.union(right).groupByKey(n, partitionFunc=_dest_of)
+            .flatMapValues(_pairs).map(_drop_dest))
