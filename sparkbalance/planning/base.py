@@ -104,19 +104,10 @@ class PlanningContext:
         # can do is max c(k) (the lower bound LB·L̄), so LLFD balances to that level
         # instead of scattering the rest (extension; feasible stays False).
         self.cap_theta = self.cap
-        self.margin = 0.0
-        if records is not None and self.mean > 0:
-            # Plan records against a cap lowered by the discretisation error of partition
-            # loads (measured on today's placement), so that the realised exact loads
-            # usually meet θ too; Plan.feasible always reports the exact truth.
-            err = np.bincount(w.current, weights=records.approx_cost - w.cost,
-                              minlength=self.n)
-            self.margin = min(float(np.abs(err).max()), planner.theta * self.mean)
-            self.cap -= self.margin
-            self.cap_theta = self.cap
         if len(c):
             self.cap = max(self.cap, float(np.max(c)))
         self.crit = selection_criterion(c, S, self.criterion, self.beta)
+        self._crit: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         in_table = cur != home
         self.in_table = in_table
         # Entries of the old table that no present key with F(k) != h(k) accounts for:
@@ -141,10 +132,12 @@ class PlanningContext:
         ``criterion`` overrides the planner's selection criterion for this trial.
         """
         c, S, cnt, home, cur = self.base
-        crit = self.crit
-        if criterion is not None and criterion != self.criterion:
-            crit = selection_criterion(c, S, criterion, self.beta)
-        u = Units(c, S, cnt, home, cur, self.in_table, crit, self.n)
+        key = criterion or self.criterion
+        if key not in self._crit:
+            crit = selection_criterion(c, S, key, self.beta)
+            self._crit[key] = (crit, np.argsort(-crit, kind="stable"))
+        crit, order = self._crit[key]
+        u = Units(c, S, cnt, home, cur, self.in_table, crit, self.n, order)
         n_back = int(max(0, min(n_back, self.table_entries)))
         stale_dropped = min(n_back, len(self.stale))
         u.move_back(n_back - stale_dropped, self.clean_order)
@@ -274,6 +267,53 @@ class Planner:
                 best = alt
         return best
 
+    def _repair_exact(self, ctx: PlanningContext, assignment: np.ndarray, stale: int,
+                      reasons: dict) -> tuple[np.ndarray, int]:
+        """Exact touch-up of a compact plan (extension of §4.1).
+
+        Records plan on discretised costs, so a realised partition can exceed the cap by
+        the discretisation error. Re-run Phases II–III on exact keys, but only over the
+        keys of the still-overloaded partitions; every other partition is one fixed
+        pseudo-unit carrying its load (never selected, never ejected). Kept only when it
+        lowers the maximum load without breaking the table limit.
+        """
+        w = ctx.workload
+        n = ctx.n
+        L = np.bincount(assignment, weights=w.cost, minlength=n)
+        cap = (1.0 + self.theta) * ctx.mean
+        cap = max(cap, float(w.cost.max()) if len(w) else 0.0)
+        over = L > cap + ctx.tol
+        if not over.any():
+            return assignment, 0
+        idx = np.flatnonzero(over[assignment])
+        rest = np.bincount(assignment[idx], weights=w.cost[idx], minlength=n)
+        fixed = np.flatnonzero(~over)
+        k = idx.shape[0]
+        c = np.concatenate([w.cost[idx], L[fixed] - rest[fixed]])
+        S = np.concatenate([w.memory[idx], np.zeros(fixed.shape[0])])
+        home = np.concatenate([w.home[idx], fixed])
+        cur = np.concatenate([assignment[idx], fixed])
+        crit = selection_criterion(c, S, ctx.criterion, ctx.beta)
+        crit[k:] = -np.inf
+        u = Units(c, S, np.ones(c.shape[0], dtype=np.int64), home, cur,
+                  np.zeros(c.shape[0], dtype=bool), crit, n)
+        C = u.prepare(cap, ctx.tol, "exact touch-up, " + ctx.criterion_name)
+        from .llfd import run_llfd
+        run_llfd(u, C, cap, ctx.tol, ctx.criterion)
+        new = assignment.copy()
+        new[idx] = u.asg[:k]
+        L2 = np.bincount(new, weights=w.cost, minlength=n)
+        size = stale + int(np.count_nonzero(new != w.home))
+        old_size = stale + int(np.count_nonzero(assignment != w.home))
+        fits = self.max_table is None or size <= max(self.max_table, old_size)
+        if L2.max() < L.max() - ctx.tol and fits:
+            changed = idx[u.asg[:k] != assignment[idx]]
+            for i in changed.tolist():
+                j = int(np.searchsorted(idx, i))
+                reasons[i] = u.reason.get(j, "exact touch-up of the compact plan")
+            return new, int(changed.shape[0])
+        return assignment, 0
+
     def _finish(self, ctx: PlanningContext, best: Trial, t0: float) -> Plan:
         u = best.units
         w = ctx.workload
@@ -286,6 +326,10 @@ class Planner:
                                                   u.view("asg"), u.view("cnt"), None,
                                                   reasons_units)
         kept = dict(ctx.stale[best.stale_dropped:])
+        records_assignment = assignment
+        repaired = 0
+        if ctx.records is not None:
+            assignment, repaired = self._repair_exact(ctx, assignment, len(kept), reasons)
         info = {"n_back": best.n_back, "trials": len(ctx.trials),
                 "trial_n_back": [t.n_back for t in ctx.trials],
                 "estimated_loads_after": best.est_loads,
@@ -293,8 +337,9 @@ class Planner:
                 "units": u.N, "lower_bound": w.imbalance_lower_bound, **best.counters}
         if ctx.records is not None:
             info["records"] = len(ctx.records)
-            info["cap_margin"] = ctx.margin
             info["degree"] = ctx.records.degree
+            info["records_assignment"] = records_assignment
+            info["repair_moves"] = repaired
         plan = realise_plan(w, ctx.table, assignment, kept, theta=self.theta,
                             max_table=self.max_table, seconds=0.0, planner=self.name,
                             params=self.params, info=info, reasons=reasons)

@@ -62,7 +62,7 @@ class _Members:
         total = 0.0
         for s in range(0, static.shape[0], _CHUNK):
             ch = static[s:s + _CHUNK]
-            ok = ch[(asg[ch] == d) & (c[ch] < ck) & (c[ch] > 0)]
+            ok = ch[(asg[ch] == d) & (c[ch] < ck) & (c[ch] > 0) & (crit[ch] > -np.inf)]
             if ok.size:
                 got_i.append(ok)
                 total += float((c[ok] * cnt[ok]).sum())
@@ -71,7 +71,7 @@ class _Members:
         dyn = self.added.get(d)
         if dyn:
             dv = np.asarray(dyn, dtype=np.int64)
-            dv = dv[(asg[dv] == d) & (c[dv] < ck) & (c[dv] > 0)]
+            dv = dv[(asg[dv] == d) & (c[dv] < ck) & (c[dv] > 0) & (crit[dv] > -np.inf)]
             if dv.size:
                 got_i.append(dv)
         if not got_i:

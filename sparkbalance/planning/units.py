@@ -38,7 +38,7 @@ class Units:
 
     def __init__(self, c: np.ndarray, S: np.ndarray, cnt: np.ndarray, home: np.ndarray,
                  cur: np.ndarray, in_table: np.ndarray, crit: np.ndarray,
-                 num_partitions: int) -> None:
+                 num_partitions: int, order: np.ndarray | None = None) -> None:
         self.n = int(num_partitions)
         self.N = int(c.shape[0])
         cap = self.N + 64
@@ -52,8 +52,10 @@ class Units:
         self.crit = _grow(crit.astype(np.float64), cap)
         self.origin = _grow(np.arange(self.N, dtype=np.int64), cap)
         self.reason: dict[int, str] = {}
-        self._order: np.ndarray | None = None
-        self._order_n = -1
+        # ``order``: precomputed decreasing-crit order of these base units (shared by the
+        # trials of one plan; recomputed here only after splits add units)
+        self._order = order
+        self._order_n = self.N if order is not None else -1
 
     # -- bookkeeping -------------------------------------------------------------------
     def split(self, u: int, m: int) -> int:

@@ -257,14 +257,17 @@ def test_compact_and_exact_agree_on_loads_within_discretisation_error(degree):
     exact = Mixed(theta=0.05).plan(w)
     p = Mixed(theta=0.05, compact=degree).plan(w)
     r = compact(w, degree)
-    a = p.assignment
+    a = p.info["records_assignment"]  # realised records, before the exact touch-up
     est = p.info["estimated_loads_after"]
     realised_est = np.bincount(a, weights=r.approx_cost, minlength=10)
     assert np.allclose(est, realised_est)  # the realisation is exactly what was planned
     err = np.bincount(a, weights=np.abs(r.approx_cost - w.cost), minlength=10)
-    assert np.all(np.abs(p.loads_after - est) <= err + 1e-6)
+    before = w.loads(a)
+    assert np.all(np.abs(before - est) <= err + 1e-6)
+    # the exact touch-up never makes the maximum worse
+    assert p.loads_after.max() <= before.max() + 1e-6
     tol = {1: 0.005, 8: 0.01, 64: 0.05}[degree]
-    assert np.abs(p.loads_after - est).max() / w.mean_load <= tol
+    assert np.abs(before - est).max() / w.mean_load <= tol
     assert p.imbalance_after <= exact.imbalance_after + 2 * tol
     assert p.info["records"] < len(w)
 

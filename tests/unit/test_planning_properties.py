@@ -92,12 +92,15 @@ def test_compact_estimates_match_realised_keys(case, degree, theta):
     w, table = case
     p = Mixed(theta=theta, compact=degree).plan(w, table)
     r = compact(w, degree)
-    a = p.assignment
+    a = p.info["records_assignment"]  # realised records, before the exact touch-up
     n = w.num_partitions
     est = p.info["estimated_loads_after"]
     assert np.allclose(est, np.bincount(a, weights=r.approx_cost, minlength=n), atol=1e-6)
     err = np.bincount(a, weights=np.abs(r.approx_cost - w.cost), minlength=n)
-    assert np.all(np.abs(p.loads_after - est) <= err + 1e-6)
+    before = w.loads(a)
+    assert np.all(np.abs(before - est) <= err + 1e-6)
+    # the exact touch-up never makes the maximum worse
+    assert p.loads_after.max() <= before.max() + 1e-6
     assert p.info["records"] <= max(len(w), 1)
 
 
