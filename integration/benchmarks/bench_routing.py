@@ -1,0 +1,222 @@
+"""Routing benchmark (issue 2): overhead, imbalance, and wall time of a skewed reduce.
+
+``python integration/benchmarks/bench_routing.py [--quick] [--part a,b,c]``
+
+(a) Routing overhead on uniform keys: ``partition_by(rdd, n, strategy)`` vs
+    ``rdd.partitionBy(n)`` (PySpark's portable_hash), Spark local[2], job = partitionBy +
+    count, medians of repeats; plus the per-record cost of the partition function alone
+    (ns/call, no Spark). Goal: <= 1.10x for the key-grouping strategies.
+(b) Imbalance max/avg of hash vs PKG vs D-Choices vs W-Choices vs TAG on Zipf z in
+    {0.8, 1.0, 1.5}, n in {8, 32}, 10^6 records over 10^5 keys, simulated with the same
+    partition functions (``assign``), 5 sources (map tasks) each with its own local load
+    vector, as seed 001's experiments. Also the key-grouping lower bound max(1, p_1 n).
+    A heterogeneous variant (one partition in four twice as slow) compares time
+    imbalance max/avg of l_i = t_i m_i: TAG vs the count-balancing strategies.
+(c) Wall time of a skewed reduce with a costly per-record function after the shuffle:
+    hash vs each splitting strategy and Mixed, local[2], medians of repeats.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from sparkbalance.demo.reduce import available_strategies, costly_reduce, zipf_records  # noqa: E402
+from sparkbalance.routing.choices import fit_dchoices, fit_wchoices  # noqa: E402
+from sparkbalance.routing.hash import HashPartitioner  # noqa: E402
+from sparkbalance.routing.pkg import PKGPartitioner  # noqa: E402
+from sparkbalance.routing.tag import fit_tag  # noqa: E402
+from sparkbalance.stats import KeyStats  # noqa: E402
+
+SOURCES = 5  # map tasks ("sources" of seed 001), each with its own local load vector
+
+
+# ------------------------------------------------------------------------------- (b)
+def _simulate(f, keys: np.ndarray, n: int, t: np.ndarray | None = None) -> float:
+    """Imbalance max/avg of the loads when ``SOURCES`` fresh copies of f route the stream."""
+    if f.splits_keys:
+        parts = np.concatenate([f.assign(chunk) for chunk in np.array_split(keys, SOURCES)])
+    else:
+        uniq, inv = np.unique(keys, return_inverse=True)
+        parts = f.assign(uniq)[inv]
+    loads = np.bincount(parts, minlength=n).astype(float)
+    if t is not None:
+        loads = loads * t
+    return float(loads.max() / loads.mean())
+
+
+def part_b(quick: bool) -> None:
+    m = 200_000 if quick else 1_000_000
+    num_keys = 100_000
+    print(f"\n(b) imbalance max/avg (1.00 = perfect), {m} records, {num_keys} keys, Zipf, "
+          f"{SOURCES} sources with local load estimation")
+    head = (f"{'z':>4} {'n':>3} {'p1':>6} {'KG-LB':>6} {'hash':>7} {'pkg':>7} {'dchoices':>8} "
+            f"{'wchoices':>8} {'tag':>7} {'hash/pkg excess':>16} {'sim s':>6}")
+    print(head + "\n" + "-" * len(head))
+    for z in (0.8, 1.0, 1.5):
+        keys = zipf_records(num_keys, z, m, seed=11)
+        uniq, counts = np.unique(keys, return_counts=True)
+        stats = KeyStats(uniq, counts)
+        p1 = counts.max() / m
+        for n in (8, 32):
+            t0 = time.perf_counter()
+            fs = {"hash": HashPartitioner(n), "pkg": PKGPartitioner(n),
+                  "dchoices": fit_dchoices(stats, n), "wchoices": fit_wchoices(stats, n),
+                  "tag": fit_tag(stats, n)}
+            lam = {name: _simulate(f, keys, n) for name, f in fs.items()}
+            ex = (lam["hash"] - 1) / max(lam["pkg"] - 1, 1e-9)
+            print(f"{z:>4} {n:>3} {p1:>6.3f} {max(1.0, p1 * n):>6.2f} {lam['hash']:>7.3f} "
+                  f"{lam['pkg']:>7.3f} {lam['dchoices']:>8.3f} {lam['wchoices']:>8.3f} "
+                  f"{lam['tag']:>7.3f} {ex:>15.0f}x {time.perf_counter() - t0:>6.1f}")
+    # Heterogeneous partitions: every fourth partition takes twice as long per record.
+    print("\n(b') heterogeneous partitions (t_i = 2 on every 4th partition, else 1): "
+          "time imbalance max/avg of l_i = t_i m_i")
+    head = f"{'z':>4} {'n':>3} {'hash':>7} {'pkg':>7} {'wchoices':>8} {'tag(t)':>7}"
+    print(head + "\n" + "-" * len(head))
+    for z in (1.0, 1.5):
+        keys = zipf_records(num_keys, z, m, seed=11)
+        uniq, counts = np.unique(keys, return_counts=True)
+        stats = KeyStats(uniq, counts)
+        for n in (8, 32):
+            t = np.where(np.arange(n) % 4 == 3, 2.0, 1.0)
+            fs = {"hash": HashPartitioner(n), "pkg": PKGPartitioner(n),
+                  "wchoices": fit_wchoices(stats, n), "tag": fit_tag(stats, n, completion_times=t)}
+            lam = {name: _simulate(f, keys, n, t) for name, f in fs.items()}
+            print(f"{z:>4} {n:>3} {lam['hash']:>7.3f} {lam['pkg']:>7.3f} {lam['wchoices']:>8.3f} "
+                  f"{lam['tag']:>7.3f}")
+
+
+# ------------------------------------------------------------------------------- Spark
+def _spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").appName("bench-routing")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _ns_per_call(fn, keys: list) -> float:
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for k in keys:
+            fn(k)
+        best = min(best, (time.perf_counter() - t0) / len(keys) * 1e9)
+    return best
+
+
+def part_a(sc, quick: bool, repeats: int) -> None:
+    from pyspark.rdd import portable_hash
+
+    from sparkbalance.spark.rdd import fit_partitioner
+    n = 8
+    m = 200_000 if quick else 1_000_000
+    rng = np.random.default_rng(5)
+    data = list(zip(rng.integers(0, 10 * m, m).tolist(), range(m)))  # ~uniform, mostly distinct
+    rdd = sc.parallelize(data, 4).cache()
+    rdd.count()
+    names = available_strategies(("hash", "mixed", "mintable", "minmig", "readj", "keygroups",
+                                  "pkg", "dchoices", "wchoices", "tag"))
+    fitted = {name: fit_partitioner(rdd, n, name) for name in names}  # stats/fit not timed
+
+    def job(f=None) -> float:
+        t0 = time.perf_counter()
+        (rdd.partitionBy(n) if f is None else rdd.partitionBy(n, f)).count()
+        return time.perf_counter() - t0
+
+    job()  # warm-up
+    timings: dict[str, list[float]] = {"spark": [], **{k: [] for k in names}}
+    for _ in range(repeats):  # interleaved, so load drift on a shared machine hits all alike
+        timings["spark"].append(job())
+        for name in names:
+            timings[name].append(job(fitted[name]))
+    base = statistics.median(timings["spark"])
+    os.environ.setdefault("PYTHONHASHSEED", "0")  # portable_hash refuses to run without it
+    sample = [k for k, _ in data[:100_000]]
+    ns_base = _ns_per_call(portable_hash, sample)
+    print(f"\n(a) routing overhead, uniform keys: partitionBy({n}) + count of {m} records, "
+          f"local[2], median of {repeats}")
+    head = (f"{'strategy':<10} {'kind':<9} {'median s':>9} {'vs partitionBy':>15} "
+            f"{'ns/call':>8} {'vs portable_hash':>17}")
+    print(head + "\n" + "-" * len(head))
+    print(f"{'(spark)':<10} {'-':<9} {base:>9.2f} {1.0:>14.2f}x {ns_base:>8.0f} {1.0:>16.2f}x")
+    for name in names:
+        f = fitted[name]
+        med = statistics.median(timings[name])
+        ns = _ns_per_call(f.fresh() if f.splits_keys else type(f).__call__.__get__(f), sample)
+        kind = "split" if f.splits_keys else "group"
+        print(f"{name:<10} {kind:<9} {med:>9.2f} {med / base:>14.2f}x {ns:>8.0f} "
+              f"{ns / ns_base:>16.2f}x")
+    rdd.unpersist()
+
+
+def part_c(sc, quick: bool, repeats: int) -> None:
+    from sparkbalance.demo.reduce import _loops_for_us
+    n = 2  # = cores of local[2]: a partition's excess load is the stage's excess time
+    m = 40_000 if quick else 150_000
+    z, keys_n, work_us = 1.1, 2000, 40.0
+    keys = zipf_records(keys_n, z, m, seed=3)
+    rdd = sc.parallelize(list(zip(keys.tolist(), (np.arange(m) % 97).tolist())), 4).cache()
+    rdd.count()
+    loops = _loops_for_us(work_us)
+    names = available_strategies(("hash", "pkg", "dchoices", "wchoices", "tag", "mixed"))
+    costly_reduce(rdd, n, "hash", 1)  # warm-up
+    runs: dict[str, list] = {k: [] for k in names}
+    for _ in range(repeats):
+        for name in names:
+            runs[name].append(costly_reduce(rdd, n, name, loops))
+    base_wall = statistics.median(r.wall for r in runs["hash"])
+    base_crit = statistics.median(max(r.seconds) for r in runs["hash"])
+    print(f"\n(c) skewed costly reduce: {m} records, {keys_n} keys, Zipf z={z} (hottest key "
+          f"{np.bincount(keys).max() / m:.1%}), ~{work_us:g} us/record after the shuffle, "
+          f"n={n} on local[2], median of {repeats}")
+    head = (f"{'strategy':<10} {'rec max/avg':>11} {'time max/avg':>12} {'crit.path s':>11} "
+            f"{'vs hash':>8} {'wall s':>7} {'vs hash':>8}")
+    print(head + "\n" + "-" * len(head))
+    for name in names:
+        rs = runs[name]
+        crit = statistics.median(max(r.seconds) for r in rs)
+        wall = statistics.median(r.wall for r in rs)
+        print(f"{name:<10} {statistics.median(r.imbalance for r in rs):>11.2f} "
+              f"{statistics.median(r.time_imbalance for r in rs):>12.2f} {crit:>11.2f} "
+              f"{crit / base_crit:>7.2f}x {wall:>7.2f} {wall / base_wall:>7.2f}x")
+    rdd.unpersist()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--part", default="a,b,c")
+    p.add_argument("--repeats", type=int, default=None)
+    args = p.parse_args(argv)
+    parts = set(args.part.split(","))
+    repeats = args.repeats or (3 if args.quick else 5)
+    if "b" in parts:
+        part_b(args.quick)
+    if parts & {"a", "c"}:
+        spark = _spark()
+        try:
+            if "a" in parts:
+                part_a(spark.sparkContext, args.quick, repeats)
+            if "c" in parts:
+                part_c(spark.sparkContext, args.quick, repeats)
+        finally:
+            spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
