@@ -193,7 +193,10 @@ def compact(workload: Workload, degree: float = DEFAULT_DEGREE) -> Records:
     w = workload
     n = w.num_partitions
     ic, reps_c, unit_c = _hlhe_index(w.cost, degree)
-    iS, reps_S, unit_S = _hlhe_index(w.memory, degree)
+    if w.memory is w.cost or np.array_equal(w.memory, w.cost):
+        iS, reps_S, unit_S = ic, reps_c, unit_c  # S = c (e.g. both = counts): same grid
+    else:
+        iS, reps_S, unit_S = _hlhe_index(w.memory, degree)
     Rc, RS = reps_c.shape[0], reps_S.shape[0]
     # Group keys by (current, home, c̃, S̃) without sorting 10^6 codes: dense relabelling
     # with bincount, first of the (c̃, S̃) pairs, then of (current, home, pair).
