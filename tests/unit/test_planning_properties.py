@@ -14,7 +14,7 @@ from sparkbalance.routing.table import RoutingTable
 
 from .test_planning_core import check_plan_invariants
 
-SETTINGS = settings(max_examples=int(os.environ.get("SB_PLANNING_EXAMPLES", "60")), deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("SB_PLANNING_EXAMPLES", "40")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
