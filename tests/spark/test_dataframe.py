@@ -1,0 +1,307 @@
+"""Balanced DataFrame repartition / groupBy / join: placement, results, plans, errors."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from sparkbalance import strategies
+from sparkbalance.routing import (HashPartitioner, KeyGroupPartitioner, RoutingTable,
+                                  RoutingTablePartitioner)
+from sparkbalance.spark import dataframe as sbdf
+
+N = 4
+
+
+def _available(name: str) -> bool:
+    try:
+        strategies.get(name).load()
+        return True
+    except (ImportError, AttributeError):
+        return False
+
+
+STRATEGIES = [s for s in strategies.KEY_GROUPING if _available(s)]
+FITTED = next((s for s in ("mixed", "keygroups") if s in STRATEGIES), "hash")
+
+
+def _skewed_rows(num: int = 3000, keys: int = 150, seed: int = 3):
+    rng = random.Random(seed)
+    out = []
+    for i in range(num):
+        k = 0 if rng.random() < 0.35 else (1 if rng.random() < 0.2 else rng.randrange(keys))
+        out.append((k, f"u{k}", rng.randrange(100), float(rng.random())))
+    return out
+
+
+@pytest.fixture(scope="module")
+def skewed(spark):
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    return spark.createDataFrame(_skewed_rows(), "k int, s string, v int, x double").cache()
+
+
+def _placement(df, key, f):
+    rows = df.select(key, F.spark_partition_id().alias("pid")).collect()
+    for r in rows:
+        want = sbdf.NULL_PARTITION if r[0] is None else f(bytes(r[0]) if isinstance(
+            r[0], bytearray) else r[0])
+        assert r["pid"] == want, (r[0], r["pid"], want)
+    return rows
+
+
+PARTITIONERS = {
+    "hash": HashPartitioner(N),
+    "table": RoutingTablePartitioner(N, RoutingTable({0: 3, 1: 3, 7: 0, "x": 2, 10 ** 12: 1,
+                                                      "u0": 1, "u7": 0, -5: 2})),
+    "keygroups": KeyGroupPartitioner(N, 32, [0, 3, 9, 20, 32]),
+}
+
+
+@pytest.mark.parametrize("pname", sorted(PARTITIONERS))
+@pytest.mark.parametrize("ktype", ["int", "bigint", "string"])
+def test_rows_land_where_the_partition_function_says(spark, pname, ktype):
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"  # AQE must not undo it
+    f = PARTITIONERS[pname]
+    if ktype == "string":
+        data = [(f"u{i % 23}",) for i in range(200)] + [(None,)] * 5 + [("x",)] * 7
+    else:
+        big = 10 ** 12 if ktype == "bigint" else 7
+        data = [(i % 23 - 5,) for i in range(200)] + [(None,)] * 5 + [(big,)] * 7
+    df = spark.createDataFrame(data, f"k {ktype}")
+    out = sbdf.repartition(df, N, "k", partitioner=f)
+    assert out.columns == ["k"] and out.rdd.getNumPartitions() == N
+    rows = _placement(out, "k", f)
+    assert len(rows) == len(data)
+
+
+def test_large_table_by_broadcast_join_places_the_same(spark):
+    table = RoutingTable({f"u{i}": (i * 7) % N for i in range(40)})
+    f = RoutingTablePartitioner(N, table)
+    df = spark.createDataFrame([(f"u{i % 50}", i) for i in range(300)] + [(None, 1)],
+                               "k string, v int")
+    out = sbdf.repartition(df, N, "k", partitioner=f, literal_limit=10)
+    assert "BroadcastHashJoin" in out._jdf.queryExecution().executedPlan().toString()
+    assert out.columns == ["k", "v"]
+    _placement(out, "k", f)
+    assertDataFrameEqual(out, df)
+
+
+def test_multi_column_and_binary_keys(spark):
+    f = RoutingTablePartitioner(N, RoutingTable({(1, "a"): 3, (2, "b"): 0}))
+    df = spark.createDataFrame([(i % 3, "ab"[i % 2], bytes([i % 5])) for i in range(60)]
+                               + [(None, "a", b"")], "i int, s string, b binary")
+    rows = sbdf.repartition(df, N, "i", "s", partitioner=f).select(
+        "i", "s", F.spark_partition_id().alias("pid")).collect()
+    for r in rows:
+        want = 0 if r["i"] is None else f((r["i"], r["s"]))
+        assert r["pid"] == want
+    g = KeyGroupPartitioner(N, 16)
+    _placement(sbdf.repartition(df, N, "b", partitioner=g), "b", g)
+
+
+@pytest.fixture(scope="module")
+def stats_k(skewed):
+    return sbdf.key_stats(skewed, "k")
+
+
+def AGGS():
+    return [F.sum("v").alias("sv"), F.count("*").alias("c"), F.max("x").alias("mx")]
+
+
+@pytest.fixture(scope="module")
+def plain_agg(skewed):
+    return skewed.groupBy("k").agg(*AGGS()).collect()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_group_by_equals_plain_spark_and_places_by_its_function(skewed, stats_k, plain_agg,
+                                                                strategy):
+    g = sbdf.group_by(skewed, "k", num_partitions=N, strategy=strategy, stats=stats_k)
+    assertDataFrameEqual(g.agg(*AGGS()), plain_agg)
+    f = g.partitioner
+    _placement(sbdf.repartition(skewed.select("k"), N, "k", partitioner=f), "k", f)
+
+
+def test_group_by_gathers_its_own_statistics(skewed):
+    g = sbdf.group_by(skewed, "k", num_partitions=N, strategy=FITTED)
+    assertDataFrameEqual(g.count(), skewed.groupBy("k").count())
+    assertDataFrameEqual(g.sum(), skewed.groupBy("k").sum())
+
+
+def test_group_by_shortcuts_and_multi_keys(skewed):
+    g = sbdf.group_by(skewed, "k", "s", num_partitions=N, strategy="hash")
+    plain = skewed.groupBy("k", "s")
+    for name in ("avg", "mean", "min", "max"):
+        assertDataFrameEqual(getattr(g, name)("v", "x"), getattr(plain, name)("v", "x"))
+    assertDataFrameEqual(g.agg({"v": "sum"}), plain.agg({"v": "sum"}))
+
+
+def test_balanced_group_by_plans_one_exchange(skewed):
+    g = sbdf.group_by(skewed, "k", num_partitions=N, strategy="hash")
+    out = g.agg(F.sum("v"))
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange ") == 1, plan
+    assert "shufflepartitionidpassthrough" in plan
+    assert sbdf.PID_COL not in out.columns
+    out.collect()  # after AQE's final plan still one exchange
+    final = out._jdf.queryExecution().executedPlan().toString().split("Initial Plan")[0]
+    assert "isFinalPlan=true" in final and final.count("Exchange ") == 1, final
+
+
+def test_null_keys_go_to_the_documented_partition(spark):
+    df = spark.createDataFrame([(None, 1)] * 9 + [(3, 2)], "k int, v int")
+    out = sbdf.repartition(df, N, "k", strategy="hash")
+    pids = {r["pid"] for r in out.where("k is null").select(
+        F.spark_partition_id().alias("pid")).collect()}
+    assert pids == {sbdf.NULL_PARTITION}
+    assertDataFrameEqual(sbdf.group_by(df, "k", num_partitions=N, strategy="hash").count(),
+                         df.groupBy("k").count())
+
+
+# ----------------------------------------------------------------------------------- join
+@pytest.fixture(scope="module")
+def sides(spark, skewed):
+    right = spark.createDataFrame(
+        [(k, f"name{k}") for k in range(0, 170, 1)] + [(0, "dup0"), (None, "nullk")],
+        "k int, name string").cache()
+    left = skewed.select("k", "v").union(skewed.sparkSession.createDataFrame(
+        [(None, 1), (999, 2)], "k int, v int")).cache()
+    return left, right
+
+
+JOIN_TYPES = ["inner", "left", "right", "full", "left_semi", "left_anti"]
+
+
+@pytest.fixture(scope="module")
+def plain_joins(sides):
+    left, right = sides
+    return {how: left.join(right, "k", how).collect() for how in JOIN_TYPES}
+
+
+@pytest.fixture(scope="module")
+def join_stats(sides):
+    left, right = sides
+    return sbdf._join_stats(left, right, ["k"], None)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_co_partitioned_join_equals_plain(sides, plain_joins, join_stats, strategy):
+    left, right = sides
+    for how in JOIN_TYPES:
+        got = sbdf.join(left, right, "k", how, num_partitions=N, strategy=strategy,
+                        stats=join_stats)
+        assertDataFrameEqual(got, plain_joins[how])
+
+
+@pytest.mark.parametrize("how,side", [("inner", "left"), ("inner", "right"), ("left", "left"),
+                                      ("right", "right"), ("left_semi", "left"),
+                                      ("left_anti", "left")])
+def test_hot_key_split_join_equals_plain(sides, how, side):
+    left, right = sides
+    if side == "right":
+        left, right = right, left  # the skewed side is the split side
+    got = sbdf.join(left, right, "k", how, num_partitions=N, strategy="split", split_side=side)
+    assertDataFrameEqual(got, left.join(right, "k", how))
+
+
+def test_split_plan_spreads_heavy_keys(skewed):
+    stats = sbdf.key_stats(skewed, "k")
+    plan = sbdf.plan_split(stats, N)
+    assert 0 in plan.pieces and len(plan.pieces[0]) >= 2
+    assert "heavy keys" in plan.explain()
+    got = sbdf.join(skewed.select("k", "v"), skewed.select("k").distinct(), "k",
+                    num_partitions=N, strategy="split", stats=stats)
+    sizes = got.rdd.glom().map(len).collect()
+    assert max(sizes) / (sum(sizes) / N) < 1.5, sizes
+
+
+@pytest.mark.parametrize("how,side", [("full", "left"), ("full", "right"), ("left", "right"),
+                                      ("right", "left"), ("left_semi", "right"),
+                                      ("left_anti", "right")])
+def test_split_join_refuses_inexact_types(sides, how, side):
+    left, right = sides
+    with pytest.raises(ValueError, match="would duplicate rows"):
+        sbdf.join(left, right, "k", how, num_partitions=N, strategy="split", split_side=side)
+
+
+def test_join_plans_one_exchange_per_side(sides, spark):
+    left, right = sides
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        got = sbdf.join(left, right, "k", num_partitions=N, strategy="hash")
+        plan = got._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert plan.count("Exchange ") == 2, plan
+
+
+# --------------------------------------------------------------------------- errors, config
+def test_bad_input_errors_are_clear(skewed):
+    with pytest.raises(ValueError, match="'nope' not found"):
+        sbdf.repartition(skewed, N, "nope")
+    with pytest.raises(ValueError, match="num_partitions=0"):
+        sbdf.repartition(skewed, 0, "k")
+    with pytest.raises(TypeError, match="num_partitions"):
+        sbdf.repartition(skewed, "4", "k")
+    with pytest.raises(ValueError, match="strategy='nope'"):
+        sbdf.repartition(skewed, N, "k", strategy="nope")
+    with pytest.raises(ValueError, match="splits keys"):
+        sbdf.repartition(skewed, N, "k", strategy="pkg")
+    with pytest.raises(TypeError, match="'x' has type double"):
+        sbdf.repartition(skewed, N, "x")
+    with pytest.raises(ValueError, match="at least one"):
+        sbdf.repartition(skewed, N)
+    with pytest.raises(ValueError, match="how='sideways'"):
+        sbdf.join(skewed, skewed, "k", "sideways")
+    with pytest.raises(ValueError, match="partitioner has 4 partitions"):
+        sbdf.repartition(skewed, 5, "k", partitioner=HashPartitioner(4))
+    with pytest.raises(ValueError, match="sample_fraction"):
+        sbdf.repartition(skewed, N, "k", sample_fraction=0.0)
+
+
+def test_conf_keys_choose_strategy_and_explicit_wins(spark, skewed):
+    spark.conf.set(sbdf.CONF_STRATEGY, "hash")
+    try:
+        assert type(sbdf.group_by(skewed, "k", num_partitions=N).partitioner) is HashPartitioner
+        g = sbdf.group_by(skewed, "k", num_partitions=N, strategy="keygroups")
+        assert type(g.partitioner) is KeyGroupPartitioner
+    finally:
+        spark.conf.unset(sbdf.CONF_STRATEGY)
+    spark.conf.set(sbdf.CONF_SAMPLE_FRACTION, "0.5")
+    try:
+        s, frac, _ = sbdf._resolve(skewed, None, None, {})
+        assert (s, frac) == (sbdf.DEFAULT_STRATEGY, 0.5)
+        assert sbdf._resolve(skewed, None, 1.0, {})[1] is None  # explicit: exact
+    finally:
+        spark.conf.unset(sbdf.CONF_SAMPLE_FRACTION)
+
+
+def test_sampled_statistics_scale_counts(skewed):
+    exact = sbdf.key_stats(skewed, "k").as_dict()
+    sampled = sbdf.key_stats(skewed, "k", sample_fraction=0.5).as_dict()
+    assert abs(sampled[0] - exact[0]) / exact[0] < 0.25
+
+
+def test_dataframe_methods_and_transform(skewed):
+    names = sbdf.install_dataframe_methods()
+    try:
+        assert names == ["balancedRepartition", "balancedGroupBy", "balancedJoin"]
+        out = skewed.balancedRepartition(N, "k", strategy="hash")
+        assert out.rdd.getNumPartitions() == N
+        assertDataFrameEqual(skewed.balancedGroupBy("k", num_partitions=N,
+                                                    strategy="hash").count(),
+                             skewed.groupBy("k").count())
+        small = skewed.select("k").distinct()
+        assertDataFrameEqual(skewed.balancedJoin(small, "k", num_partitions=N,
+                                                 strategy="hash"), skewed.join(small, "k"))
+    finally:
+        sbdf.uninstall_dataframe_methods()
+    assert not hasattr(skewed, "balancedRepartition")
+    got = skewed.transform(sbdf.balanced_agg("k", F.sum("v").alias("t"), num_partitions=N,
+                                             strategy="hash"))
+    assertDataFrameEqual(got, skewed.groupBy("k").agg(F.sum("v").alias("t")))
+    assert skewed.transform(sbdf.balanced_repartition(3, "k", strategy="hash")
+                            ).rdd.getNumPartitions() == 3
