@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,9 @@ class JvmTaskMetricsListener(_RecorderBase):
                 f"session_builder_with_bridge(builder) (jar={bridge_jar_path()!r})")
         # py4j resolves classes through the context class loader that holds spark.jars.
         self._jrec = self._sc._jvm.io.sparkbalance.bridge.TaskRecorder(job_group)
+        self._lock = threading.Lock()
         self._tasks: list[TaskRecord] = []  # parsed rows cached; fetch only new ones
+        self._frozen: tuple[list[StageRecord], list[ExecutorRecord]] | None = None
 
     def _register(self) -> None:
         self._sc._jsc.sc().addSparkListener(self._jrec)
@@ -190,13 +193,37 @@ class JvmTaskMetricsListener(_RecorderBase):
         self._sc._jsc.sc().removeSparkListener(self._jrec)
 
     def _raw_tasks(self) -> list[TaskRecord]:
-        tsv = self._jrec.tasksSince(len(self._tasks))
-        if tsv:
-            self._tasks.extend(parse_task_rows(tsv))
-        return list(self._tasks)
+        with self._lock:
+            if self._frozen is None:
+                tsv = self._jrec.tasksSince(len(self._tasks))
+                if tsv:
+                    self._tasks.extend(parse_task_rows(tsv))
+            return list(self._tasks)
 
     def _raw_stages(self) -> list[StageRecord]:
+        if self._frozen is not None:
+            return list(self._frozen[0])
         return parse_stage_rows(self._jrec.stagesTsv())
 
     def _raw_executors(self) -> list[ExecutorRecord]:
+        if self._frozen is not None:
+            return list(self._frozen[1])
         return parse_executor_rows(self._jrec.executorsTsv())
+
+    def _freeze(self) -> None:
+        """After detach: one last read, then serve from Python (the JVM may go away)."""
+        try:
+            tasks, stages, execs = self._raw_tasks(), self._raw_stages(), self._raw_executors()
+        except Exception as exc:  # gateway already shut down: keep what was read
+            _LOG.debug("could not read the JVM recorder after detach: %s", exc)
+            tasks, stages, execs = list(self._tasks), [], []
+        with self._lock:
+            self._tasks = tasks
+            self._frozen = (stages, execs)
+            self._jrec = None
+
+    def attach(self) -> None:
+        if self._frozen is not None:
+            raise RuntimeError("a JvmTaskMetricsListener cannot be re-attached after detach; "
+                               "open a new one")
+        super().attach()

@@ -23,7 +23,8 @@ GROUP = "sparkbalance-test-listener"
 
 
 def _recorders(spark):
-    out = [("py4j", lambda g=None: TaskMetricsListener(spark, g))]
+    out = [("py4j", lambda g=None: TaskMetricsListener(spark, g)),
+           ("py4j-accessors", lambda g=None: TaskMetricsListener(spark, g, decode="accessors"))]
     if jvm.bridge_available(spark):
         out.append(("jvm", lambda g=None: jvm.JvmTaskMetricsListener(spark, g)))
     return out
@@ -45,7 +46,7 @@ def test_python_listener_implements_every_interface_method(spark):
         assert callable(getattr(_Py4jSparkListener, name))
 
 
-@pytest.mark.parametrize("kind", ["py4j", "jvm"])
+@pytest.mark.parametrize("kind", ["py4j", "py4j-accessors", "jvm"])
 def test_every_task_recorded_once_with_valid_fields(spark, kind):
     sc = spark.sparkContext
     makers = dict(_recorders(spark))
@@ -70,18 +71,21 @@ def test_every_task_recorded_once_with_valid_fields(spark, kind):
     assert [e.executor_id for e in ex] == ["driver"] and ex[0].total_cores == 2
 
 
-def test_both_recorders_agree_on_the_same_job(spark):
+def test_all_recorders_agree_on_the_same_job(spark):
     if not jvm.bridge_available(spark):
         pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
     sc = spark.sparkContext
-    with TaskMetricsListener(spark, GROUP) as a, jvm.JvmTaskMetricsListener(spark, GROUP) as b:
-        with sparkbalance_job_group(sc, GROUP):
-            _shuffle_job(sc, 2, 3)
-            spark.range(0, 1000, 1, 3).groupBy((F.col("id") % 5).alias("z")).count().collect()
+    a = TaskMetricsListener(spark, GROUP, decode="json")
+    b = TaskMetricsListener(spark, GROUP, decode="accessors")
+    c = jvm.JvmTaskMetricsListener(spark, GROUP)
+    assert (a.decode, b.decode) == ("json", "accessors")
+    with a, b, c, sparkbalance_job_group(sc, GROUP):
+        _shuffle_job(sc, 2, 3)
+        spark.range(0, 1000, 1, 3).groupBy((F.col("id") % 5).alias("z")).count().collect()
     # 2 + 3 RDD tasks, then 3 scan tasks and >= 1 reduce task (AQE may coalesce).
-    assert a.tasks() == b.tasks() and len(a.tasks()) >= 9
-    assert a.stages() == b.stages()
-    assert a.executors() == b.executors()
+    assert a.tasks() == b.tasks() == c.tasks() and len(a.tasks()) >= 9
+    assert a.stages() == b.stages() == c.stages()
+    assert a.executors() == b.executors() == c.executors()
 
 
 def test_job_group_filter_and_helper_restores_the_old_group(spark):
