@@ -40,9 +40,7 @@ _WEIGHTS = ("count", "time")
 # ---------------------------------------------------------------------------------------
 # Fitting
 # ---------------------------------------------------------------------------------------
-def _time_weighted(stats: KeyStats, listener: Any, current: PartitionFunction | None,
-                   num_partitions: int, strategy: str, params: dict[str, Any]) -> KeyStats:
-    """Turn counts into seconds with the task times of the last measured stage."""
+def _timeweights_module() -> Any:
     try:
         from ..stats import timeweights
     except ModuleNotFoundError as exc:
@@ -50,17 +48,35 @@ def _time_weighted(stats: KeyStats, listener: Any, current: PartitionFunction | 
             raise
         raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights "
                                   "(issue 5), which is not installed") from exc
+    return timeweights
+
+
+def _measured_tasks(listener: Any) -> list[Any]:
+    """Successful tasks the listener recorded, minus sparkbalance's own statistics jobs."""
     if listener is None:
         raise ValueError("weights='time' needs listener=<a TaskMetricsListener that recorded the "
                          "previous run of this keyed stage>; got listener=None")
+    from .keystats import STATS_JOB_GROUP
+    tasks = [t for t in listener.tasks(successful_only=True)
+             if getattr(t, "job_group", None) != STATS_JOB_GROUP]
+    if not tasks:
+        raise ValueError("weights='time': the listener recorded no successful task; run the "
+                         "keyed stage once with the listener attached first")
+    return tasks
+
+
+def _time_weighted(stats: KeyStats, tasks: list[Any], current: PartitionFunction | None,
+                   num_partitions: int, strategy: str, params: dict[str, Any]) -> KeyStats:
+    """Counts -> seconds with the task times of the last measured stage (issue 5's module).
+
+    The measured stage must have been routed by ``current`` (default: stable hash); for
+    strategy "tag" the same measurement also gives the completion times t_i.
+    """
+    timeweights = _timeweights_module()
     measured = current if current is not None else HashPartitioner(num_partitions)
     if measured.splits_keys:
         raise ValueError("weights='time' needs the key-grouping partition function the measured "
                          f"stage ran with as current=; got a splitting {type(measured).__name__}")
-    tasks = listener.tasks(successful_only=True)
-    if not tasks:
-        raise ValueError("weights='time': the listener recorded no successful task; run the "
-                         "keyed stage once with the listener attached first")
     key_partition = measured.assign(stats.keys)
     weighted = timeweights.time_weighted_stats(stats, tasks, key_partition,
                                                num_partitions=measured.num_partitions)
@@ -105,10 +121,14 @@ def fit_partitioner(rdd: Any, num_partitions: int, strategy: str = "hash", *,
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
     if spec.needs_stats or weights == "time":
+        # Read the measured tasks before our own statistics job adds stages of its own.
+        tasks = _measured_tasks(listener) if weights == "time" else None
+        if weights == "time":
+            _timeweights_module()
         if stats is None:
             stats = gather_key_stats(rdd, method=stats_method, sample_fraction=sample_fraction)
-        if weights == "time":
-            stats = _time_weighted(stats, listener, current, n, strategy, params)
+        if tasks is not None:
+            stats = _time_weighted(stats, tasks, current, n, strategy, params)
     return strategies.fit(strategy, stats if spec.needs_stats else None, n, current=current,
                           **params)
 
