@@ -11,7 +11,10 @@
    Reported: migration cost (% of all state, summed over intervals, and the ratio to
    Mixed), table size, max/avg load against the lower bound max(1, max c / L̄), plan time.
 
-Run: ``python integration/benchmarks/bench_planners.py [--quick]`` (writes
+3. One controller step (K = 10^5, n = 10) with every planner, Readj at several σ: plan
+   time relative to Mixed (paper: Readj much slower to plan).
+
+Run: ``python integration/benchmarks/bench_planners.py [--quick] [--part N]`` (writes
 ``bench-out/planners_migration.png`` when matplotlib is present).
 """
 from __future__ import annotations
@@ -153,14 +156,19 @@ def part2(quick: bool) -> dict:
         t0 = time.perf_counter()
         rows[name] = simulate(make, home, series, n)
         rows[name]["wall"] = time.perf_counter() - t0
-    best = None
+    best, readj = None, {}
     for sigma in (READJ_SIGMAS[1:3] if quick else READJ_SIGMAS):
         r = simulate(lambda: Readj(theta=THETA, max_table=A_MAX, sigma=sigma), home, series, n)
         r["sigma"] = sigma
+        readj[sigma] = r
         key = (round(r["lam_mean"], 3), r["mig_total"])
         if best is None or key < best[0]:
             best = (key, r)
     rows[f"Readj(σ={best[1]['sigma']})"] = best[1]
+    print("   Readj per σ (the paper reports the best σ):", "; ".join(
+        f"σ={sg}: ΣM {100 * r['mig_total']:.1f}%, λ avg {r['lam_mean']:.3f}, "
+        f"feasible {r['feasible']}/{r['runs']}, plan {1e3 * r['t_med']:.1f} ms"
+        for sg, r in readj.items()))
     base = rows["Mixed"]["mig_total"] or 1e-12
     print(f"{'planner':<16} {'runs':>4} {'feas':>4} {'ΣM %':>8} {'M/Mixed':>8} {'|R| avg':>8} "
           f"{'|R| max':>7} {'λ avg':>6} {'λ max':>6} {'λ/LB':>6} {'plan ms med':>11} "
@@ -174,6 +182,35 @@ def part2(quick: bool) -> dict:
     print("   (ΣM = state moved summed over intervals, % of the windowed state each time;"
           " λ = max/avg load after planning; paper: MinTable ≈ 3× Mixed's migration)")
     return rows
+
+
+def part3(quick: bool, repeats: int) -> None:
+    K, n = (20_000, 10) if quick else (100_000, 10)
+    w, table = controller_step(K, n, seed=7)
+    print(f"\n== 3. One controller step, every planner: K={K}, n={n}, |R|={len(table)}, "
+          f"θ={THETA}, A_max=10000 (median of {repeats}) ==")
+    print(f"{'planner':<18} {'plan ms':>9} {'vs Mixed':>8} {'λ after':>8} {'M %':>6} "
+          f"{'|R′|':>6} {'feasible':>8}")
+    cands = [("Mixed", Mixed(theta=THETA, max_table=10_000)),
+             ("Mixed/compact", Mixed(theta=THETA, max_table=10_000, compact=True)),
+             ("MinTable", MinTable(theta=THETA, max_table=10_000)),
+             ("MinMig", MinMig(theta=THETA, max_table=None)),
+             ("MixedBF", MixedBF(theta=THETA, max_table=10_000)),
+             ("Readj σ=0.01", Readj(theta=THETA, max_table=10_000, sigma=0.01)),
+             ("Readj σ=0.002", Readj(theta=THETA, max_table=10_000, sigma=0.002))]
+    if not quick:
+        cands.append(("Readj σ=0.0005", Readj(theta=THETA, max_table=10_000, sigma=0.0005)))
+    base = None
+    for name, planner in cands:
+        ts, p = [], None
+        for _ in range(1 if name == "MixedBF" else repeats):
+            p = planner.plan(w, table)
+            ts.append(p.seconds)
+        t = statistics.median(ts)
+        base = base or t
+        print(f"{name:<18} {1e3 * t:>9.1f} {t / base:>7.1f}x {p.imbalance_after:>8.3f} "
+              f"{100 * p.migration_cost / w.memory.sum():>6.2f} {p.table_size:>6} "
+              f"{p.feasible!s:>8}")
 
 
 def plot(rows: dict) -> None:
@@ -200,7 +237,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (< 30 s)")
     ap.add_argument("--repeats", type=int, default=None)
-    ap.add_argument("--part", type=int, choices=(1, 2), default=None, help="run one part")
+    ap.add_argument("--part", type=int, choices=(1, 2, 3), default=None, help="run one part")
     args = ap.parse_args()
     repeats = args.repeats or (1 if args.quick else 5)
     if args.part in (None, 1):
@@ -208,6 +245,8 @@ def main() -> None:
     if args.part in (None, 2):
         rows = part2(args.quick)
         plot(rows)
+    if args.part in (None, 3):
+        part3(args.quick, repeats)
 
 
 if __name__ == "__main__":
