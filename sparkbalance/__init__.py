@@ -46,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "install": "sparkbalance.spark.install",
     # listener
     "TaskMetricsListener": "sparkbalance.spark.listener",
+    "open_listener": "sparkbalance.spark.listener",
+    "sparkbalance_job_group": "sparkbalance.spark.listener",
+    "TaskRecord": "sparkbalance.spark.listener",
+    "time_weighted_stats": "sparkbalance.stats.timeweights",
     # dataframe
     "repartition": "sparkbalance.spark.dataframe",
     "group_by": "sparkbalance.spark.dataframe",
