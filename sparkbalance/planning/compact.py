@@ -80,38 +80,40 @@ def _hlhe_index(values: np.ndarray, degree: float) -> tuple[np.ndarray, np.ndarr
     if not pos.any():
         return np.zeros(x.shape[0], dtype=np.int64), np.array([0.0, 1.0]), 1.0
     unit = float(x[pos].min())
-    z = x / unit
+    z = x * (1.0 / unit)
     reps = hlhe_representatives(float(z.max()), degree)
     nb = reps.shape[0] - 1
-    b = np.clip(np.searchsorted(reps, z, side="right") - 1, 0, nb - 1)
-    lo = reps[b]
-    gap = reps[b + 1] - lo
-    f = np.clip((z - lo) / gap, 0.0, 1.0)
+    gaps_up = np.diff(reps)
+    b = np.searchsorted(reps, z, side="right")
+    b -= 1
+    np.clip(b, 0, nb - 1, out=b)
+    f = z - reps[b]
+    f /= gaps_up[b]
+    np.clip(f, 0.0, 1.0, out=f)
     # values in non-increasing order = gaps from the top; inside a gap, index order
-    bucket = (nb - 1 - b)
-    bucket = bucket.astype(np.uint16 if nb <= 65535 else np.int64)
-    order = np.argsort(bucket, kind="stable")
+    bucket = (nb - 1 - b).astype(np.uint16 if nb <= 65535 else np.int64)
+    counts = np.bincount(bucket, minlength=nb)
     fb = np.bincount(bucket, weights=f, minlength=nb)
-    gaps = (reps[1:] - reps[:-1])[::-1]
+    gaps = gaps_up[::-1]
     shift = np.zeros(nb, dtype=np.float64)
     D = 0.0  # accumulated deviation (normalised units)
-    nonempty = np.flatnonzero(np.bincount(bucket, minlength=nb)).tolist()
-    for j in nonempty:
+    for j in np.flatnonzero(counts).tolist():
         g = gaps[j]
         s = min(max(-D / g, -0.5 + 1e-9), 0.5 - 1e-9)
         shift[j] = s
         hi = np.floor(fb[j] + s + 0.5)
         D += g * (hi - fb[j])
+    # error diffusion inside each gap: item i goes up iff floor(F_i + s + ½) steps, with F_i
+    # the running sum of fractional positions in its gap
+    order = np.argsort(bucket, kind="stable")
     fs = f[order]
-    bs = bucket[order]
     cum = np.cumsum(fs)
-    starts = np.searchsorted(bs, np.arange(nb), side="left")
-    base = np.concatenate(([0.0], cum))[starts]
-    within = cum - base[bs]
-    sh = shift[bs]
-    hi_flag = (np.floor(within + sh + 0.5) - np.floor(within - fs + sh + 0.5)).astype(np.int64)
+    ends = np.cumsum(counts)
+    base = np.concatenate(([0.0], cum))[ends - counts]
+    t = cum - np.repeat(base - shift - 0.5, counts)
+    hi_flag = (np.floor(t) - np.floor(t - fs)).astype(np.int64)
     idx = np.empty(x.shape[0], dtype=np.int64)
-    idx[order] = b[order] + hi_flag
+    idx[order] = np.repeat(np.arange(nb - 1, -1, -1, dtype=np.int64), counts) + hi_flag
     return idx, reps, unit
 
 
