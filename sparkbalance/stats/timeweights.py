@@ -29,6 +29,7 @@ from .keystats import KeyStats
 __all__ = [
     "TIME_FIELDS",
     "MIN_RELATIVE_RATE",
+    "measured_stage",
     "successful_attempts",
     "partition_seconds",
     "partition_records",
@@ -76,6 +77,36 @@ def _last_stage(tasks: Sequence[TaskLike]) -> int:
     if not tasks:
         raise ValueError("tasks is empty; expected the task records of a finished stage")
     return max(t.stage_id for t in tasks)
+
+
+def measured_stage(tasks: Iterable[TaskLike], num_partitions: int | None = None) -> int:
+    """The stage to read times from when none is named.
+
+    The latest stage whose successful tasks cover exactly ``num_partitions`` distinct
+    partitions (the keyed stage, not e.g. a later statistics job over the input with
+    another partition count); without ``num_partitions``, or if no stage matches, the
+    latest stage. Name the stage (``stage_id=``) or record under a job group when
+    several jobs with equal partition counts ran.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as T
+    >>> ts = [T(stage_id=s, partition_id=p, successful=True) for s, p in
+    ...       [(2, 0), (2, 1), (5, 0), (5, 1), (5, 2)]]
+    >>> measured_stage(ts, 2), measured_stage(ts)
+    (2, 5)
+    """
+    tasks = list(tasks)
+    last = _last_stage(tasks)
+    if num_partitions is None:
+        return last
+    parts: dict[int, set[int]] = {}
+    for t in tasks:
+        if t.successful:
+            parts.setdefault(t.stage_id, set()).add(t.partition_id)
+    fits = [sid for sid, ps in parts.items() if len(ps) == int(num_partitions)
+            and max(ps) < int(num_partitions)]
+    return max(fits) if fits else last
 
 
 def successful_attempts(tasks: Iterable[TaskLike], stage_id: int | None = None
@@ -274,8 +305,8 @@ def completion_times(tasks: Iterable[TaskLike], num_partitions: int, *,
     """TAG's t_i: completion time of one record on partition i (ALGORITHMS.md section 5).
 
     t_i is the measured seconds per record of partition i (see
-    :func:`seconds_per_record_by_partition`); partitions without evidence get the
-    median. TAG sends partition i a share p_i = (1/t_i) / sum_j (1/t_j) of the records,
+    :func:`seconds_per_record_by_partition`) in ``stage_id`` (default
+    :func:`measured_stage`); partitions without evidence get the median. TAG sends partition i a share p_i = (1/t_i) / sum_j (1/t_j) of the records,
     which is scale-free; ``normalize=True`` rescales to mean 1 so that all-equal t_i
     reproduce count weighting exactly.
 
@@ -289,8 +320,10 @@ def completion_times(tasks: Iterable[TaskLike], num_partitions: int, *,
     """
     if int(num_partitions) < 1:
         raise ValueError(f"num_partitions={num_partitions}; expected >= 1")
+    tasks = list(tasks)
+    sid = measured_stage(tasks, num_partitions) if stage_id is None else stage_id
     t = seconds_per_record_by_partition(tasks, num_partitions, records=records,
-                                        stage_id=stage_id, time=time)
+                                        stage_id=sid, time=time)
     return t / t.mean() if normalize else t
 
 
@@ -308,7 +341,8 @@ def time_weighted_stats(stats: KeyStats, tasks: Iterable[TaskLike],
     key_partition : partition each key of ``stats`` was routed to in the measured stage
         (``current.assign(stats.keys)``).
     num_partitions : partitions of the measured stage (default from ids seen).
-    stage_id : the measured stage (default the last stage in ``tasks``).
+    stage_id : the measured stage (default :func:`measured_stage`: the latest stage with
+        ``num_partitions`` partitions, else the latest).
     time : which task time; see :data:`TIME_FIELDS`.
     by : "partition" (rate of the key's partition) or "executor" (median rate of the
         executor that ran the key's partition: smoother, ignores per-partition key mix).
@@ -332,7 +366,8 @@ def time_weighted_stats(stats: KeyStats, tasks: Iterable[TaskLike],
     if part.shape != (len(stats),):
         raise ValueError(f"key_partition has shape {part.shape}; expected ({len(stats)},), "
                          f"one partition per key of stats")
-    best = successful_attempts(tasks, stage_id)
+    sid = measured_stage(tasks, num_partitions) if stage_id is None else stage_id
+    best = successful_attempts(tasks, sid)
     seen = [max(best) + 1 if best else 0, int(part.max()) + 1 if part.size else 0]
     n = int(num_partitions) if num_partitions is not None else max(seen)
     if part.size and (part.min() < 0 or part.max() >= n):
@@ -340,7 +375,6 @@ def time_weighted_stats(stats: KeyStats, tasks: Iterable[TaskLike],
                          f"[0, {n - 1}]")
     recs = (np.bincount(part, weights=stats.counts, minlength=n) if records is None
             else np.asarray(records, dtype=np.float64))
-    sid = _last_stage(tasks) if stage_id is None else stage_id
     if by == "partition":
         spr = seconds_per_record_by_partition(tasks, n, records=recs, stage_id=sid, time=time)
     else:

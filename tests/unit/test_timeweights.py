@@ -13,6 +13,7 @@ from sparkbalance.stats.keystats import KeyStats
 from sparkbalance.stats.timeweights import (
     completion_times,
     key_costs,
+    measured_stage,
     partition_records,
     partition_seconds,
     seconds_per_record_by_executor,
@@ -143,3 +144,15 @@ def test_cost_sums_to_measured_seconds_when_stats_cover_all_keys(parts):
 def test_task_record_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         task(0, 1).run_time_ms = 3  # type: ignore[misc]
+
+
+def test_measured_stage_prefers_the_keyed_stage_over_a_later_job():
+    keyed = [task(p, 100 * (p + 1), stage=3) for p in range(4)]
+    later_stats_job = [task(p, 5, stage=7) for p in range(2)]
+    ts = keyed + later_stats_job
+    assert measured_stage(ts, 4) == 3 and measured_stage(ts) == 7
+    stats = KeyStats.from_counts({p: 100 for p in range(4)})
+    out = time_weighted_stats(stats, ts, [0, 1, 2, 3], num_partitions=4)
+    assert out.cost.tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert completion_times(ts, 4, records=[100] * 4).tolist() == pytest.approx(
+        [0.001, 0.002, 0.003, 0.004])
