@@ -123,7 +123,7 @@ def part_a(sc, quick: bool, repeats: int) -> None:
 
     from sparkbalance.spark.rdd import fit_partitioner
     n = 8
-    m = 200_000 if quick else 1_000_000
+    m = 200_000 if quick else 500_000
     rng = np.random.default_rng(5)
     data = list(zip(rng.integers(0, 10 * m, m).tolist(), range(m)))  # ~uniform, mostly distinct
     rdd = sc.parallelize(data, 4).cache()
@@ -166,8 +166,8 @@ def part_a(sc, quick: bool, repeats: int) -> None:
 def part_c(sc, quick: bool, repeats: int) -> None:
     from sparkbalance.demo.reduce import _loops_for_us
     n = 2  # = cores of local[2]: a partition's excess load is the stage's excess time
-    m = 40_000 if quick else 150_000
-    z, keys_n, work_us = 1.1, 2000, 40.0
+    m = 60_000 if quick else 200_000
+    z, keys_n, work_us = 1.5, 2000, 30.0
     keys = zipf_records(keys_n, z, m, seed=3)
     rdd = sc.parallelize(list(zip(keys.tolist(), (np.arange(m) % 97).tolist())), 4).cache()
     rdd.count()

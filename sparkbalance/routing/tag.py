@@ -21,7 +21,6 @@ than a light one.
 """
 from __future__ import annotations
 
-import math
 import random
 from typing import Any, Mapping, Sequence
 
