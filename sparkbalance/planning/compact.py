@@ -170,7 +170,7 @@ class Records:
 
 #: Largest code space relabelled densely with bincount (8 bytes per slot) before falling back
 #: to a sort (np.unique).
-_DENSE_LIMIT: int = 1 << 25
+_DENSE_LIMIT: int = 1 << 23
 
 
 def _dense_ids(code: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
