@@ -32,7 +32,7 @@ class Move:
     bytes: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds numpy arrays: identity equality, no ambiguous ==
 class Plan:
     """What a planner decided (seed 000 §2.2: new F', its table R', moved keys Δ).
 
