@@ -3,6 +3,22 @@
 Pure numpy, never imports pyspark. Every planner has the call shape
 ``Planner(theta=0.08, max_table=3000, beta=1.5).plan(workload, table=None) -> Plan``.
 
+Our readings of, and departures from, seed 000 (each explained where it is implemented):
+
+* θ is checked one-sided, max L(d) <= (1 + θ)·L̄: the paper defines θ(d) = |L(d) − L̄|/L̄
+  but its algorithms only ever act on overloaded partitions, and the makespan is what
+  matters in Spark (``base``).
+* A key heavier than the cap makes θ unreachable; LLFD then balances to max c(k) (the
+  lower bound) instead of piling keys on the least-loaded partition (``base``, ``units``).
+* Theorem 2 is enforced, not assumed: when Mixed misses θ it also tries LLFD's criterion
+  and keeps the best-balanced trial that fits the table (``Planner._no_worse_than_llfd``).
+* HLHE's formulas were lost in extraction: our grid is linear (step ε) up to J = 1024×
+  the smallest value, then geometric with ratio 1 + ε/J; error diffusion per gap with the
+  carried deviation (``compact``). Records are realised on keys in index order (unbiased),
+  then an exact touch-up fixes partitions the discretisation left over the cap.
+* MixedBF tries every n_back up to 129 values (evenly spread plus Algorithm 4's values).
+* Readj tracks keys with c(k) >= σ·L̄ (σ = Readj's knob) and moves/swaps only those.
+
 Example
 -------
 >>> import numpy as np
