@@ -270,3 +270,16 @@ def test_keygroups_no_stats_and_infeasible():
     hot = KeyStats(["a", "b", "c"], [1000.0, 1.0, 1.0])
     f, plan = plan_keygroups(hot, 4, num_groups=16, tau=0.1)
     assert plan.feasible is False and f.num_partitions == 4
+
+
+def test_pmc_extra_candidates_are_used_when_sampling():
+    rng = np.random.default_rng(1)
+    w = rng.random(24) + 0.2
+    mtm = transition_matrix([4, 5, 6, 5, 4])
+    extra = {5: [np.array([0, 5, 10, 15, 20, 24])],
+             6: [np.array([0, 24, 24, 24, 24, 24, 24])]}   # unbalanced: ignored
+    r = pmc(w, w, mtm, tau=0.5, max_partitionings=20, samples=5, candidates=extra)
+    assert not r.exact
+    rows = {tuple(x) for x in r.partitionings[5].tolist()}
+    assert (0, 5, 10, 15, 20, 24) in rows
+    assert (0, 24, 24, 24, 24, 24, 24) not in {tuple(x) for x in r.partitionings[6].tolist()}

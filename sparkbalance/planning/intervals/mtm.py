@@ -124,20 +124,27 @@ def _canonical(cuts: np.ndarray, k: int, m: int) -> np.ndarray:
 
 
 def _candidates(w: np.ndarray, s: np.ndarray, tau: float, counts: list[int],
-                succ: dict[int, list[int]], limit: int, samples: int, seed: int
-                ) -> tuple[dict[int, np.ndarray], bool]:
+                succ: dict[int, list[int]], limit: int, samples: int, seed: int,
+                extra: Mapping[int, Any] | None = None) -> tuple[dict[int, np.ndarray], bool]:
     m = w.shape[0]
     probs = {n: make_problem(w, s, [0, m], n, tau) for n in counts}
     out: dict[int, np.ndarray] = {}
-    exact = True
     try:
         for n in counts:
             out[n] = enumerate_partitionings(probs[n], limit=limit)
         return out, True
     except TooManyPartitionings:
-        exact = False
+        pass
     rng = np.random.default_rng(seed)
     sets: dict[int, set[tuple[int, ...]]] = {n: set() for n in counts}
+    for n, rows in (extra or {}).items():
+        if n not in sets:
+            continue
+        for row in np.asarray(rows, dtype=np.int64).reshape(-1, n + 1):
+            loads = probs[n].wc[row[1:]] - probs[n].wc[row[:-1]]
+            if row[0] == 0 and row[-1] == m and np.all(np.diff(row) >= 0) \
+                    and np.all(loads <= probs[n].cap):
+                sets[n].add(tuple(_canonical(row, n, m).tolist()))
     for n in counts:
         for row in sample_partitionings(probs[n], samples, rng=rng):
             sets[n].add(tuple(row.tolist()))
@@ -161,7 +168,7 @@ def _candidates(w: np.ndarray, s: np.ndarray, tau: float, counts: list[int],
         frontier = nxt
     for n in counts:
         out[n] = np.asarray(sorted(sets[n]), dtype=np.int64).reshape(len(sets[n]), n + 1)
-    return out, exact
+    return out, False
 
 
 def _cost_rows(task: tuple[int, int, int], sc_prefix: np.ndarray,
@@ -177,10 +184,14 @@ def _cost_rows(task: tuple[int, int, int], sc_prefix: np.ndarray,
 def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
         tau: float = 0.2, *, node_counts: Sequence[int] | None = None,
         max_partitionings: int = DEFAULT_MAX_PARTITIONINGS, samples: int = DEFAULT_SAMPLES,
-        seed: int = 0, tol: float = 1e-9, max_iter: int = 1000, sc: Any = None) -> PMCResult:
+        seed: int = 0, tol: float = 1e-9, max_iter: int = 1000, sc: Any = None,
+        candidates: Mapping[int, Any] | None = None) -> PMCResult:
     """PMC (seed 003 Fig. 6): projected migration cost of every balanced partitioning.
 
     ``sc``: an optional SparkContext; the cost matrices are then computed by executors.
+    ``candidates``: extra partitionings ``{n: rows of n+1 cut points}`` for the candidate
+    set used when exact enumeration exceeds ``max_partitionings`` (e.g. the layouts past
+    migrations went through); unbalanced rows are ignored.
 
     Example
     -------
@@ -201,7 +212,8 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
     counts = sorted(set(mtm) | {b for r in mtm.values() for b in r})
     succ = {a: sorted(r) for a, r in mtm.items()}
     parts, exact = _candidates(w, s, t, counts, succ, check_count(max_partitionings,
-                               "max_partitionings"), check_count(samples, "samples"), seed)
+                               "max_partitionings"), check_count(samples, "samples"), seed,
+                               candidates)
     tasks = [(n, i0, min(i0 + _ROWS_PER_TASK, parts[n].shape[0]))
              for n in counts if n in succ for i0 in range(0, parts[n].shape[0], _ROWS_PER_TASK)]
     t1 = time.perf_counter()
@@ -277,11 +289,12 @@ class MTMAware:
         self.pmc_: PMCResult | None = None
         self._fitted_on: tuple[np.ndarray, np.ndarray] | None = None
 
-    def precompute(self, weights: Any, sizes: Any, sc: Any = None) -> PMCResult:
-        """Run PMC for these task weights and sizes (optionally on Spark)."""
+    def precompute(self, weights: Any, sizes: Any, sc: Any = None,
+                   candidates: Mapping[int, Any] | None = None) -> PMCResult:
+        """Run PMC for these task weights and sizes (optionally on Spark; see :func:`pmc`)."""
         self.pmc_ = pmc(weights, sizes, self.matrix, self.gamma, self.tau,
                         max_partitionings=self.max_partitionings, samples=self.samples,
-                        seed=self.seed, max_iter=self.max_iter, sc=sc)
+                        seed=self.seed, max_iter=self.max_iter, sc=sc, candidates=candidates)
         self._fitted_on = (np.asarray(weights, dtype=np.float64).copy(),
                            np.asarray(sizes, dtype=np.float64).copy())
         return self.pmc_
