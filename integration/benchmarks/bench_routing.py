@@ -10,6 +10,7 @@
     {0.8, 1.0, 1.5}, n in {8, 32}, 10^6 records over 10^5 keys, simulated with the same
     partition functions (``assign``), 5 sources (map tasks) each with its own local load
     vector, as seed 001's experiments. Also the key-grouping lower bound max(1, p_1 n).
+    tag-iid = TAG with the paper's i.i.d. segment draws (tag: systematic placement).
     A heterogeneous variant (one partition in four twice as slow) compares time
     imbalance max/avg of l_i = t_i m_i: TAG vs the count-balancing strategies.
 (c) Wall time of a skewed reduce with a costly per-record function after the shuffle:
@@ -59,7 +60,7 @@ def part_b(quick: bool) -> None:
     print(f"\n(b) imbalance max/avg (1.00 = perfect), {m} records, {num_keys} keys, Zipf, "
           f"{SOURCES} sources with local load estimation")
     head = (f"{'z':>4} {'n':>3} {'p1':>6} {'KG-LB':>6} {'hash':>7} {'pkg':>7} {'dchoices':>8} "
-            f"{'wchoices':>8} {'tag':>7} {'hash/pkg excess':>16} {'sim s':>6}")
+            f"{'wchoices':>8} {'tag':>7} {'tag-iid':>7} {'hash/pkg excess':>16} {'sim s':>6}")
     print(head + "\n" + "-" * len(head))
     for z in (0.8, 1.0, 1.5):
         keys = zipf_records(num_keys, z, m, seed=11)
@@ -70,12 +71,13 @@ def part_b(quick: bool) -> None:
             t0 = time.perf_counter()
             fs = {"hash": HashPartitioner(n), "pkg": PKGPartitioner(n),
                   "dchoices": fit_dchoices(stats, n), "wchoices": fit_wchoices(stats, n),
-                  "tag": fit_tag(stats, n)}
+                  "tag": fit_tag(stats, n), "tag-iid": fit_tag(stats, n, placement="random")}
             lam = {name: _simulate(f, keys, n) for name, f in fs.items()}
             ex = (lam["hash"] - 1) / max(lam["pkg"] - 1, 1e-9)
             print(f"{z:>4} {n:>3} {p1:>6.3f} {max(1.0, p1 * n):>6.2f} {lam['hash']:>7.3f} "
                   f"{lam['pkg']:>7.3f} {lam['dchoices']:>8.3f} {lam['wchoices']:>8.3f} "
-                  f"{lam['tag']:>7.3f} {ex:>15.0f}x {time.perf_counter() - t0:>6.1f}")
+                  f"{lam['tag']:>7.3f} {lam['tag-iid']:>7.3f} {ex:>15.0f}x "
+                  f"{time.perf_counter() - t0:>6.1f}")
     # Heterogeneous partitions: every fourth partition takes twice as long per record.
     print("\n(b') heterogeneous partitions (t_i = 2 on every 4th partition, else 1): "
           "time imbalance max/avg of l_i = t_i m_i")

@@ -192,3 +192,14 @@ def test_fitters_find_heavy_keys():
     assert strategies.fit("pkg", None, 5).num_partitions == 5
     with pytest.raises(ValueError, match="needs key statistics"):
         strategies.fit("tag", None, 5)
+
+
+def test_tag_systematic_placement_covers_every_partition_for_a_hot_key():
+    # p = 0.383 over n = 8 is 15 segments: systematic placement puts one on every partition,
+    # i.i.d. draws (the paper's literal reading) may miss some.
+    f = TimeAwarePartitioner(8, None, {k: 0.383 for k in range(20)})
+    assert all(sorted(f.candidates(k)) == list(range(8)) for k in range(20))
+    g = TimeAwarePartitioner(8, None, {k: 0.383 for k in range(20)}, placement="random")
+    assert all(set(g.candidates(k)) <= set(range(8)) for k in range(20))
+    with pytest.raises(ValueError, match="placement"):
+        TimeAwarePartitioner(8, None, {"a": 0.5}, placement="x")
