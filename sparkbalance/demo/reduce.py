@@ -137,9 +137,9 @@ def _parse(argv: list[str], quick: bool) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m sparkbalance demo --part reduce")
     p.add_argument("--keys", type=int, default=1000 if quick else 10_000)
     p.add_argument("--skew", type=float, default=1.2)
-    p.add_argument("--records", type=int, default=30_000 if quick else 300_000)
+    p.add_argument("--records", type=int, default=30_000 if quick else 200_000)
     p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--work-us", type=float, default=20.0 if quick else 40.0,
+    p.add_argument("--work-us", type=float, default=20.0 if quick else 30.0,
                    help="approximate Python work per record after the shuffle (microseconds)")
     p.add_argument("--strategies", default=",".join(DEMO_STRATEGIES))
     args, _ = p.parse_known_args(argv)
