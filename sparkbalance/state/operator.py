@@ -13,12 +13,13 @@ seed 003). Per batch (seed 000 §4, Fig. 5):
    moves only the keys with ``F'(k) != F(k)``; ``F'`` is used from the next batch on;
 5. optionally a durable checkpoint (state + layout + version + last batch id) is committed.
 
-Lineage is truncated every ``truncate_every`` batches: with a Spark checkpoint directory
-(``sc.setCheckpointDir``; set to ``<checkpoint_dir>/rdd`` when the operator has a
-checkpoint_dir and Spark has none) by ``RDD.checkpoint()`` — reliable, survives the loss of
-an executor; otherwise by ``RDD.localCheckpoint()`` — fast, but a lost executor then loses
-cached blocks that cannot be recomputed, and the job fails with Spark's clear "checkpoint
-block not found" error (no silent loss). Use a ``checkpoint_dir`` on clusters.
+Lineage is truncated every ``truncate_every`` batches: when the SparkContext has a
+checkpoint directory (``sc.setCheckpointDir``, the user's choice: we do not change global
+settings) by ``RDD.checkpoint()`` — reliable, survives the loss of an executor; otherwise by
+``RDD.localCheckpoint()`` — fast, but a lost executor then loses cached blocks that cannot be
+recomputed and the job fails with Spark's "checkpoint block not found" error (no silent
+loss); an operator with a ``checkpoint_dir`` is then restarted from its last durable
+checkpoint. On clusters where executors come and go, set ``sc.setCheckpointDir``.
 """
 from __future__ import annotations
 
@@ -181,8 +182,6 @@ class KeyedStateOperator:
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         if self.checkpoint_dir is not None:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            if self.sc.getCheckpointDir() is None:
-                self.sc.setCheckpointDir(str(self.checkpoint_dir / "rdd"))
         self._state = self._empty_state(self._layout.num_physical)
         self._to_release.append(self._state)
         if self.checkpoint_dir is not None:
