@@ -244,3 +244,25 @@ def test_property_plans_are_valid(inst):
     assert pos.feasible == plan.feasible
     if plan.feasible:
         assert plan.migration_cost <= pos.migration_cost + 1e-6 * (1 + sum(s))
+
+
+def test_row_by_row_path_for_many_old_nodes_agrees(monkeypatch):
+    from sparkbalance.planning.intervals import ssm as ssm_mod
+    rng = np.random.default_rng(9)
+    cases = [random_instance(rng) for _ in range(60)]
+    want = [SSM(tau).plan(w, s, b, n2).migration_cost for w, s, b, n2, tau in cases]
+    monkeypatch.setattr(ssm_mod, "_ACC_LIMIT", 0)
+    got = [SSM(tau).plan(w, s, b, n2).migration_cost for w, s, b, n2, tau in cases]
+    assert got == want
+
+
+def test_inputs_are_not_modified_or_frozen():
+    w = np.array([1.0, 2.0, 3.0])
+    b = np.array([0, 1, 3], dtype=np.int64)
+    plan = SSM(0.5).plan(w, w, b, 2)
+    w[0] = 5.0                              # still writable
+    b[1] = 2
+    assert plan.previous_bounds.tolist() == [0, 1, 3]
+    nb = plan.bounds.copy()
+    SSM(0.5).plan(w, w, nb, 3)
+    nb[1] = 0                               # the caller's array stays writable

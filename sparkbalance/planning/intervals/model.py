@@ -94,7 +94,7 @@ def check_count(value: Any, name: str) -> int:
 
 
 def _vector(values: Any, name: str, m: int | None = None) -> np.ndarray:
-    a = np.asarray(values, dtype=np.float64)
+    a = np.array(values, dtype=np.float64)   # a copy: it is made read-only below
     if a.ndim != 1:
         raise ValueError(f"{name} has shape {a.shape}; expected a 1-D array (one per task)")
     if m is not None and a.shape[0] != m:
@@ -318,10 +318,10 @@ def plan_from_partition(p: Problem, new_bounds: np.ndarray, owners: np.ndarray |
 
     Costs are recomputed from the owners, never trusted from a planner's bookkeeping.
     """
-    nb = np.asarray(new_bounds, dtype=np.int64)
+    nb = np.array(new_bounds, dtype=np.int64)      # copies: the plan's arrays are read-only
     if owners is None:
         _, owners = match_intervals(p.sc, p.bounds, nb)
-    owners = np.asarray(owners, dtype=np.int64)
+    owners = np.array(owners, dtype=np.int64)
     gain = 0.0
     for j, o in enumerate(owners.tolist()):
         if o < p.n:

@@ -38,6 +38,10 @@ __all__ = ["SSM", "ssm_gain"]
 
 _NEG = -np.inf
 
+#: Largest n x m running-maximum table built at once (16 M floats = 128 MB); beyond it the
+#: best-other-node values are computed row by row.
+_ACC_LIMIT: int = 1 << 24
+
 
 class _Band:
     """Per-(x, x') quantities of Fig. 4 for every x and every feasible end x' = x + d."""
@@ -84,7 +88,7 @@ class _Band:
         full = np.full(m, _NEG)
         is_last = end[node] == t + 1
         full[is_last] = (sc[end] - sc[start])[node[is_last]]
-        if n * m <= (1 << 24):
+        if n * m <= _ACC_LIMIT:
             acc = np.where(t[None, :] >= end[:, None], full[None, :], _NEG)
             acc = np.maximum.accumulate(acc, axis=1)   # acc[y, t] = max full[end(y)..t]
             tt = xpc - 2
