@@ -56,7 +56,7 @@ def make_session(slots: int):
 # ----------------------------------------------------------------------------- part 1
 def run_overhead(spark, n_tasks: int, repeats: int) -> list[dict]:
     sc = spark.sparkContext
-    kinds = ["none", "py4j"] + (["jvm"] if jvm.bridge_available(spark) else [])
+    kinds = ["none", "py4j", "py4j-acc"] + (["jvm"] if jvm.bridge_available(spark) else [])
     df = spark.range(0, n_tasks, 1, n_tasks)
     for _ in range(2):  # warm-up (JIT, classes)
         df.write.format("noop").mode("overwrite").save()
@@ -66,7 +66,9 @@ def run_overhead(spark, n_tasks: int, repeats: int) -> list[dict]:
         for kind in kinds:
             lst = None
             if kind == "py4j":
-                lst = TaskMetricsListener(spark)
+                lst = TaskMetricsListener(spark, decode="json")
+            elif kind == "py4j-acc":
+                lst = TaskMetricsListener(spark, decode="accessors")
             elif kind == "jvm":
                 lst = jvm.JvmTaskMetricsListener(spark)
             before = sum(dropped_listener_events(spark).values())
@@ -87,7 +89,7 @@ def run_overhead(spark, n_tasks: int, repeats: int) -> list[dict]:
             r = res[kind]
             r["job"].append(t_job), r["all"].append(t_all)
             r["tasks"].append(n_rec), r["dropped"].append(dropped)
-            print(f"  rep {rep} {kind:5s} job {t_job:6.2f}s  recorded {t_all:6.2f}s  "
+            print(f"  rep {rep} {kind:8s} job {t_job:6.2f}s  recorded {t_all:6.2f}s  "
                   f"tasks {n_rec}  dropped {dropped}", flush=True)
     base_job = statistics.median(res["none"]["job"])
     base_all = statistics.median(res["none"]["all"])
@@ -162,15 +164,18 @@ def run_makespan(spark, n: int, num_records: int, repeats: int) -> tuple[list[di
     lb_ratio = max(1.0, float(cnt.max()) * BASE_SECONDS / l_bar)
     res: dict[str, list] = {"hash (plain Spark)": [], "TAG count-weighted": [],
                             "TAG time-weighted": []}
-    t_meas_all = []
+    t_meas_all, l_meas_all = [], []
     for rep in range(repeats):
         f_count = fit_tag(stats, n)
         r_hash = run_routed(spark, pairs, None, n, slow, "hash (plain Spark)")
         r_count = run_routed(spark, pairs, f_count, n, slow, "TAG count-weighted")
-        t_meas = completion_times(r_count["tasks"], n, records=r_count["records"],
-                                  stage_id=max(t.stage_id for t in r_count["tasks"]),
-                                  normalize=True)
+        t_sec = completion_times(r_count["tasks"], n, records=r_count["records"],
+                                 stage_id=max(t.stage_id for t in r_count["tasks"]))
+        t_meas = t_sec / t_sec.mean()
         t_meas_all.append(t_meas)
+        # Ideal makespan with the measured seconds per record (includes sleep overshoot and
+        # per-task overhead spread over records): m / sum_i 1/r_i.
+        l_meas_all.append(num_records / float(np.sum(1.0 / t_sec)))
         f_time = fit_tag(stats, n, completion_times=t_meas)
         r_time = run_routed(spark, pairs, f_time, n, slow, "TAG time-weighted")
         for r in (r_hash, r_count, r_time):
@@ -184,9 +189,12 @@ def run_makespan(spark, n: int, num_records: int, repeats: int) -> tuple[list[di
         mk = statistics.median(r["makespan"] for r in rs)
         sw = statistics.median(r["stage_wall"] for r in rs)
         rows.append(dict(label=label, makespan=mk, stage_wall=sw, ratio=mk / l_star,
+                         ratio_meas=mk / statistics.median(l_meas_all),
                          records=rs[-1]["records"].astype(int).tolist()))
-    info = dict(l_star=l_star, lb_ratio=lb_ratio, t_measured=np.median(t_meas_all, axis=0),
-                t_true=t_true / t_true.mean())
+    ideal = np.round(num_records * (1 / t_true) / np.sum(1 / t_true)).astype(int).tolist()
+    info = dict(l_star=l_star, l_meas=statistics.median(l_meas_all), lb_ratio=lb_ratio,
+                t_measured=np.median(t_meas_all, axis=0), t_true=t_true / t_true.mean(),
+                ideal_records=ideal)
     return rows, info
 
 
@@ -221,10 +229,13 @@ def main(argv: list[str] | None = None) -> None:
                   f"{info['lb_ratio']:.3f}; t_i measured (mean 1) = "
                   f"{np.round(info['t_measured'], 2).tolist()} vs true "
                   f"{np.round(info['t_true'], 2).tolist()}")
-            print(f"{'routing':20s} {'makespan s':>10s} {'x L*':>6s} {'stage s':>8s}  records")
+            print(f"ideal makespan from measured rates L*m = {info['l_meas']:.3f}s; ideal "
+                  f"records per partition {info['ideal_records']}")
+            print(f"{'routing':20s} {'makespan s':>10s} {'x L*':>6s} {'x L*m':>6s} "
+                  f"{'stage s':>8s}  records")
             for r in rows:
                 print(f"{r['label']:20s} {r['makespan']:10.3f} {r['ratio']:6.2f} "
-                      f"{r['stage_wall']:8.3f}  {r['records']}")
+                      f"{r['ratio_meas']:6.2f} {r['stage_wall']:8.3f}  {r['records']}")
     finally:
         spark.stop()
 
