@@ -348,16 +348,17 @@ def min_max_partition(wc: np.ndarray, k: int) -> np.ndarray:
     lo, hi = float(w.max(initial=0.0)), float(wc[-1])
 
     def cover(bound: float) -> list[int] | None:
+        # greedy cover: the jump of every start at once (one vectorised search), then
+        # follow at most k jumps
+        nxt = (np.searchsorted(wc, wc[:-1] + bound * (1 + 1e-12), side="right") - 1).tolist()
         cuts, x = [0], 0
         while x < m:
-            x2 = int(np.searchsorted(wc, wc[x] + bound * (1 + 1e-12), side="right")) - 1
-            if x2 <= x:
+            x2 = nxt[x]
+            if x2 <= x or len(cuts) > k:
                 return None
             cuts.append(x2)
             x = x2
-            if len(cuts) - 1 > k:
-                return None
-        return cuts
+        return cuts if len(cuts) - 1 <= k else None
 
     for _ in range(100):
         if hi - lo <= 1e-9 * max(hi, 1.0):

@@ -133,9 +133,13 @@ def _solve(p: Problem) -> tuple[float, list[tuple[int, int, int]]]:
         cand[0, :, width:2 * width] = band.bo0 + g1
         cand[1, :, 2 * width:] = g1
         cand[0, :, 2 * width:] = np.where(band.samen, g0, g1)
-        a = np.argmax(cand, axis=2)
-        arg[k] = a.T
-        g[k, :m, :] = np.take_along_axis(cand, a[:, :, None], axis=2)[:, :, 0].T
+        arg[k] = np.argmax(cand, axis=2).T
+        g[k, :m, :] = cand.max(axis=2).T
+        if not exact and np.array_equal(g[k], g[k - 1]):
+            # "at most k" saturates: g[k+1] = F(g[k]) = F(g[k-1]) = g[k], same choices
+            g[k + 1:] = g[k]
+            arg[k + 1:] = arg[k]
+            break
     best = float(g[k_max, 0, 1])
     if best == _NEG:
         return best, []
