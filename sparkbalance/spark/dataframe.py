@@ -798,6 +798,9 @@ def _df_balanced_join(self, other, on, how: str = "inner", **kwargs: Any):
     return join(self, other, on, how, **kwargs)
 
 
+for _fn in (_df_balanced_repartition, _df_balanced_group_by, _df_balanced_join):
+    _fn._sparkbalance = True  # type: ignore[attr-defined]  # marks our own methods
+
 _METHODS = {
     "balancedRepartition": _df_balanced_repartition,
     "balancedGroupBy": _df_balanced_group_by,
@@ -817,6 +820,11 @@ def install_dataframe_methods() -> list[str]:
     >>> df.balancedGroupBy("user", num_partitions=8).count()  # doctest: +SKIP
     """
     from pyspark.sql import DataFrame
+    for name, fn in _METHODS.items():
+        existing = getattr(DataFrame, name, None)
+        if existing is not None and not getattr(existing, "_sparkbalance", False):
+            raise RuntimeError(f"pyspark DataFrame already has {name!r} (not from "
+                               "sparkbalance); refusing to replace it")
     for name, fn in _METHODS.items():
         setattr(DataFrame, name, fn)
     return list(_METHODS)

@@ -1,6 +1,8 @@
 """Balanced DataFrame repartition / groupBy / join: placement, results, plans, errors."""
 from __future__ import annotations
 
+import collections
+import functools
 import random
 
 import pytest
@@ -60,21 +62,38 @@ PARTITIONERS = {
 }
 
 
-@pytest.mark.parametrize("pname", sorted(PARTITIONERS))
-@pytest.mark.parametrize("ktype", ["int", "bigint", "string"])
-def test_rows_land_where_the_partition_function_says(spark, pname, ktype):
+def _union(frames):
+    return functools.reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def test_rows_land_where_the_partition_function_says(spark):
+    """int, bigint and string keys with nulls, three partition functions, one Spark job."""
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"  # AQE must not undo it
-    f = PARTITIONERS[pname]
-    if ktype == "string":
-        data = [(f"u{i % 23}",) for i in range(200)] + [(None,)] * 5 + [("x",)] * 7
-    else:
-        big = 10 ** 12 if ktype == "bigint" else 7
-        data = [(i % 23 - 5,) for i in range(200)] + [(None,)] * 5 + [(big,)] * 7
-    df = spark.createDataFrame(data, f"k {ktype}")
-    out = sbdf.repartition(df, N, "k", partitioner=f)
-    assert out.columns == ["k"] and out.rdd.getNumPartitions() == N
-    rows = _placement(out, "k", f)
-    assert len(rows) == len(data)
+    frames, sizes = [], {}
+    for ktype in ("int", "bigint", "string"):
+        if ktype == "string":
+            data = [(f"u{i % 23}",) for i in range(200)] + [(None,)] * 5 + [("x",)] * 7
+        else:
+            big = 10 ** 12 if ktype == "bigint" else 7
+            data = [(i % 23 - 5,) for i in range(200)] + [(None,)] * 5 + [(big,)] * 7
+        df = spark.createDataFrame(data, f"k {ktype}")
+        for pname, f in PARTITIONERS.items():
+            out = sbdf.repartition(df, N, "k", partitioner=f)
+            assert out.columns == ["k"]
+            sizes[f"{ktype}/{pname}"] = len(data)
+            # union partitions are numbered after the earlier inputs': take the id mod N
+            frames.append(out.select(F.lit(f"{ktype}/{pname}").alias("case"),
+                                     F.col("k").cast("string").alias("k"),
+                                     F.pmod(F.spark_partition_id(), F.lit(N)).alias("pid")))
+    rows = _union(frames).collect()
+    seen = collections.Counter()
+    for r in rows:
+        ktype, pname = r["case"].split("/")
+        seen[r["case"]] += 1
+        key = None if r["k"] is None else (r["k"] if ktype == "string" else int(r["k"]))
+        want = sbdf.NULL_PARTITION if key is None else PARTITIONERS[pname](key)
+        assert r["pid"] == want, (r["case"], key, r["pid"], want)
+    assert seen == sizes
 
 
 def test_large_table_by_broadcast_join_places_the_same(spark):
@@ -116,13 +135,21 @@ def plain_agg(skewed):
     return skewed.groupBy("k").agg(*AGGS()).collect()
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_group_by_equals_plain_spark_and_places_by_its_function(skewed, stats_k, plain_agg,
-                                                                strategy):
-    g = sbdf.group_by(skewed, "k", num_partitions=N, strategy=strategy, stats=stats_k)
-    assertDataFrameEqual(g.agg(*AGGS()), plain_agg)
-    f = g.partitioner
-    _placement(sbdf.repartition(skewed.select("k"), N, "k", partitioner=f), "k", f)
+def test_group_by_equals_plain_spark_and_places_by_its_function(skewed, stats_k, plain_agg):
+    """Every strategy: same result as plain groupBy, rows where its function says (2 jobs)."""
+    from pyspark.sql import Row
+    got, placed, fitted = [], [], {}
+    for strategy in STRATEGIES:
+        g = sbdf.group_by(skewed, "k", num_partitions=N, strategy=strategy, stats=stats_k)
+        fitted[strategy] = g.partitioner
+        got.append(g.agg(*AGGS()).withColumn("case", F.lit(strategy)))
+        placed.append(sbdf.repartition(skewed.select("k"), N, "k", partitioner=g.partitioner)
+                      .select(F.lit(strategy).alias("case"), "k",
+                              F.pmod(F.spark_partition_id(), F.lit(N)).alias("pid")))
+    want = [Row(**r.asDict(), case=s) for s in STRATEGIES for r in plain_agg]
+    assertDataFrameEqual(_union(got), want)
+    for r in _union(placed).collect():
+        assert r["pid"] == fitted[r["case"]](r["k"]), (r["case"], r["k"])
 
 
 def test_group_by_gathers_its_own_statistics(skewed):
@@ -134,9 +161,13 @@ def test_group_by_gathers_its_own_statistics(skewed):
 def test_group_by_shortcuts_and_multi_keys(skewed):
     g = sbdf.group_by(skewed, "k", "s", num_partitions=N, strategy="hash")
     plain = skewed.groupBy("k", "s")
-    for name in ("avg", "mean", "min", "max"):
-        assertDataFrameEqual(getattr(g, name)("v", "x"), getattr(plain, name)("v", "x"))
-    assertDataFrameEqual(g.agg({"v": "sum"}), plain.agg({"v": "sum"}))
+    got = g.avg("v", "x").join(g.mean("v").withColumnRenamed("avg(v)", "mean"), ["k", "s"]) \
+        .join(g.min("v"), ["k", "s"]).join(g.max("x"), ["k", "s"]).join(
+            g.agg({"v": "sum"}), ["k", "s"])
+    want = plain.avg("v", "x").join(plain.mean("v").withColumnRenamed("avg(v)", "mean"),
+                                    ["k", "s"]).join(plain.min("v"), ["k", "s"]).join(
+        plain.max("x"), ["k", "s"]).join(plain.agg({"v": "sum"}), ["k", "s"])
+    assertDataFrameEqual(got, want)
 
 
 def test_balanced_group_by_plans_one_exchange(skewed):
@@ -175,10 +206,19 @@ def sides(spark, skewed):
 JOIN_TYPES = ["inner", "left", "right", "full", "left_semi", "left_anti"]
 
 
+def _normal(df, case):
+    """Common columns for a union of join results of different shapes."""
+    cols = df.columns
+    return df.select(F.lit(case).alias("case"), "k",
+                     (F.col("v") if "v" in cols else F.lit(None)).cast("int").alias("v"),
+                     (F.col("name") if "name" in cols else F.lit(None)).cast("string")
+                     .alias("name"))
+
+
 @pytest.fixture(scope="module")
 def plain_joins(sides):
     left, right = sides
-    return {how: left.join(right, "k", how).collect() for how in JOIN_TYPES}
+    return _union([_normal(left.join(right, "k", how), how) for how in JOIN_TYPES]).collect()
 
 
 @pytest.fixture(scope="module")
@@ -189,22 +229,29 @@ def join_stats(sides):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_co_partitioned_join_equals_plain(sides, plain_joins, join_stats, strategy):
+    """Every join type in one Spark job per strategy (a union of the six results)."""
     left, right = sides
-    for how in JOIN_TYPES:
-        got = sbdf.join(left, right, "k", how, num_partitions=N, strategy=strategy,
-                        stats=join_stats)
-        assertDataFrameEqual(got, plain_joins[how])
+    got = _union([_normal(sbdf.join(left, right, "k", how, num_partitions=N, strategy=strategy,
+                                    stats=join_stats), how) for how in JOIN_TYPES])
+    assertDataFrameEqual(got, plain_joins)
 
 
-@pytest.mark.parametrize("how,side", [("inner", "left"), ("inner", "right"), ("left", "left"),
-                                      ("right", "right"), ("left_semi", "left"),
-                                      ("left_anti", "left")])
-def test_hot_key_split_join_equals_plain(sides, how, side):
-    left, right = sides
-    if side == "right":
-        left, right = right, left  # the skewed side is the split side
-    got = sbdf.join(left, right, "k", how, num_partitions=N, strategy="split", split_side=side)
-    assertDataFrameEqual(got, left.join(right, "k", how))
+SPLIT_CASES = [("inner", "left"), ("inner", "right"), ("left", "left"), ("right", "right"),
+               ("left_semi", "left"), ("left_anti", "left")]
+
+
+def test_hot_key_split_join_equals_plain(sides):
+    """Inner and the outer/semi/anti joins preserving only the split side, one job."""
+    got, want = [], []
+    for how, side in SPLIT_CASES:
+        left, right = sides
+        if side == "right":
+            left, right = right, left  # the skewed side is the split side
+        case = f"{how}/{side}"
+        got.append(_normal(sbdf.join(left, right, "k", how, num_partitions=N, strategy="split",
+                                     split_side=side), case))
+        want.append(_normal(left.join(right, "k", how), case))
+    assertDataFrameEqual(_union(got), _union(want))
 
 
 def test_split_plan_spreads_heavy_keys(skewed):
