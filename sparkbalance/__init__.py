@@ -54,6 +54,10 @@ _EXPORTS: dict[str, str] = {
     "repartition": "sparkbalance.spark.dataframe",
     "group_by": "sparkbalance.spark.dataframe",
     "join_df": "sparkbalance.spark.dataframe",
+    "install_dataframe_methods": "sparkbalance.spark.dataframe",
+    "balanced_repartition": "sparkbalance.spark.dataframe",
+    "balanced_agg": "sparkbalance.spark.dataframe",
+    "balanced_join": "sparkbalance.spark.dataframe",
     # keyed state
     "KeyedStateOperator": "sparkbalance.state.operator",
     # interval planners (seed 003)
