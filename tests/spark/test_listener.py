@@ -166,3 +166,26 @@ def test_no_py4j_object_reaches_the_user(spark):
     plain = (int, str, bool, type(None))
     for rec in [*lst.tasks(), *lst.stages(), *lst.executors()]:
         assert all(isinstance(v, plain) for v in vars(rec).values()), rec
+
+
+def test_fit_partitioner_time_weights_reads_the_listener(spark):
+    # The issue-2 adapter calls timeweights.time_weighted_stats/completion_times with our
+    # records: the slow partition must get the largest t_i.
+    fit_partitioner = pytest.importorskip("sparkbalance.spark.rdd").fit_partitioner
+    from sparkbalance.routing.hash import HashPartitioner
+
+    sc = spark.sparkContext
+    h, slow = HashPartitioner(4), 1
+    rdd = sc.parallelize([(k % 40, 1) for k in range(800)], 2)
+
+    def work(pid, it):
+        c = 0
+        for _ in it:
+            c += 1
+            time.sleep(0.008 if pid == slow else 0.002)
+        yield c
+
+    with open_listener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+        rdd.partitionBy(4, h).mapPartitionsWithIndex(work).collect()
+    f = fit_partitioner(rdd, 4, "tag", weights="time", listener=lst, current=h)
+    assert int(np.argmax(f.completion_times)) == slow
