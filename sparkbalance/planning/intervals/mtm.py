@@ -16,9 +16,12 @@ Deviations from the printed Fig. 6 (documented in the closing notes): line 7 sum
 the MDP form above (the controller chooses the best ``P'`` for the drawn node count), which
 is what §4.2's text describes. By Lemma 4.2 partitionings are kept canonically (empty
 intervals last). When the number of balanced partitionings exceeds ``max_partitionings``
-(the paper spent hundreds of minutes on 64 executors), PMC runs on a candidate set: random
-balanced partitionings plus the closure of SSM's own plans between all node counts; the
-online choice always also considers SSM's plan, scored with one exact Bellman backup.
+(the paper spent hundreds of minutes on 64 executors), PMC runs on a candidate set: the
+caller's layouts (``candidates=``, e.g. those past migrations went through), random
+balanced partitionings, the least-max-load layout of each count, and two rounds of SSM's
+own plans between node counts. The values are then exact for the MDP restricted to the
+candidates, an approximation of Fig. 6; the online choice always also considers SSM's
+plan, scored with one exact Bellman backup, so gamma -> 0 still gives SSM.
 
 PMC is embarrassingly parallel over ``P``: pass a SparkContext (``sc=``) and the rows of the
 cost matrices are computed by executors (``sc.parallelize``); the value iteration itself is
