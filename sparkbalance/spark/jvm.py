@@ -21,6 +21,7 @@ from sparkbalance.spark.listener import (
     StageRecord,
     TaskRecord,
     _RecorderBase,
+    _add_listener,
     _spark_context,
 )
 
@@ -187,7 +188,7 @@ class JvmTaskMetricsListener(_RecorderBase):
         self._frozen: tuple[list[StageRecord], list[ExecutorRecord]] | None = None
 
     def _register(self) -> None:
-        self._sc._jsc.sc().addSparkListener(self._jrec)
+        self._queue = _add_listener(self._sc, self._jrec)
 
     def _unregister(self) -> None:
         self._sc._jsc.sc().removeSparkListener(self._jrec)

@@ -143,7 +143,8 @@ def test_detach_is_clean_and_idempotent(spark):
     assert len(lst.tasks()) == recorded >= 2
     lst.detach()  # second detach: no-op
     assert lst.callback_errors == 0
-    assert set(lst.dropped_events()) >= {"appStatus", "shared"}
+    assert lst.queue == "sparkbalance"
+    assert set(lst.dropped_events()) >= {"appStatus", "sparkbalance"}
     assert all(v == 0 for v in lst.dropped_events().values())
 
 
