@@ -6,7 +6,7 @@
    z = 0.85 fluctuation f = 1, then Mixed(θ = 0.08, A_max = 3000, β = 1.5) is timed. Goal
    (issue 3): K = 10^6, n = 40 compact <= 0.3 s (paper's Java: 0.6 s compact, 6 s exact).
 2. 50 intervals of Zipf z = 0.85 with fluctuation f = 1 (seed 000 §5), the same cost series
-   for every planner: Mixed vs MinTable vs MinMig vs Readj (best σ of several, as the paper
+   for every planner, with A_max = 3000 and again with a tight A_max = 40: Mixed vs MinTable vs MinMig vs Readj (best σ of several, as the paper
    does) vs MixedBF. Per interval the controller plans only when max L(d) > (1 + θ)·L̄.
    Reported: migration cost (% of all state, summed over intervals, and the ratio to
    Mixed), table size, max/avg load against the lower bound max(1, max c / L̄), plan time.
@@ -40,6 +40,7 @@ F = 1.0           # seed 000 Table 2 default fluctuation rate
 THETA = 0.08      # seed 000 Table 2 default tolerance
 A_MAX = 3000      # seed 000 Table 2 default table size
 BETA = 1.5        # seed 000 Table 2 default migration selection factor
+TIGHT_A_MAX = 40  # second run of part 2: a table bound the workload presses against
 WINDOW = 5       # seed 000 §5 tests w = 1 and w = 5: S(k) = state of the last w intervals
 READJ_SIGMAS = (0.002, 0.005, 0.01, 0.02, 0.05)
 
@@ -137,28 +138,28 @@ def simulate(make, home: np.ndarray, series: list, n: int, window: int = WINDOW)
             "runs": runs, "feasible": feas, "mig_series": mig}
 
 
-def part2(quick: bool) -> dict:
+def part2(quick: bool, a_max: int = A_MAX, sigmas=READJ_SIGMAS) -> dict:
     K, n, intervals = (10_000, 10, 10) if quick else (100_000, 10, 50)
     home, series = cost_series(K, n, intervals, seed=42)
     lbs = [max(1.0, c.max() / (c.sum() / n)) for c in series]
     print(f"\n== 2. {intervals} intervals, K={K}, n={n}, Zipf z={Z}, f={F}, θ={THETA}, "
-          f"A_max={A_MAX}, β={BETA}, window w={WINDOW} ==")
+          f"A_max={a_max}, β={BETA}, window w={WINDOW} ==")
     print(f"   lower bound max(1, max c/L̄): mean {np.mean(lbs):.3f}, max {np.max(lbs):.3f}; "
           f"hash λ mean {np.mean([np.bincount(home, c, n).max() / (c.sum() / n) for c in series]):.3f}")
     rows = {}
     for name, make in [
-        ("Mixed", lambda: Mixed(theta=THETA, max_table=A_MAX, beta=BETA)),
-        ("Mixed/compact", lambda: Mixed(theta=THETA, max_table=A_MAX, beta=BETA, compact=True)),
-        ("MinTable", lambda: MinTable(theta=THETA, max_table=A_MAX, beta=BETA)),
+        ("Mixed", lambda: Mixed(theta=THETA, max_table=a_max, beta=BETA)),
+        ("Mixed/compact", lambda: Mixed(theta=THETA, max_table=a_max, beta=BETA, compact=True)),
+        ("MinTable", lambda: MinTable(theta=THETA, max_table=a_max, beta=BETA)),
         ("MinMig", lambda: MinMig(theta=THETA, max_table=None, beta=BETA)),
-        ("MixedBF", lambda: MixedBF(theta=THETA, max_table=A_MAX, beta=BETA)),
+        ("MixedBF", lambda: MixedBF(theta=THETA, max_table=a_max, beta=BETA)),
     ]:
         t0 = time.perf_counter()
         rows[name] = simulate(make, home, series, n)
         rows[name]["wall"] = time.perf_counter() - t0
     best, readj = None, {}
-    for sigma in (READJ_SIGMAS[1:3] if quick else READJ_SIGMAS):
-        r = simulate(lambda: Readj(theta=THETA, max_table=A_MAX, sigma=sigma), home, series, n)
+    for sigma in (sigmas[:2] if quick else sigmas):
+        r = simulate(lambda: Readj(theta=THETA, max_table=a_max, sigma=sigma), home, series, n)
         r["sigma"] = sigma
         readj[sigma] = r
         key = (round(r["lam_mean"], 3), r["mig_total"])
@@ -245,6 +246,8 @@ def main() -> None:
     if args.part in (None, 2):
         rows = part2(args.quick)
         plot(rows)
+        # a tight table: Mixed's cleaning (n_back > 0) now matters, Mixed != MinMig
+        part2(args.quick, a_max=TIGHT_A_MAX, sigmas=(0.002, 0.005))
     if args.part in (None, 3):
         part3(args.quick, repeats)
 
