@@ -135,6 +135,8 @@ def fit_partitioner(rdd: Any, num_partitions: int, strategy: str = "hash", *,
 
 def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction,
              params: dict[str, Any]) -> PartitionFunction:
+    if num_partitions is None and isinstance(strategy, PartitionFunction):
+        num_partitions = strategy.num_partitions
     if num_partitions is None:
         try:
             num_partitions = rdd._defaultReducePartitions()  # PySpark's own default

@@ -109,6 +109,10 @@ def test_default_partitions_and_fitted_function(sc, data):
     assert f.splits_keys and "hot" in f.heavy_keys
     out = sbr.reduce_by_key(left, operator.add, None, "hash")
     assert out.getNumPartitions() == left._defaultReducePartitions()
+    fitted = sbr.reduce_by_key(left, operator.add, None, f)  # a fitted function: its own n
+    assert fitted.getNumPartitions() == N
+    assert sorted(fitted.collect(), key=repr) == sorted(left.reduceByKey(operator.add).collect(),
+                                                        key=repr)
     with pytest.raises(ValueError, match="partitions"):
         sbr.reduce_by_key(left, operator.add, N + 1, f)
 
