@@ -149,9 +149,9 @@ def test_pkg_splits_a_hot_key_evenly_over_its_two_candidates():
 
 
 def test_choices_give_heavy_keys_more_candidates():
-    d = ChoicesPartitioner(16, {"hot": 0.4, "warm": 0.02}, mode="d")
+    d = ChoicesPartitioner(16, {"hot": 0.1, "warm": 0.02}, mode="d")
     w = ChoicesPartitioner(16, {"hot": 0.4}, mode="w")
-    assert d.num_choices("hot") == 13  # ceil(0.4 * 16 / 0.5)
+    assert d.num_choices("hot") == 7  # ceil(0.1 * 16 / 0.25)
     assert d.num_choices("warm") == 2
     assert w.num_choices("hot") == 16
     assert set(d.candidates("cold")) == set(PKGPartitioner(16).candidates("cold"))
