@@ -239,6 +239,8 @@ class _RecorderBase:
         self._attached = False
         self._seed_executors: dict[str, ExecutorRecord] = {}
         self._queue: str | None = None
+        self._dropped_at_attach = 0
+        self._dropped_final = 0
 
     # -- lifecycle
     def __enter__(self) -> "_RecorderBase":
@@ -264,23 +266,42 @@ class _RecorderBase:
         return self._job_group
 
     def attach(self) -> None:
-        """Register on the listener bus's shared queue (idempotent)."""
+        """Register on the listener bus (queue :data:`LISTENER_QUEUE`; idempotent)."""
         if self._attached:
             return
         self._seed_executors = _known_executors(self._sc)
         self._register()
         self._attached = True
+        self._dropped_at_attach = self.dropped_events().get(self._queue or "", 0)
+
+    @property
+    def dropped_since_attach(self) -> int:
+        """Events Spark dropped on our queue since :meth:`attach` (0: records complete).
+
+        Shared by every recorder on that queue; frozen at :meth:`detach`.
+        """
+        if self._attached:
+            now = self.dropped_events().get(self._queue or "", self._dropped_at_attach)
+            return max(0, now - self._dropped_at_attach)
+        return self._dropped_final
 
     def detach(self) -> None:
         """Drain pending events, then remove the listener (idempotent, safe after stop)."""
         if not self._attached:
             return
-        self._attached = False
         jsc = self._sc._jsc
         if jsc is not None and not jsc.sc().isStopped():
             self.flush()
+            self._dropped_final = self.dropped_since_attach
             self._unregister()
+            if self._dropped_final:
+                _LOG.warning(
+                    "%d listener events dropped on queue %r while %s was attached: task "
+                    "records are incomplete (build jvm_bridge, or raise "
+                    "spark.scheduler.listenerbus.eventqueue.%s.capacity)",
+                    self._dropped_final, self._queue, type(self).__name__, self._queue)
         # else: the bus is gone with the context; nothing to remove
+        self._attached = False
         self._freeze()
 
     def _freeze(self) -> None:
