@@ -105,7 +105,8 @@ def cost_series(K: int, n: int, intervals: int, seed: int) -> tuple[np.ndarray, 
     return home, series
 
 
-def simulate(make, home: np.ndarray, series: list, n: int, window: int = WINDOW) -> dict:
+def simulate(make, home: np.ndarray, series: list, n: int, window: int | None = None) -> dict:
+    window = WINDOW if window is None else window
     keys = np.arange(home.shape[0], dtype=np.int64)
     cur, table = home.copy(), RoutingTable()
     mig, sizes, lam, ratio, times, feas, runs = [], [], [], [], [], 0, 0
@@ -235,11 +236,15 @@ def plot(rows: dict) -> None:
 
 
 def main() -> None:
+    global WINDOW
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (< 30 s)")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--part", type=int, choices=(1, 2, 3), default=None, help="run one part")
+    ap.add_argument("--window", type=int, default=WINDOW,
+                    help="w: S(k) = state of the last w intervals (paper: 1 and 5)")
     args = ap.parse_args()
+    WINDOW = max(1, args.window)
     repeats = args.repeats or (1 if args.quick else 5)
     if args.part in (None, 1):
         part1(args.quick, repeats)
