@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from sparkbalance.spark import jvm  # noqa: E402
 from sparkbalance.spark.listener import (  # noqa: E402
-    TaskMetricsListener, dropped_listener_events, sparkbalance_job_group)
+    TaskMetricsListener, dropped_listener_events, open_listener, sparkbalance_job_group)
 from sparkbalance.stats.timeweights import completion_times  # noqa: E402
 
 SLOW_FACTOR = 4.0          # issue 5: "some partitions 4x slower per record"
@@ -130,8 +130,7 @@ def run_routed(spark, pairs_rdd, f, n, slow, label):
     from sparkbalance.spark.rdd import partition_by
 
     sc = spark.sparkContext
-    with TaskMetricsListener(spark, GROUP) if not jvm.bridge_available(spark) else \
-            jvm.JvmTaskMetricsListener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+    with open_listener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
         routed = (partition_by(pairs_rdd, n, f) if f is not None else pairs_rdd.partitionBy(n))
         out = dict(routed.mapPartitionsWithIndex(_sleeper(slow, BASE_SECONDS, SLOW_FACTOR))
                    .collect())
