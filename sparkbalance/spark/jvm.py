@@ -211,6 +211,14 @@ class JvmTaskMetricsListener(_RecorderBase):
             return list(self._frozen[1])
         return parse_executor_rows(self._jrec.executorsTsv())
 
+    def _clear(self) -> None:
+        with self._lock:
+            if self._frozen is None:
+                self._jrec.clear()
+            else:
+                self._frozen = ([], [])
+            self._tasks = []
+
     def _freeze(self) -> None:
         """After detach: one last read, then serve from Python (the JVM may go away)."""
         try:

@@ -377,7 +377,20 @@ class _RecorderBase:
         """
         return dropped_listener_events(self._sc)
 
+    def clear(self) -> None:
+        """Forget recorded tasks, stages and executor events (e.g. between batches).
+
+        The stage -> job-group mapping is kept, so tasks of a stage submitted before
+        the call are still attributed to their group.
+        """
+        if self._attached:
+            self.flush()
+        self._clear()
+
     # -- subclass hooks
+    def _clear(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def _register(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -723,6 +736,12 @@ class TaskMetricsListener(_RecorderBase):
     def _unregister(self) -> None:
         self._sc._jsc.sc().removeSparkListener(self._jproxy)
         self._jproxy = None
+
+    def _clear(self) -> None:
+        with self._impl.lock:
+            self._impl.tasks.clear()
+            self._impl.stages.clear()
+            self._impl.executors.clear()
 
     @property
     def callback_errors(self) -> int:

@@ -88,6 +88,23 @@ def test_all_recorders_agree_on_the_same_job(spark):
     assert a.executors() == b.executors() == c.executors()
 
 
+@pytest.mark.parametrize("kind", ["py4j", "jvm"])
+def test_clear_forgets_earlier_batches(spark, kind):
+    makers = dict(_recorders(spark))
+    if kind not in makers:
+        pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
+    sc = spark.sparkContext
+    with makers[kind](GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+        sc.parallelize(range(10), 3).count()
+        assert len(lst.tasks()) == 3
+        lst.clear()
+        assert lst.tasks() == [] and lst.stages() == []
+        sc.parallelize(range(10), 2).count()
+    assert sorted(t.partition_id for t in lst.tasks()) == [0, 1]
+    lst.clear()
+    assert lst.tasks() == []
+
+
 def test_job_group_filter_and_helper_restores_the_old_group(spark):
     sc = spark.sparkContext
     sc.setJobGroup("outer", "outer jobs")
