@@ -241,6 +241,9 @@ class Controller:
                             time.perf_counter() - t0, True, 0)
         w = Workload(keys, m.cost, m.memory, home, current, n_new)
         plan = self.planner.plan(w, table)
+        if n_new == layout.num_partitions and dict(plan.table.routes) == dict(layout.table.routes):
+            return Decision(layout, m.imbalance, 0, 0.0, time.perf_counter() - t0,
+                            bool(plan.feasible), len(layout.table))  # nothing to change
         version = layout.table.version + 1
         new_table = RoutingTable(plan.table.routes, version)
         new = TableLayout(n_new, P, new_table)
@@ -260,6 +263,10 @@ class Controller:
             raise RuntimeError("key-group layout without a key-group planner")
         plan = planner.plan(m.cost, m.memory, layout.bounds, n_new)
         new = layout.after_plan(plan.bounds, plan.owners)
+        if (new.num_partitions == layout.num_partitions
+                and np.array_equal(new.group_to_partition(), layout.group_to_partition())):
+            return Decision(layout, m.imbalance, 0, 0.0, time.perf_counter() - t0,
+                            bool(plan.feasible), 0)  # same placement: nothing to change
         moved = layout_group_moves(layout, new)
         loads = np.asarray(plan.loads, dtype=np.float64)
         return Decision(new, imbalance(loads), int(moved.sum()),

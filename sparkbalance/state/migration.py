@@ -2,10 +2,13 @@
 
 Given the cached state (one block per physical partition) and a new layout ``F'``:
 
-1. *stays*: ``state.mapPartitionsWithIndex(keep k with F'(k) == pid)`` — narrow, in place;
-2. *moved* (Δ): the other entries, ``partitionBy(P', F')`` — the only shuffle, and it
-   carries exactly the moved keys' state — then grouped back into one block per partition;
-3. ``stays.zip(moved).map(join)`` — a narrow ``ZippedPartitionsRDD2``: no second shuffle.
+1. *moved* (Δ): entries with ``F'(k) != pid``, ``partitionBy(P', F')`` — the only
+   shuffle, carrying exactly the moved keys' state — grouped into one block per partition
+   and cached (the arrivals);
+2. *stays*: ``keep k with F'(k) == pid`` — narrow, in place, and lazy;
+3. ``state.zip(arrivals).map(stays ∪ arrivals)`` — a narrow ``ZippedPartitionsRDD2``: no
+   second shuffle. Steps 2-3 are fused into the next pass over the blocks (the next
+   batch's merge), so the migration never copies the stays.
 
 Growing the physical partition count appends empty blocks with ``sc.union`` (a narrow
 ``UnionRDD``: positions are kept, only the partitioner is lost, which we never rely on).
@@ -24,11 +27,12 @@ __all__ = ["MigrationResult", "migrate", "full_repartition", "pad_blocks", "bloc
 
 @dataclass(frozen=True)
 class MigrationResult:
-    rdd: Any                 # new state RDD (persisted, materialised)
+    rdd: Any                 # new state RDD (one block per partition)
     keys_moved: int
     bytes_moved: float       # Σ S(k) of the moved entries (what the shuffle carried)
-    num_keys: int
-    state_bytes: float
+    num_keys: int            # -1 when not counted
+    state_bytes: float       # nan when not measured
+    cached: Any = None       # the RDD holding cached data to release later
 
 
 def blocks_of(pairs_rdd: Any, num_physical: int, fn: Any) -> Any:
@@ -61,33 +65,40 @@ def migrate(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any,
             expected_keys: int | None = None) -> MigrationResult:
     """Move only the entries whose partition under ``fn`` differs from where they are.
 
-    ``state`` must be cached (one dict per partition). Raises ``RuntimeError`` when the
-    number of keys changes (a key lost or duplicated) — never silently.
+    One pass over the (cached) state extracts Δ on the map side; the shuffle carries only
+    Δ; the arrivals are cached as one block per partition and materialised (this is the
+    move, timed as ``migration_seconds``). The new state is the *lazy, narrow* view
+    ``pad(state).zip(arrivals).map(stays ∪ arrivals)``: dropping the keys that left is
+    fused into the next pass over the blocks (the next batch's merge, which rewrites every
+    block anyway), so the stays are never copied or re-cached by the migration itself.
+    Raises ``RuntimeError`` when the keys that left and the keys that arrived differ in
+    number (a key lost or duplicated) — never silently.
     """
-    moved_acc = sc.accumulator(0)
-    bytes_acc = sc.accumulator(0.0)
-
-    def _stays(pid: int, it: Any) -> Any:
-        for block in it:
-            yield stays_of(pid, block, fn)
+    out_acc = sc.accumulator(0)
 
     def _moved(pid: int, it: Any) -> Any:
         for block in it:
             out = moved_of(pid, block, fn)
-            moved_acc.add(len(out))
-            bytes_acc.add(float(sum(e[1] for _, e in out)))
+            out_acc.add(len(out))
             yield from out
 
-    stays = pad_blocks(sc, state.mapPartitionsWithIndex(_stays), num_physical)
+    def _view(pid: int, it: Any) -> Any:
+        for st, arr in it:
+            yield join_moved(stays_of(pid, st, fn), arr)
+
     arrived = blocks_of(state.mapPartitionsWithIndex(_moved), num_physical, fn)
-    new = stays.zip(arrived).map(lambda p: join_moved(p[0], p[1]))
-    new.persist(storage_level)
-    num_keys, total = _summaries(new)
-    if expected_keys is not None and num_keys != expected_keys:
-        new.unpersist()
-        raise RuntimeError(f"migration changed the number of keys from {expected_keys} to "
-                           f"{num_keys}; refusing the new layout (state kept as before)")
-    return MigrationResult(new, int(moved_acc.value), float(bytes_acc.value), num_keys, total)
+    arrived.persist(storage_level)
+    rows = arrived.mapPartitionsWithIndex(
+        lambda pid, it: [block_summary(pid, b) for b in it]).collect()
+    keys_in = sum(r[1] for r in rows)
+    if keys_in != out_acc.value:
+        arrived.unpersist()
+        raise RuntimeError(f"migration moved {out_acc.value} keys out but {keys_in} arrived; "
+                           "refusing the new layout (state kept as before)")
+    view = pad_blocks(sc, state, num_physical).zip(arrived).mapPartitionsWithIndex(_view)
+    return MigrationResult(view, keys_in, float(sum(r[2] for r in rows)),
+                           -1 if expected_keys is None else expected_keys, float("nan"),
+                           arrived)
 
 
 def full_repartition(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any
@@ -105,4 +116,5 @@ def full_repartition(sc: Any, state: Any, fn: Any, num_physical: int, storage_le
     new = blocks_of(state.mapPartitions(_all), num_physical, fn)
     new.persist(storage_level)
     num_keys, total = _summaries(new)
-    return MigrationResult(new, int(count_acc.value), float(bytes_acc.value), num_keys, total)
+    return MigrationResult(new, int(count_acc.value), float(bytes_acc.value), num_keys, total,
+                           new)

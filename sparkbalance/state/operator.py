@@ -10,7 +10,9 @@ seed 003). Per batch (seed 000 §4, Fig. 5):
 3. the per-key (or per-key-group) costs and sizes of the batch are collected (one small
    job that also materialises the cache) and the controller checks λ > 1 + θ;
 4. if so, the planner gives ``F'`` and :func:`~sparkbalance.state.migration.migrate`
-   moves only the keys with ``F'(k) != F(k)``; ``F'`` is used from the next batch on;
+   moves only the keys with ``F'(k) != F(k)`` (one shuffle of Δ, arrivals cached); ``F'``
+   is used from the next batch on, whose merge pass also drops the keys that left (the
+   stays are never copied by the migration: ``migration_seconds`` is the move of Δ);
 5. optionally a durable checkpoint (state + layout + version + last batch id) is committed.
 
 Lineage is truncated every ``truncate_every`` batches: when the SparkContext has a
@@ -264,19 +266,9 @@ class KeyedStateOperator:
         t0 = time.perf_counter()
         if batch_id is not None:
             batch_id = check_batch_id(batch_id)
-        layout = self._layout
-        fn, P = layout.fn, layout.num_physical
-        pairs = self._pairs(batch)
-        batch_blocks = (pairs.partitionBy(P, fn)
-                        .mapPartitions(group_block, preservesPartitioning=True))
-        fold, seq = self._fold, self._seq
-        ng = layout.num_groups if isinstance(layout, GroupLayout) else None
-
-        def _merge(pid: int, it: Iterable) -> Iterable:
-            for st, bt in it:
-                yield merge_blocks(pid, st, bt, fold, seq, ng)
-
-        merged = self._state.zip(batch_blocks).mapPartitionsWithIndex(_merge)
+        layout, seq = self._layout, self._seq
+        P = layout.num_physical
+        merged = self.merge_rdd(batch)
         merged.persist(self._level)
         truncated = (seq + 1) % self.truncate_every == 0
         if truncated:
@@ -329,6 +321,26 @@ class KeyedStateOperator:
             mean_load=float(active.mean()) if active.size else 0.0))
         return merged.flatMap(lambda t: t[1])
 
+    def merge_rdd(self, batch: Any) -> Any:
+        """The lazy merge of ``batch`` into the state (no job runs): one element
+        ``(new_block, outputs, stats)`` per partition. ``process`` persists and runs it;
+        exposed to inspect the lineage (``merge_rdd(b)._jrdd.rdd().toDebugString()``:
+        a ``ZippedPartitionsRDD2`` whose state side is narrow down to the cached blocks).
+        """
+        layout = self._layout
+        fn, P = layout.fn, layout.num_physical
+        pairs = self._pairs(batch)
+        batch_blocks = (pairs.partitionBy(P, fn)
+                        .mapPartitions(group_block, preservesPartitioning=True))
+        fold, seq = self._fold, self._seq
+        ng = layout.num_groups if isinstance(layout, GroupLayout) else None
+
+        def _merge(pid: int, it: Iterable) -> Iterable:
+            for st, bt in it:
+                yield merge_blocks(pid, st, bt, fold, seq, ng)
+
+        return self._state.zip(batch_blocks).mapPartitionsWithIndex(_merge)
+
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.
 
@@ -346,11 +358,10 @@ class KeyedStateOperator:
         t0 = time.perf_counter()
         old = self._layout
         res = migrate(self.sc, self._state, new_layout.fn, new_layout.num_physical,
-                      self._level, expected_keys=self._num_keys)
-        self._to_release.append(res.rdd)
-        self._state = res.rdd
+                      self._level)
+        self._to_release.append(res.cached)
+        self._state = res.rdd                      # lazy narrow view: stays ∪ arrivals
         self._layout = new_layout                  # switch only after the move
-        self._num_keys, self._state_bytes = res.num_keys, res.state_bytes
         self.migrations.append(MigrationRecord(
             self._seq, reason, old.num_partitions, new_layout.num_partitions, res.keys_moved,
             res.bytes_moved, planned_bytes, time.perf_counter() - t0, new_layout.version))
