@@ -71,9 +71,18 @@ def install() -> list[str]:
 
 
 def uninstall() -> None:
-    """Remove the RDD methods :func:`install` added (tests; DataFrame ones untouched)."""
+    """Remove what :func:`install` added (RDD methods, and DataFrame ones when present)."""
     from pyspark import RDD
 
     for name in RDD_METHODS:
         if getattr(getattr(RDD, name, None), "_sparkbalance", False):
             delattr(RDD, name)
+    try:
+        dataframe = importlib.import_module(_DATAFRAME_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != _DATAFRAME_MODULE:
+            raise
+    else:
+        hook = getattr(dataframe, "uninstall_dataframe_methods", None)
+        if hook is not None:
+            hook()

@@ -172,7 +172,11 @@ def test_install_is_opt_in_and_idempotent(sc):
     names = install()
     assert install() == names  # idempotent
     assert set(RDD_METHODS) <= set(names)
-    rdd = sc.parallelize([("a", 1), ("a", 2), ("b", 5)], 2)
-    assert sorted(rdd.balancedReduceByKey(operator.add, 2, strategy="pkg").collect()) == \
-        [("a", 3), ("b", 5)]
-    assert sorted(rdd.reduceByKey(operator.add).collect()) == [("a", 3), ("b", 5)]  # untouched
+    try:
+        rdd = sc.parallelize([("a", 1), ("a", 2), ("b", 5)], 2)
+        assert sorted(rdd.balancedReduceByKey(operator.add, 2, strategy="pkg").collect()) == \
+            [("a", 3), ("b", 5)]
+        assert sorted(rdd.reduceByKey(operator.add).collect()) == [("a", 3), ("b", 5)]  # untouched
+    finally:
+        uninstall()  # leave pyspark as other test modules expect it
+    assert not hasattr(RDD, "balancedReduceByKey")
