@@ -151,6 +151,7 @@ def part2(quick: bool, a_max: int = A_MAX, sigmas=READJ_SIGMAS) -> dict:
     for name, make in [
         ("Mixed", lambda: Mixed(theta=THETA, max_table=a_max, beta=BETA)),
         ("Mixed/compact", lambda: Mixed(theta=THETA, max_table=a_max, beta=BETA, compact=True)),
+        ("Mixed/fit", lambda: Mixed(theta=THETA, max_table=a_max, beta=BETA, phase2="fit")),
         ("MinTable", lambda: MinTable(theta=THETA, max_table=a_max, beta=BETA)),
         ("MinMig", lambda: MinMig(theta=THETA, max_table=None, beta=BETA)),
         ("MixedBF", lambda: MixedBF(theta=THETA, max_table=a_max, beta=BETA)),

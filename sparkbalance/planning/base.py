@@ -32,6 +32,8 @@ DEFAULT_BETA: float = 1.5
 #: Selection criteria (higher first): "c" = highest computation cost first (MinTable),
 #: "gamma" = highest γ(k) = c(k)^β / S(k) first (MinMig, Mixed), "density" = c / S.
 CRITERIA = ("c", "gamma", "density")
+#: Phase II stopping rules: the paper's prefix, or the prefix of keys that fit (see Planner).
+PHASE2_VARIANTS = ("paper", "fit")
 
 
 def selection_criterion(c: np.ndarray, S: np.ndarray, criterion: str, beta: float
@@ -92,6 +94,7 @@ class PlanningContext:
         self.tol = 1e-9 * max(self.mean, 1e-300)
         self.criterion = planner.criterion
         self.beta = planner.beta
+        self.phase2 = planner.phase2
         if records is None:
             c, S = w.cost, w.memory
             cnt = np.ones(len(w), dtype=np.int64)
@@ -142,7 +145,8 @@ class PlanningContext:
         stale_dropped = min(n_back, len(self.stale))
         u.move_back(n_back - stale_dropped, self.clean_order)
         name = self.criterion_name if criterion is None else criterion
-        C = u.prepare(self.cap, self.tol, name)
+        floor = self.mean if self.phase2 == "fit" else None
+        C = u.prepare(self.cap, self.tol, name, floor)
         from .llfd import run_llfd  # llfd imports this module for the Planner base
         counters = run_llfd(u, C, self.cap, self.tol, self.criterion)
         loads = u.loads()
@@ -169,6 +173,9 @@ class Planner:
     criterion : override the selection criterion ("c", "gamma", "density").
     compact : False (exact keys), True (records with the default HLHE degree) or a degree
         ε >= 1 (seed 000 §4).
+    phase2 : "paper" (default): Phase II takes the criterion-order prefix until the
+        partition is no longer overloaded; "fit": same, skipping keys whose removal alone
+        would take the partition below L̄ (less state moved when S ∝ c; extension).
     """
 
     name = "planner"
@@ -177,7 +184,7 @@ class Planner:
 
     def __init__(self, theta: float = DEFAULT_THETA, max_table: int | None | str = "default",
                  beta: float = DEFAULT_BETA, *, criterion: str | None = None,
-                 compact: bool | float = False) -> None:
+                 compact: bool | float = False, phase2: str = "paper") -> None:
         if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
             raise TypeError(f"theta={theta!r}; expected a number >= 0")
         if not np.isfinite(theta) or theta < 0:
@@ -208,6 +215,9 @@ class Planner:
             degree = float(compact)
         else:
             raise ValueError(f"compact={compact!r}; expected False, True or a degree >= 1")
+        if phase2 not in PHASE2_VARIANTS:
+            raise ValueError(f"phase2={phase2!r}; expected one of {PHASE2_VARIANTS}")
+        self.phase2 = phase2
         self.theta = float(theta)
         self.max_table = max_table
         self.beta = float(beta)
@@ -216,7 +226,8 @@ class Planner:
     @property
     def params(self) -> dict[str, Any]:
         return {"theta": self.theta, "max_table": self.max_table, "beta": self.beta,
-                "criterion": self.criterion, "compact": self.degree or False}
+                "criterion": self.criterion, "compact": self.degree or False,
+                "phase2": self.phase2}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -297,7 +308,8 @@ class Planner:
         crit[k:] = -np.inf
         u = Units(c, S, np.ones(c.shape[0], dtype=np.int64), home, cur,
                   np.zeros(c.shape[0], dtype=bool), crit, n)
-        C = u.prepare(cap, ctx.tol, "exact touch-up, " + ctx.criterion_name)
+        C = u.prepare(cap, ctx.tol, "exact touch-up, " + ctx.criterion_name,
+                      ctx.mean if self.phase2 == "fit" else None)
         from .llfd import run_llfd
         run_llfd(u, C, cap, ctx.tol, ctx.criterion)
         new = assignment.copy()

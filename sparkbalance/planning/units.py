@@ -121,7 +121,8 @@ class Units:
         return done
 
     # -- Phase II: preparing -------------------------------------------------------------
-    def prepare(self, cap: float, tol: float, criterion: str) -> list[int]:
+    def prepare(self, cap: float, tol: float, criterion: str, floor: float | None = None
+                ) -> list[int]:
         """Take keys off every overloaded partition (L(d) > cap) by decreasing ``crit``.
 
         Stops per partition as soon as it is no longer overloaded; the last record is split
@@ -169,6 +170,14 @@ class Units:
             if units.size == 0:
                 continue
             excess = L[d] - target[d]
+            if floor is not None:
+                # "fit" variant: skip keys whose removal alone would take d below ``floor``
+                # (L̄): the paper's prefix may drop a heavy key to cure a small excess and
+                # move far more state than needed. Falls back to the prefix when the
+                # lighter keys cannot cover the excess.
+                small = units[c[units] <= L[d] - floor + tol]
+                if small.size and float((c[small] * self.cnt[small]).sum()) >= excess - tol:
+                    units = small
             w = c[units] * self.cnt[units]
             cw = np.cumsum(w)
             # smallest prefix whose removal brings L(d) down to its target

@@ -247,6 +247,28 @@ def test_readj_only_moves_tracked_keys_and_respects_the_table_limit():
         Readj(sigma=0)
 
 
+def test_phase2_fit_never_takes_a_key_that_would_underload_its_partition():
+    # "fit": a key leaves an overloaded partition d in Phase II only if d keeps >= L̄
+    # without it (whenever such lighter keys can cover the excess).
+    from sparkbalance.planning.synthetic import zipf_workload
+    w = zipf_workload(5000, 8, z=0.9, rng=3)
+    L = w.loads()
+    mean = w.mean_load
+    p = Mixed(theta=0.05, phase2="fit").plan(w)
+    checked = 0
+    for i, why in p._reasons.items():
+        if not why.startswith("Phase II ("):
+            continue
+        d = int(w.current[i])
+        on = w.current == d
+        small = w.cost[on & (w.cost <= L[d] - mean)]
+        if small.sum() >= L[d] - 1.05 * mean:
+            assert w.cost[i] <= L[d] - mean + 1e-9
+            checked += 1
+    assert checked > 0
+    assert p.feasible
+
+
 # -- compact -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("degree", [1, 8, 64])
@@ -354,6 +376,7 @@ def test_registry_names_resolve():
     ({"beta": -1}, ValueError, "beta=-1"),
     ({"criterion": "biggest"}, ValueError, "criterion='biggest'"),
     ({"compact": 0.5}, ValueError, "compact=0.5"),
+    ({"phase2": "best"}, ValueError, "phase2='best'"),
 ])
 def test_bad_parameters_give_clear_errors(kwargs, exc, msg):
     with pytest.raises(exc, match=msg.replace("(", r"\(").replace(")", r"\)")):

@@ -48,10 +48,10 @@ thetas = st.sampled_from([0.0, 0.01, 0.08, 0.3])
 @SETTINGS
 @given(case=zipf_cases(), cls=planners, theta=thetas,
        max_table=st.one_of(st.none(), st.integers(0, 60)),
-       comp=st.sampled_from([False, 1, 8]))
-def test_every_plan_is_consistent(case, cls, theta, max_table, comp):
+       comp=st.sampled_from([False, 1, 8]), phase2=st.sampled_from(["paper", "fit"]))
+def test_every_plan_is_consistent(case, cls, theta, max_table, comp, phase2):
     w, table = case
-    p = cls(theta=theta, max_table=max_table, compact=comp).plan(w, table)
+    p = cls(theta=theta, max_table=max_table, compact=comp, phase2=phase2).plan(w, table)
     check_plan_invariants(w, table, p, theta, max_table)
     # realised routes agree with the table for keys absent from the workload as well
     for k, v in p.table.items():
@@ -60,8 +60,8 @@ def test_every_plan_is_consistent(case, cls, theta, max_table, comp):
 
 @SETTINGS
 @given(case=zipf_cases(), cls=st.sampled_from([MinTable, MinMig, Mixed, MixedBF, LLFD]),
-       theta=st.sampled_from([0.01, 0.08, 0.3]))
-def test_easy_instances_are_feasible(case, cls, theta):
+       theta=st.sampled_from([0.01, 0.08, 0.3]), phase2=st.sampled_from(["paper", "fit"]))
+def test_easy_instances_are_feasible(case, cls, theta, phase2):
     w, table = case
     cap = theta * w.mean_load
     cost = np.minimum(w.cost, cap)  # every c(k) <= θ·L̄' (L̄' <= L̄ after clipping)
@@ -71,7 +71,7 @@ def test_easy_instances_are_feasible(case, cls, theta):
         w2 = Workload(w.keys, cost, w.memory, w.home, w.current, w.num_partitions)
     if np.any(w2.cost > theta * w2.mean_load * (1 + 1e-12)):
         return  # clipping twice was not enough (tiny instance); not an easy instance
-    p = cls(theta=theta, max_table=None).plan(w2, table)
+    p = cls(theta=theta, max_table=None, phase2=phase2).plan(w2, table)
     assert p.feasible, p.summary()
 
 
