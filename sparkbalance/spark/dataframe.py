@@ -94,6 +94,11 @@ _SAMPLE_SEED = 17
 #: Hot-key split: a key is heavy when its cost exceeds this fraction of the mean partition
 #: load L̄; it is cut into pieces of at most this fraction of L̄.
 DEFAULT_SPLIT_THRESHOLD = 0.5
+#: Hot-key split: keys above this fraction of L̄ are placed whole by the greedy (a table
+#: entry), so the medium keys that hashing would pile up are spread too; at most
+#: ``DEFAULT_MAX_PLACED`` of them (the map literal stays small).
+DEFAULT_PLACED_FRACTION = 0.02
+DEFAULT_MAX_PLACED = 2000
 
 
 def _F():
@@ -278,7 +283,9 @@ def _coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
 def _sql_scalar(value: Any, dtype: Any) -> str:
     name = dtype.simpleString()
     if name in _INTEGRAL:
-        return str(int(value)) + ("L" if name == "bigint" else "")
+        # plain digits (no L suffix: "-9223372036854775808L" would overflow as -(2**63)L);
+        # the array is cast to the column type afterwards, exactly
+        return str(int(value))
     if name == "boolean":
         return "true" if value else "false"
     if name == "string":
@@ -581,17 +588,23 @@ class SplitPlan:
     def explain(self) -> str:
         mean = self.loads.mean() if self.loads.size else 0.0
         ratio = float(self.loads.max() / mean) if mean > 0 else 1.0
-        return (f"{len(self.pieces)} heavy keys of the {self.split_side} side split into "
-                f"{sum(map(len, self.pieces.values()))} pieces; planned max/avg load {ratio:.3f}")
+        split = [p for p in self.pieces.values() if len(p) > 1]
+        return (f"{len(split)} heavy keys of the {self.split_side} side split into "
+                f"{sum(map(len, split))} pieces, {len(self.pieces) - len(split)} keys placed "
+                f"whole; planned max/avg load {ratio:.3f}")
 
 
 def plan_split(stats: KeyStats, num_partitions: int, *, split_side: str = "left",
-               threshold: float = DEFAULT_SPLIT_THRESHOLD) -> SplitPlan:
-    """Choose the heavy keys and the partitions of their pieces (greedy, largest first).
+               threshold: float = DEFAULT_SPLIT_THRESHOLD,
+               placed_fraction: float = DEFAULT_PLACED_FRACTION,
+               max_placed: int = DEFAULT_MAX_PLACED) -> SplitPlan:
+    """Choose the heavy keys, their pieces, and where every piece goes (greedy LPT).
 
-    Light keys stay at their hash home; a key of cost ``c > threshold * L̄`` is cut into
-    ``s = min(n, ceil(c / (threshold * L̄)))`` equal pieces placed on the ``s`` least loaded
-    partitions (distinct), in decreasing order of cost (LPT, Graham 1969).
+    A key of cost ``c > threshold * L̄`` is cut into ``s = min(n, ceil(c / (threshold * L̄)))``
+    equal pieces on ``s`` distinct partitions. Keys above ``placed_fraction * L̄`` (at most
+    ``max_placed`` of them) are placed whole, like a routing-table entry; the rest stay at
+    their hash home. Placed keys go, in decreasing order of cost, to the least loaded
+    partitions given the hashed load (LPT, Graham 1969).
 
     Example
     -------
@@ -602,16 +615,24 @@ def plan_split(stats: KeyStats, num_partitions: int, *, split_side: str = "left"
     n = check_num_partitions(num_partitions)
     if not threshold > 0:
         raise ValueError(f"threshold={threshold!r}; expected > 0")
+    if not 0 <= placed_fraction <= threshold:
+        raise ValueError(f"placed_fraction={placed_fraction!r}; expected 0 <= fraction <= "
+                         f"threshold={threshold}")
     cost = stats.cost
     mean = float(cost.sum()) / n
-    heavy = cost > threshold * mean if mean > 0 else np.zeros(len(cost), dtype=bool)
+    order = np.argsort(-cost, kind="stable")
+    placed = np.zeros(len(cost), dtype=bool)
+    if mean > 0:
+        top = order[:max(0, int(max_placed))]
+        placed[top[cost[top] > placed_fraction * mean]] = True
+        placed[cost > threshold * mean] = True  # heavy keys are always split
     home = home_partitions(stats.keys, n)
-    loads = np.bincount(home[~heavy], weights=cost[~heavy], minlength=n).astype(np.float64)
+    loads = np.bincount(home[~placed], weights=cost[~placed], minlength=n).astype(np.float64)
     pieces: dict[Any, tuple[int, ...]] = {}
     keys = stats.keys
-    for i in np.argsort(-cost, kind="stable"):
-        if not heavy[i]:
-            break
+    for i in order:
+        if not placed[i]:
+            continue
         s = int(min(n, max(1, math.ceil(cost[i] / (threshold * mean)))))
         chosen = np.argsort(loads, kind="stable")[:s]
         loads[chosen] += cost[i] / s

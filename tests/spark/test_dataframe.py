@@ -42,7 +42,9 @@ def _skewed_rows(num: int = 3000, keys: int = 150, seed: int = 3):
 def skewed(spark):
     spark.conf.set("spark.sql.adaptive.enabled", "true")
     spark.conf.set("spark.sql.ansi.enabled", "true")
-    return spark.createDataFrame(_skewed_rows(), "k int, s string, v int, x double").cache()
+    # one input partition: fewer map tasks, the tests check placement, not parallelism
+    return spark.createDataFrame(_skewed_rows(), "k int, s string, v int, x double") \
+        .coalesce(1).cache()
 
 
 def _placement(df, key, f):
@@ -57,7 +59,8 @@ def _placement(df, key, f):
 PARTITIONERS = {
     "hash": HashPartitioner(N),
     "table": RoutingTablePartitioner(N, RoutingTable({0: 3, 1: 3, 7: 0, "x": 2, 10 ** 12: 1,
-                                                      "u0": 1, "u7": 0, -5: 2})),
+                                                      "u0": 1, "u7": 0, -5: 2, -2 ** 63: 1,
+                                                      2 ** 63 - 1: 2})),
     "keygroups": KeyGroupPartitioner(N, 32, [0, 3, 9, 20, 32]),
 }
 
@@ -74,9 +77,9 @@ def test_rows_land_where_the_partition_function_says(spark):
         if ktype == "string":
             data = [(f"u{i % 23}",) for i in range(200)] + [(None,)] * 5 + [("x",)] * 7
         else:
-            big = 10 ** 12 if ktype == "bigint" else 7
-            data = [(i % 23 - 5,) for i in range(200)] + [(None,)] * 5 + [(big,)] * 7
-        df = spark.createDataFrame(data, f"k {ktype}")
+            big = [10 ** 12, -2 ** 63, 2 ** 63 - 1] if ktype == "bigint" else [7]
+            data = [(i % 23 - 5,) for i in range(200)] + [(None,)] * 5 + [(b,) for b in big] * 7
+        df = spark.createDataFrame(data, f"k {ktype}").coalesce(1)
         for pname, f in PARTITIONERS.items():
             out = sbdf.repartition(df, N, "k", partitioner=f)
             assert out.columns == ["k"]
@@ -197,9 +200,9 @@ def test_null_keys_go_to_the_documented_partition(spark):
 def sides(spark, skewed):
     right = spark.createDataFrame(
         [(k, f"name{k}") for k in range(0, 170, 1)] + [(0, "dup0"), (None, "nullk")],
-        "k int, name string").cache()
+        "k int, name string").coalesce(1).cache()
     left = skewed.select("k", "v").union(skewed.sparkSession.createDataFrame(
-        [(None, 1), (999, 2)], "k int, v int")).cache()
+        [(None, 1), (999, 2)], "k int, v int")).coalesce(1).cache()
     return left, right
 
 
@@ -227,13 +230,19 @@ def join_stats(sides):
     return sbdf._join_stats(left, right, ["k"], None)
 
 
+#: One strategy per SQL routing form gets every join type; the other table planners
+#: (same RoutingTablePartitioner form as "mixed") get inner and full outer joins.
+ALL_TYPES_FOR = ("hash", "mixed", "keygroups")
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_co_partitioned_join_equals_plain(sides, plain_joins, join_stats, strategy):
-    """Every join type in one Spark job per strategy (a union of the six results)."""
+    """Join types in one Spark job per strategy (a union of the results)."""
     left, right = sides
+    hows = JOIN_TYPES if strategy in ALL_TYPES_FOR else ["inner", "full"]
     got = _union([_normal(sbdf.join(left, right, "k", how, num_partitions=N, strategy=strategy,
-                                    stats=join_stats), how) for how in JOIN_TYPES])
-    assertDataFrameEqual(got, plain_joins)
+                                    stats=join_stats), how) for how in hows])
+    assertDataFrameEqual(got, [r for r in plain_joins if r["case"] in hows])
 
 
 SPLIT_CASES = [("inner", "left"), ("inner", "right"), ("left", "left"), ("right", "right"),
