@@ -151,16 +151,18 @@ def _parse(argv: list[str], quick: bool) -> argparse.Namespace:
 
 def _table(results: list[RunResult], n: int) -> str:
     head = (f"{'strategy':<10} {'records/partition':<{max(18, 8 * n)}} {'rec max/avg':>11} "
-            f"{'time max/avg':>12} {'crit.path s':>11} {'crit.cpu s':>10} {'wall s':>7} "
-            f"{'vs hash':>7} {'fit s':>6}")
+            f"{'time max/avg':>12} {'crit.path s':>11} {'crit.cpu s':>10} {'cpu vs hash':>11} "
+            f"{'wall s':>7} {'vs hash':>7} {'fit s':>6}")
     lines = [head, "-" * len(head)]
     base = next((r.wall for r in results if r.strategy == "hash"), None)
+    base_cpu = next((max(r.cpu) for r in results if r.strategy == "hash"), None)
     for r in results:
         parts = " ".join(f"{c:>7d}" for c in r.records)
         ratio = f"{r.wall / base:6.2f}x" if base else "   -  "
+        cpu_ratio = f"{max(r.cpu) / base_cpu:10.2f}x" if base_cpu else "   -  "
         lines.append(f"{r.strategy:<10} {parts:<{max(18, 8 * n)}} {r.imbalance:>11.2f} "
                      f"{r.time_imbalance:>12.2f} {max(r.seconds):>11.2f} {max(r.cpu):>10.2f} "
-                     f"{r.wall:>7.2f} {ratio:>7} {r.fit_seconds:>6.2f}")
+                     f"{cpu_ratio:>11} {r.wall:>7.2f} {ratio:>7} {r.fit_seconds:>6.2f}")
     return "\n".join(lines)
 
 
