@@ -17,9 +17,9 @@ Our readings of, and departures from, seed 000 (each explained where it is imple
   carried deviation (``compact``). Records are realised on keys in index order (unbiased),
   then an exact touch-up fixes partitions the discretisation left over the cap.
 * Optional ``phase2="fit"`` (default ``"paper"``): Phase II skips keys whose removal alone
-  would take the partition below L̄. Measured (bench_planners, 30 intervals, K = 10^5):
-  −27 % state moved when S ∝ c (w = 1), +32 % when S spans 5 intervals (w = 5), where γ
-  already prefers recently hot keys — so the paper's rule stays the default.
+  would take the partition below L̄. Measured (bench_planners, 50 intervals, K = 10^5,
+  A_max = 3000): −32 % state moved when S ∝ c (w = 1), +39 % when S spans 5 intervals
+  (w = 5), where γ already prefers recently hot keys — so the paper's rule stays default.
 * MixedBF tries every n_back up to 129 values (evenly spread plus Algorithm 4's values).
 * Readj tracks keys with c(k) >= σ·L̄ (σ = Readj's knob) and moves/swaps only those.
 
