@@ -104,6 +104,7 @@ class Decision:
     seconds: float
     feasible: bool
     table_size: int
+    candidates: frozenset | None = None   # keys whose partition may change (None: any)
 
 
 def _filter_kwargs(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -247,9 +248,11 @@ class Controller:
         version = layout.table.version + 1
         new_table = RoutingTable(plan.table.routes, version)
         new = TableLayout(n_new, P, new_table)
+        # Same n: only keys of the table delta can change partition (F(k) = R[k] or h(k)).
+        cands = layout.table.diff(new_table).keys if n_new == layout.num_partitions else None
         return Decision(new, float(plan.imbalance_after), len(plan.moves),
                         float(plan.migration_cost), time.perf_counter() - t0,
-                        bool(plan.feasible), len(new_table))
+                        bool(plan.feasible), len(new_table), cands)
 
     def _plan_groups(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
                      ) -> Decision:

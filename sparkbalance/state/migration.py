@@ -62,7 +62,8 @@ def _summaries(rdd: Any) -> tuple[int, float]:
 
 
 def migrate(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any,
-            expected_keys: int | None = None) -> MigrationResult:
+            expected_keys: int | None = None, candidates: frozenset | None = None
+            ) -> MigrationResult:
     """Move only the entries whose partition under ``fn`` differs from where they are.
 
     One pass over the (cached) state extracts Δ on the map side; the shuffle carries only
@@ -73,18 +74,33 @@ def migrate(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any,
     block anyway), so the stays are never copied or re-cached by the migration itself.
     Raises ``RuntimeError`` when the keys that left and the keys that arrived differ in
     number (a key lost or duplicated) — never silently.
+
+    ``candidates``: the only keys whose partition can change (for a routing table with an
+    unchanged n: the keys of the table delta), so executors look up |Δ| keys per block
+    instead of routing every key; None routes every key (key groups, a new n).
     """
     out_acc = sc.accumulator(0)
 
+    cands = None if candidates is None else list(candidates)
+
     def _moved(pid: int, it: Any) -> Any:
         for block in it:
-            out = moved_of(pid, block, fn)
+            if cands is None or len(cands) > len(block):
+                out = moved_of(pid, block, fn)
+            else:
+                out = [(k, block[k]) for k in cands if k in block and fn(k) != pid]
             out_acc.add(len(out))
             yield from out
 
     def _view(pid: int, it: Any) -> Any:
         for st, arr in it:
-            yield join_moved(stays_of(pid, st, fn), arr)
+            if cands is None or len(cands) > len(st):
+                st = stays_of(pid, st, fn)
+            else:  # st is this task's own deserialised copy: drop the keys that left
+                for k in cands:
+                    if k in st and fn(k) != pid:
+                        del st[k]
+            yield join_moved(st, arr)
 
     arrived = blocks_of(state.mapPartitionsWithIndex(_moved), num_physical, fn)
     arrived.persist(storage_level)

@@ -296,7 +296,8 @@ class KeyedStateOperator:
             plan_s = decision.seconds
             if decision.layout != layout and decision.imbalance_after < m.imbalance - 1e-12:
                 t1 = time.perf_counter()
-                res = self._migrate(decision.layout, "imbalance", decision.planned_bytes)
+                res = self._migrate(decision.layout, "imbalance", decision.planned_bytes,
+                                   decision.candidates)
                 mig_s = time.perf_counter() - t1
                 keys_moved, bytes_moved = res.keys_moved, res.bytes_moved
                 after, rebalanced = decision.imbalance_after, True
@@ -354,11 +355,12 @@ class KeyedStateOperator:
 
     # ------------------------------------------------------------------ rebalancing
     def _migrate(self, new_layout: TableLayout | GroupLayout, reason: str,
-                 planned_bytes: float) -> MigrationResult:
+                 planned_bytes: float, candidates: frozenset | None = None
+                 ) -> MigrationResult:
         t0 = time.perf_counter()
         old = self._layout
         res = migrate(self.sc, self._state, new_layout.fn, new_layout.num_physical,
-                      self._level)
+                      self._level, candidates=candidates)
         self._to_release.append(res.cached)
         self._state = res.rdd                      # lazy narrow view: stays ∪ arrivals
         self._layout = new_layout                  # switch only after the move

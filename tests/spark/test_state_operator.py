@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import os
 import re
 
 import numpy as np
@@ -51,9 +52,18 @@ _BATCHES = _stream()
 _RESULTS: dict = {}
 
 
+#: Planners run over all 20 batches by default; the others over the first SHORT batches
+#: (still several migrations) to keep the Spark suite within its time budget.
+#: SPARKBALANCE_FULL_STATE_TESTS=1 runs every planner over the 20 batches.
+_FULL = ("mixed", "ssm") if not os.environ.get("SPARKBALANCE_FULL_STATE_TESTS") \
+    else PLANNER_NAMES
+SHORT = 6
+
+
 @pytest.mark.parametrize("planner", PLANNER_NAMES)
 def test_state_equals_reference_after_20_batches_across_migrations(sc, planner):
-    op, state, ref, counts = _run(sc, planner, _BATCHES, check_outputs_at=(0, N_BATCHES - 1))
+    batches = _BATCHES if planner in _FULL else _BATCHES[:SHORT]
+    op, state, ref, counts = _run(sc, planner, batches, check_outputs_at=(0, len(batches) - 1))
     _RESULTS[planner] = op
     assert state == ref
     # count invariant: after every batch (and its migration) exactly the reference keys
@@ -66,8 +76,9 @@ def test_state_equals_reference_after_20_batches_across_migrations(sc, planner):
         assert moved > 0 and op.version >= 2
     if planner != "none" and "none" in _RESULTS:
         # rebalancing helps: the layouts used next fit each batch better than plain hash
-        base = np.mean([h.imbalance_before for h in _RESULTS["none"].history])
-        after = np.mean([h.imbalance_after for h in op.history])
+        k = min(len(_RESULTS["none"].history), len(op.history))
+        base = np.mean([h.imbalance_before for h in _RESULTS["none"].history[:k]])
+        after = np.mean([h.imbalance_after for h in op.history[:k]])
         assert after < base, (after, base)
 
 
