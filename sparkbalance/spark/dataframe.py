@@ -24,8 +24,11 @@ data already clustered on ``pid`` and plans **one** exchange (the placement itse
 drops ``pid``. ``join(left, right, on)`` routes both sides with one function and joins on
 ``(pid, on)``: one exchange per side. ``join(..., strategy="split")`` spreads the heavy keys
 of one side (the *split* side) over several partitions and replicates the matching rows of
-the other side to each of them, which AQE's skew-join handling cannot do for outer joins
-and which balances work AQE cannot see (a costly per-row join condition or projection).
+the other side to each of them. AQE's skew-join handling splits a partition only when it is
+both > 5x the median and > 256 MB (defaults), by map-output ranges, and leaves moderately
+skewed partitions (say 1.6x the mean) alone; the split here is planned per key from the
+statistics (pieces on the least loaded partitions, LPT), so the work after the join is
+balanced whatever the thresholds.
 
 Configuration (explicit arguments win), read from the session's conf::
 
