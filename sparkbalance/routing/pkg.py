@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..hashing import P, _A, _B, hash_family_array, raw_hash
-from .base import MEMO_CAPACITY, check_num_partitions
+from .base import check_num_partitions
 from .splitting import SplittingPartitioner
 
 __all__ = ["PKGPartitioner", "fit_pkg", "pkg_candidates", "pkg_candidates_array", "PKG_HASHES"]
@@ -93,15 +93,17 @@ class PKGPartitioner(SplittingPartitioner):
     def __call__(self, key: Any) -> int:
         # Specialised hot path of SplittingPartitioner.__call__ for exactly two choices.
         memo = self._memo
-        try:
-            c = memo.get(key)
-        except TypeError:  # unhashable: raw_hash raises the clear error
-            c = None
+        c = None
+        if memo is not None:
+            try:
+                c = memo.get(key)
+            except TypeError:  # unhashable: raw_hash raises the clear error
+                pass
         if c is None:
             c = pkg_candidates(key, self.num_partitions)
-            if len(memo) >= MEMO_CAPACITY:
-                memo.clear()
-            memo[key] = c
+            self._remember(key, c)
+        else:
+            self._hits += 1
         loads = self._loads
         a, b = c
         p = a if loads[a] <= loads[b] else b

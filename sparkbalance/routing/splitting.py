@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .base import MEMO_CAPACITY, PartitionFunction
+from .base import PartitionFunction
 
 __all__ = ["SplittingPartitioner", "greedy_select", "distinct_inverse"]
 
@@ -100,15 +100,17 @@ class SplittingPartitioner(PartitionFunction):
 
     def __call__(self, key: Any) -> int:
         memo = self._memo  # key -> candidates: deterministic, so safe to cache per process
-        try:
-            cand = memo.get(key)
-        except TypeError:  # unhashable: candidates() raises the clear hashing error
-            cand = None
+        cand = None
+        if memo is not None:
+            try:
+                cand = memo.get(key)
+            except TypeError:  # unhashable: candidates() raises the clear hashing error
+                pass
         if cand is None:
             cand = self.candidates(key)
-            if len(memo) >= MEMO_CAPACITY:
-                memo.clear()
-            memo[key] = cand
+            self._remember(key, cand)
+        else:
+            self._hits += 1
         loads = self._loads
         best = cand[0]
         bl = loads[best]
@@ -144,6 +146,7 @@ class SplittingPartitioner(PartitionFunction):
         """A copy with zero local loads (what each map task unpickles)."""
         g = copy.copy(self)
         g._memo = {}
+        g._hits = 0
         g._loads = [0.0] * self.num_partitions
         return g
 

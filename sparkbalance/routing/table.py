@@ -13,11 +13,13 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..hashing import validate_key
+from ..hashing import P, _A, _B, raw_hash, validate_key
 from .base import PartitionFunction
 from .hash import home_partition, home_partitions
 
 __all__ = ["RoutingDelta", "RoutingTable", "RoutingTablePartitioner"]
+
+_A0, _B0 = _A[0], _B[0]
 
 
 @dataclass(frozen=True)
@@ -197,19 +199,29 @@ class RoutingTablePartitioner(PartitionFunction):
 
     def partition(self, key: Any) -> int:
         p = self._routes.get(key)
-        if p is None:
-            return home_partition(key, self.num_partitions)
+        if p is None:  # h(k), inlined: this is the per-record hot path
+            return ((raw_hash(key) * _A0 + _B0) % P) % self.num_partitions
         return p
 
     def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
         items = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
         out = home_partitions(items, self.num_partitions)
-        if self._routes:
-            get = self._routes.get
-            for i, k in enumerate(items):
-                p = get(k)
-                if p is not None:
+        if not self._routes:
+            return out
+        # Distinct keys (the planners' case): index them once in C and visit only the
+        # table's entries, so the cost stays O(K) hashing + O(|R|) Python.
+        position = dict(zip(items, range(len(items))))
+        if len(position) == len(items):
+            for k, p in self._routes.items():
+                i = position.get(k)
+                if i is not None:
                     out[i] = p
+            return out
+        get = self._routes.get  # repeated keys: one lookup per item
+        for i, k in enumerate(items):
+            p = get(k)
+            if p is not None:
+                out[i] = p
         return out
 
     def with_table(self, table: RoutingTable) -> "RoutingTablePartitioner":

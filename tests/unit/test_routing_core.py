@@ -97,3 +97,22 @@ def test_bad_key_error_names_type():
         f(None)
     with pytest.raises(TypeError, match="list"):
         f([1])
+
+
+def test_memo_switches_off_for_distinct_keys_and_stays_for_hot_keys():
+    from sparkbalance.routing.base import MEMO_CAPACITY
+    f = HashPartitioner(8)
+    out = [f(i) for i in range(MEMO_CAPACITY + 10)]
+    assert f._memo is None  # keys never repeated: the memo only cost time
+    assert out == f.assign(np.arange(MEMO_CAPACITY + 10)).tolist()
+    g = RoutingTablePartitioner(8, {"hot": 1})
+    keys = [k for i in range(3 * MEMO_CAPACITY) for k in ("hot", "hot", i)]  # 2 hits : 1 miss
+    assert [g(k) for k in keys] == g.assign(np.array(keys, dtype=object)).tolist()
+    assert g._memo is not None  # hot keys hit: the memo stays on
+    assert pickle.loads(pickle.dumps(f))._memo == {}  # a new map task starts with one
+
+
+def test_table_assign_with_repeated_and_distinct_keys():
+    f = RoutingTablePartitioner(4, {"a": 3, 7: 2})
+    assert f.assign(["a", "b", 7, "a", 7.0]).tolist() == [f(k) for k in ["a", "b", 7, "a", 7.0]]
+    assert f.assign(["a", 7, "z"]).tolist() == [3, 2, home_partition("z", 4)]
