@@ -12,7 +12,7 @@ from task durations by :mod:`sparkbalance.stats.timeweights`); its load is
    table heavy key -> candidates. The random draws are seeded per key by a stable hash, so
    the table is identical in every process.
 2. **Grouping** (per record, the stateful selector): a heavy key goes to the candidate with
-   the least current ``l_i``; any other key to the smaller ``l_i`` of its two hash choices
+   the least current ``l_i``; any other key to the smaller ``l_i`` of its two distinct hash choices
    (PKG's candidates). ``l_i`` is local to a map task, as PKG's load estimate.
 
 Departures, written down:
@@ -37,7 +37,7 @@ import numpy as np
 from ..hashing import hash_family
 from .base import check_num_partitions
 from .choices import HEAVY_THRESHOLD_FACTOR, heavy_hitters
-from .pkg import pkg_candidates
+from .pkg import distinct_candidates
 from .splitting import SplittingPartitioner
 
 __all__ = ["TimeAwarePartitioner", "fit_tag", "heavy_routes", "segment_probabilities",
@@ -190,7 +190,7 @@ class TimeAwarePartitioner(SplittingPartitioner):
             c = self._routes.get(key)
         except TypeError:
             c = None
-        return c if c is not None else pkg_candidates(key, self.num_partitions)
+        return c if c is not None else distinct_candidates(key, self.num_partitions)
 
     @property
     def local_time_loads(self) -> list[float]:
