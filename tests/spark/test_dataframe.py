@@ -361,3 +361,15 @@ def test_dataframe_methods_and_transform(skewed):
     assertDataFrameEqual(got, skewed.groupBy("k").agg(F.sum("v").alias("t")))
     assert skewed.transform(sbdf.balanced_repartition(3, "k", strategy="hash")
                             ).rdd.getNumPartitions() == 3
+
+
+def test_dataframe_and_rdd_paths_agree(spark, sc):
+    """One partition function, two implementations: rdd.partitionBy(n, f) vs repartition."""
+    f = PARTITIONERS["table"]
+    keys = [f"u{i}" for i in range(40)] + ["x", "u0", "u7"]
+    rdd_home = dict(sc.parallelize([(k, 1) for k in keys], 2).partitionBy(N, f)
+                    .mapPartitionsWithIndex(lambda i, it: ((k, i) for k, _ in it)).collect())
+    df = spark.createDataFrame([(k,) for k in keys], "k string").coalesce(1)
+    df_home = dict(sbdf.repartition(df, N, "k", partitioner=f)
+                   .select("k", F.spark_partition_id()).collect())
+    assert df_home == rdd_home
