@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         # ---------------------------------------------------------------- A
-        nk, payload, reps = (20_000, 200, 3) if q else (100_000, 400, 5)
+        nk, payload, reps = (20_000, 200, 3) if q else (200_000, 1000, 5)
         rows, res, planned, total = bench_migration(spark, nk, payload, reps)
         md, mf = statistics.median(rows["delta"]), statistics.median(rows["full"])
         print(f"\nA. migration of the keyed state: {nk} keys, {total / 1e6:.1f} MB, n=4, "

@@ -22,7 +22,20 @@ from typing import Any
 
 from .blocks import block_summary, join_moved, moved_of, stays_of
 
-__all__ = ["MigrationResult", "migrate", "full_repartition", "pad_blocks", "blocks_of"]
+__all__ = ["MigrationResult", "migrate", "full_repartition", "pad_blocks", "blocks_of",
+           "one_block_serde"]
+
+
+def one_block_serde(rdd: Any) -> Any:
+    """``rdd`` serialised as one pickled element per batch.
+
+    PySpark's ``zip`` re-serialises both sides (an extra unpickle + pickle pass over the
+    whole state) unless they share a fixed batch size; every block RDD of the state uses
+    ``BatchedSerializer(CPickleSerializer(), 1)`` so the zip runs straight on the cached
+    bytes. Pipelined into the producing stage: no extra pass.
+    """
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+    return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
 
 
 @dataclass(frozen=True)
@@ -37,8 +50,8 @@ class MigrationResult:
 
 def blocks_of(pairs_rdd: Any, num_physical: int, fn: Any) -> Any:
     """Route ``(key, x)`` pairs with ``fn`` and group them into one dict per partition."""
-    return (pairs_rdd.partitionBy(num_physical, fn)
-            .mapPartitions(lambda it: [dict(it)], preservesPartitioning=True))
+    return one_block_serde(pairs_rdd.partitionBy(num_physical, fn)
+                           .mapPartitions(lambda it: [dict(it)], preservesPartitioning=True))
 
 
 def pad_blocks(sc: Any, rdd: Any, num_physical: int) -> Any:
@@ -48,7 +61,8 @@ def pad_blocks(sc: Any, rdd: Any, num_physical: int) -> Any:
         raise ValueError(f"cannot shrink {have} physical partitions to {num_physical} narrowly")
     if have == num_physical:
         return rdd
-    empty = sc.parallelize([], num_physical - have).mapPartitions(lambda it: [{}])
+    empty = one_block_serde(sc.parallelize([], num_physical - have)
+                            .mapPartitions(lambda it: [{}]))
     return sc.union([rdd, empty])
 
 
@@ -111,7 +125,8 @@ def migrate(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any,
         arrived.unpersist()
         raise RuntimeError(f"migration moved {out_acc.value} keys out but {keys_in} arrived; "
                            "refusing the new layout (state kept as before)")
-    view = pad_blocks(sc, state, num_physical).zip(arrived).mapPartitionsWithIndex(_view)
+    view = one_block_serde(pad_blocks(sc, state, num_physical).zip(arrived)
+                           .mapPartitionsWithIndex(_view))
     return MigrationResult(view, keys_in, float(sum(r[2] for r in rows)),
                            -1 if expected_keys is None else expected_keys, float("nan"),
                            arrived)

@@ -41,7 +41,7 @@ from ..spark.listener import sparkbalance_job_group
 from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Measurement,
                          initial_layout)
 from .layout import GroupLayout, TableLayout
-from .migration import MigrationResult, migrate
+from .migration import MigrationResult, migrate, one_block_serde
 from .streaming import already_applied, check_batch_id
 from .window import StateFold
 
@@ -253,7 +253,8 @@ class KeyedStateOperator:
         return rdd.mapPartitions(check_pairs)
 
     def _empty_state(self, num_physical: int) -> Any:
-        rdd = self.sc.parallelize([], num_physical).mapPartitions(lambda it: [{}])
+        rdd = one_block_serde(self.sc.parallelize([], num_physical)
+                              .mapPartitions(lambda it: [{}]))
         return rdd.persist(self._level)
 
     # ------------------------------------------------------------------ one batch
@@ -285,7 +286,7 @@ class KeyedStateOperator:
         else:
             self._to_release.append(merged)
         self._merged = merged
-        self._state = merged.map(lambda t: t[0])
+        self._state = one_block_serde(merged.map(lambda t: t[0]))
         m = self._controller.measure(stats, layout, self._partition_seconds(group, P))
         self._last = m
         self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
@@ -331,8 +332,8 @@ class KeyedStateOperator:
         layout = self._layout
         fn, P = layout.fn, layout.num_physical
         pairs = self._pairs(batch)
-        batch_blocks = (pairs.partitionBy(P, fn)
-                        .mapPartitions(group_block, preservesPartitioning=True))
+        batch_blocks = one_block_serde(pairs.partitionBy(P, fn)
+                                       .mapPartitions(group_block, preservesPartitioning=True))
         fold, seq = self._fold, self._seq
         ng = layout.num_groups if isinstance(layout, GroupLayout) else None
 
@@ -340,7 +341,7 @@ class KeyedStateOperator:
             for st, bt in it:
                 yield merge_blocks(pid, st, bt, fold, seq, ng)
 
-        return self._state.zip(batch_blocks).mapPartitionsWithIndex(_merge)
+        return one_block_serde(self._state.zip(batch_blocks).mapPartitionsWithIndex(_merge))
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.
@@ -477,8 +478,8 @@ class KeyedStateOperator:
             yield blocks[0]
 
         try:
-            rdd = (self.sc.pickleFile(str(path)).partitionBy(P, lambda pid: pid)
-                   .mapPartitionsWithIndex(_one))
+            rdd = one_block_serde(self.sc.pickleFile(str(path)).partitionBy(P, lambda pid: pid)
+                                  .mapPartitionsWithIndex(_one))
             rdd.persist(self._level)
             rows = rdd.mapPartitionsWithIndex(
                 lambda pid, it: [block_summary(pid, b) for b in it]).collect()
