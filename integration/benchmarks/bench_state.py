@@ -95,6 +95,9 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(ROOT / "bench-out"))
     p.add_argument("--skip-stream", action="store_true")
+    p.add_argument("--skip-migration", action="store_true")
+    p.add_argument("--fluctuation", type=float, default=1.0,
+                   help="f of seed 000 §5: load shifted per interval, in units of θ_ref")
     args = p.parse_args(argv)
     q = args.quick
     spark = session()
@@ -102,6 +105,8 @@ def main(argv=None) -> int:
     try:
         # ---------------------------------------------------------------- A
         nk, payload, reps = (20_000, 200, 3) if q else (200_000, 1000, 5)
+        if args.skip_migration:
+            nk, reps = 1000, 1
         rows, res, planned, total = bench_migration(spark, nk, payload, reps)
         md, mf = statistics.median(rows["delta"]), statistics.median(rows["full"])
         print(f"\nA. migration of the keyed state: {nk} keys, {total / 1e6:.1f} MB, n=4, "
@@ -124,8 +129,8 @@ def main(argv=None) -> int:
         # ---------------------------------------------------------------- B
         from sparkbalance.demo.stream import (DEMO_PLANNERS, format_table, make_batches, plot,
                                               run_stream, summarise)
-        nb, keys, recs, work = (12, 1000, 8000, 200) if q else (30, 5000, 40000, 1000)
-        batches = make_batches(keys, 4, nb, recs, 1.0, 1.0, seed=7)
+        nb, keys, recs, work = (12, 1000, 8000, 200) if q else (30, 5000, 20000, 1000)
+        batches = make_batches(keys, 4, nb, recs, 1.0, args.fluctuation, seed=7)
         hist = {}
         for planner in DEMO_PLANNERS:
             hist[planner] = run_stream(spark, planner, batches, num_partitions=4, theta=0.08,
