@@ -96,6 +96,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(ROOT / "bench-out"))
     p.add_argument("--skip-stream", action="store_true")
     p.add_argument("--skip-migration", action="store_true")
+    p.add_argument("--partitions", type=int, default=4,
+                   help="n of the stream part (= cores to see the straggler in batch time)")
     p.add_argument("--fluctuation", type=float, default=1.0,
                    help="f of seed 000 §5: load shifted per interval, in units of θ_ref")
     args = p.parse_args(argv)
@@ -130,13 +132,15 @@ def main(argv=None) -> int:
         from sparkbalance.demo.stream import (DEMO_PLANNERS, format_table, make_batches, plot,
                                               run_stream, summarise)
         nb, keys, recs, work = (12, 1000, 8000, 200) if q else (30, 5000, 20000, 1000)
-        batches = make_batches(keys, 4, nb, recs, 1.0, args.fluctuation, seed=7)
+        n = args.partitions
+        batches = make_batches(keys, n, nb, recs, 1.0, args.fluctuation, seed=7)
         hist = {}
         for planner in DEMO_PLANNERS:
-            hist[planner] = run_stream(spark, planner, batches, num_partitions=4, theta=0.08,
+            hist[planner] = run_stream(spark, planner, batches, num_partitions=n, theta=0.08,
                                        window=3, progress=False, work=work)
-        print(f"\nB. {nb} batches x {recs} records, {keys} keys, Zipf z=1.0, fluctuation f=1, "
-              "n=4, θ=0.08, window=3 (batch 0 excluded from times)")
+        print(f"\nB. {nb} batches x {recs} records, {keys} keys, Zipf z=1.0, fluctuation "
+              f"f={args.fluctuation}, n={n}, θ=0.08, window=3, {work} CPU steps/record "
+              "(batch 0 excluded from times)")
         rows_b = summarise(hist)
         print(format_table(rows_b))
         by = {r["planner"]: r for r in rows_b}

@@ -121,9 +121,14 @@ def migrate(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any,
     rows = arrived.mapPartitionsWithIndex(
         lambda pid, it: [block_summary(pid, b) for b in it]).collect()
     keys_in = sum(r[1] for r in rows)
-    if keys_in != out_acc.value:
+    left = out_acc.value
+    if keys_in != left:
+        # Accumulators in a map stage may double count re-run tasks: recount exactly.
+        left = state.mapPartitionsWithIndex(
+            lambda pid, it: [len(moved_of(pid, b, fn)) for b in it]).sum()
+    if keys_in != left:
         arrived.unpersist()
-        raise RuntimeError(f"migration moved {out_acc.value} keys out but {keys_in} arrived; "
+        raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
                            "refusing the new layout (state kept as before)")
     view = one_block_serde(pad_blocks(sc, state, num_physical).zip(arrived)
                            .mapPartitionsWithIndex(_view))
