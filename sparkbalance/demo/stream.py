@@ -26,14 +26,21 @@ __all__ = ["main", "run_stream", "summarise", "DEMO_PLANNERS", "busy_count"]
 DEMO_PLANNERS: tuple[str, ...] = ("none", "mixed", "mintable", "ssm")
 
 
-def busy_count(work: int = 200) -> Any:
+def busy_count(work: int = 200, io_us: float = 0.0) -> Any:
     """``update_values`` of the demo: count records, with ``work`` loop steps of CPU per
-    record (200 ≈ 10 µs) so that a partition's task time follows its record count."""
+    record (200 ≈ 10 µs) and ``io_us`` µs of waiting per record (an I/O-bound update, e.g.
+    a lookup in an external store), so that a partition's task time follows its record
+    count. Waiting, unlike CPU work, lets n tasks run side by side on a 2-core machine, so
+    the batch time shows the slowest partition as it would on n cores."""
+    wait = io_us * 1e-6
+
     def update_values(state: int, values: list) -> tuple[int, list]:
         acc = 0
         for v in values:
             for i in range(work):
                 acc ^= (v * 31 + i) & 0xFF
+        if wait:
+            time.sleep(wait * len(values))
         new = state + len(values)
         return new, [new]
     return update_values
@@ -49,11 +56,11 @@ def _progress(it: Any, total: int, desc: str) -> Any:
 
 def run_stream(spark: Any, planner: str, batches: Sequence[list], *, num_partitions: int,
                theta: float = 0.08, window: int | None = 3, progress: bool = True,
-               work: int = 200, **kw: Any) -> list:
+               work: int = 200, io_us: float = 0.0, **kw: Any) -> list:
     """Run the batches through a fresh operator; return its ``history``."""
     from ..state.operator import KeyedStateOperator
     sc = spark.sparkContext
-    op = KeyedStateOperator(spark, num_partitions, update_values=busy_count(work), initial=0,
+    op = KeyedStateOperator(spark, num_partitions, update_values=busy_count(work, io_us), initial=0,
                             planner=planner, theta=theta, window=window, **kw)
     it = enumerate(batches)
     if progress:
@@ -140,8 +147,12 @@ def main(quick: bool = False, out: str = "demo-out", argv: list[str] | None = No
     p = argparse.ArgumentParser(prog="sparkbalance demo stream")
     p.add_argument("--batches", type=int, default=8 if quick else 30)
     p.add_argument("--keys", type=int, default=500 if quick else 5000)
-    p.add_argument("--records", type=int, default=3000 if quick else 40000)
-    p.add_argument("--work", type=int, default=200, help="CPU loop steps per record")
+    p.add_argument("--records", type=int, default=3000 if quick else 20000)
+    p.add_argument("--work", type=int, default=20, help="CPU loop steps per record")
+    p.add_argument("--io-us", type=float, default=100.0,
+                   help="simulated I/O wait per record, microseconds")
+    p.add_argument("--fluctuation", type=float, default=0.5,
+                   help="share of the paper's per-interval load shift (seed 000 §5 f)")
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--zipf", type=float, default=1.0)
     p.add_argument("--theta", type=float, default=0.08)
@@ -150,22 +161,27 @@ def main(quick: bool = False, out: str = "demo-out", argv: list[str] | None = No
     args, _ = p.parse_known_args(argv or [])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("sparkbalance-demo-stream")
+    # One task slot per partition: the per-record cost is mostly waiting (see busy_count),
+    # so n slots on 2 cores still run the n tasks of a batch side by side.
+    spark = (SparkSession.builder.master(f"local[{args.partitions}]")
+             .appName("sparkbalance-demo-stream")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         batches = make_batches(args.keys, args.partitions, args.batches, args.records,
-                               args.zipf, 1.0, seed=7)
+                               args.zipf, args.fluctuation, seed=7)
         histories: dict[str, list] = {}
         t0 = time.perf_counter()
         for planner in args.planners.split(","):
             histories[planner] = run_stream(spark, planner, batches,
                                             num_partitions=args.partitions, theta=args.theta,
-                                            window=args.window, work=args.work)
-        print(f"\nKeyed state, shifting Zipf z={args.zipf}: {args.batches} batches x "
-              f"{args.records} records, {args.keys} keys, n={args.partitions}, "
-              f"θ={args.theta}, window={args.window} ({time.perf_counter() - t0:.0f} s)")
+                                            window=args.window, work=args.work,
+                                            io_us=args.io_us)
+        print(f"\nKeyed state, shifting Zipf z={args.zipf} (fluctuation f={args.fluctuation}): "
+              f"{args.batches} batches x {args.records} records, {args.keys} keys, "
+              f"n={args.partitions}, θ={args.theta}, window={args.window}, "
+              f"{args.io_us:g} µs I/O per record ({time.perf_counter() - t0:.0f} s)")
         print("max/avg = load of each batch under the layout it was routed with; next = "
               "under the layout planned after it")
         print(format_table(summarise(histories)))
