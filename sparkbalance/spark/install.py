@@ -13,9 +13,9 @@ Example
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from . import dataframe as _dataframe
 from . import rdd as _rdd
 
 __all__ = ["install", "uninstall", "RDD_METHODS"]
@@ -28,7 +28,6 @@ RDD_METHODS: dict[str, Any] = {
     "balancedGroupByKey": _rdd.group_by_key,
     "balancedJoin": _rdd.join,
 }
-_DATAFRAME_MODULE = "sparkbalance.spark.dataframe"
 
 
 def _method(func: Any) -> Any:
@@ -56,17 +55,7 @@ def install() -> list[str]:
                                "refusing to replace it")
         setattr(RDD, name, _method(func))
         added.append(name)
-    try:
-        dataframe = importlib.import_module(_DATAFRAME_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != _DATAFRAME_MODULE:
-            raise
-    else:
-        hook = getattr(dataframe, "install_dataframe_methods", None)
-        if hook is not None:
-            more = hook()
-            if isinstance(more, (list, tuple)):
-                added.extend(more)
+    added.extend(_dataframe.install_dataframe_methods())
     return added
 
 
@@ -77,12 +66,4 @@ def uninstall() -> None:
     for name in RDD_METHODS:
         if getattr(getattr(RDD, name, None), "_sparkbalance", False):
             delattr(RDD, name)
-    try:
-        dataframe = importlib.import_module(_DATAFRAME_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != _DATAFRAME_MODULE:
-            raise
-    else:
-        hook = getattr(dataframe, "uninstall_dataframe_methods", None)
-        if hook is not None:
-            hook()
+    _dataframe.uninstall_dataframe_methods()
