@@ -26,6 +26,9 @@ __all__ = ["PartitionFunction", "check_num_partitions", "MEMO_CAPACITY"]
 #: off for that instance, i.e. for the rest of that map task (measured: on uniform keys a
 #: memo that always inserts made routing 1.3x slower than none).
 MEMO_CAPACITY: int = 1 << 14
+#: An early look: after this many distinct keys, fewer hits than entries switches the memo
+#: off at once, so uniform keys pay the insertions for 1024 records only, not 16384.
+MEMO_PROBE: int = 1 << 10
 
 
 def check_num_partitions(num_partitions: Any, name: str = "num_partitions") -> int:
@@ -77,7 +80,11 @@ class PartitionFunction(ABC):
         memo = self._memo
         if memo is None:
             return
-        if len(memo) >= MEMO_CAPACITY:
+        size = len(memo)
+        if size == MEMO_PROBE and self._hits < size:
+            self._memo = None
+            return
+        if size >= MEMO_CAPACITY:
             if self._hits < len(memo):
                 self._memo = None
                 return
