@@ -109,6 +109,19 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
         seq += 1
     heapq.heapify(heap)
     budget = _STEP_BUDGET_FLOOR + STEP_BUDGET_PER_CANDIDATE * len(C)
+
+    def place(v: int, m: int, q: int, d: int, ck: float) -> int:
+        """Put ``q`` of record ``v``'s ``m`` keys on ``d`` (all when q >= m); re-queue the rest."""
+        nonlocal seq
+        w = v if q >= m else u.split(v, q)
+        u.asg[w] = d
+        members.note_added(d, w)
+        L[d] += ck * q
+        if w != v:
+            heapq.heappush(heap, (-ck, seq, v))
+            seq += 1
+        return w
+
     steps = ejections = fallbacks = 0
     exhausted = 0
     while heap:
@@ -154,14 +167,7 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
                     if n > 1 and m > 1:
                         nxt = L[order[1]] if i == 0 else L[order[0]]
                         q = min(q, max(1, int((nxt - L[d]) // ck) + 1))
-                q = max(q, 1)
-                w = v if q >= m else u.split(v, q)
-                u.asg[w] = d
-                members.note_added(d, w)
-                L[d] += ck * q
-                if w != v:
-                    heapq.heappush(heap, (-ck, seq, v))
-                    seq += 1
+                w = place(v, m, max(q, 1), d, ck)
                 if w not in u.reason or u.asg[w] != u.cur[w]:
                     _note(u, w, f"Phase III (LLFD): placed on least-loaded fitting partition "
                                 f"{d}")
@@ -184,26 +190,14 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
                 heapq.heappush(heap, (-float(u.c[e]), seq, e))
                 seq += 1
                 ejections += 1
-            w = v if m == 1 else u.split(v, 1)
-            u.asg[w] = d
-            members.note_added(d, w)
-            L[d] += ck
-            if w != v:
-                heapq.heappush(heap, (-ck, seq, v))
-                seq += 1
+            w = place(v, m, 1, d, ck)
             _note(u, w, f"Phase III (Adjust): placed on {d} after ejecting lighter keys")
             placed = True
             break
         if not placed:
             # Nothing fits within the cap: least-loaded partition, one key at a time.
+            w = place(v, m, 1, order[0], ck)
             d = order[0]
-            w = v if m == 1 else u.split(v, 1)
-            u.asg[w] = d
-            members.note_added(d, w)
-            L[d] += ck
-            if w != v:
-                heapq.heappush(heap, (-ck, seq, v))
-                seq += 1
             fallbacks += 1
             _note(u, w, f"Phase III (LLFD): no partition could take it within the cap; "
                         f"placed on least-loaded partition {d} (balance goal missed)")
