@@ -8,8 +8,7 @@ Public API (imported lazily, so ``import sparkbalance`` does not start or import
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -87,13 +86,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sparkbalance' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

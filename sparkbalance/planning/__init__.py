@@ -34,8 +34,7 @@ Example
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_getattr
 
 from ..stats.workload import Workload
 from .base import (CRITERIA, DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner,
@@ -64,7 +63,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sparkbalance.planning' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

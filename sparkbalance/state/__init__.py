@@ -21,8 +21,7 @@ re-shuffle the state because the JVM does not see a common partitioner).
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_getattr
 
 __all__ = ["KeyedStateOperator", "BatchRecord", "MigrationRecord", "CheckpointError",
            "StateFold", "PLANNER_NAMES"]
@@ -37,7 +36,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sparkbalance.state' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

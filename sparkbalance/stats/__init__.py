@@ -1,8 +1,7 @@
 """Statistics: per-key counts/costs/sizes, sketches, and the planners' Workload (pure)."""
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_getattr
 
 from .keystats import KeyStats
 from .workload import Workload, imbalance, imbalance_lower_bound
@@ -15,7 +14,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sparkbalance.stats' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
