@@ -1,0 +1,140 @@
+"""Spark side of the state frames: RDDs of raw ``bytes`` frames, selected and concatenated
+without passing untouched frames through Python.
+
+Every frame RDD uses PySpark's ``NoOpSerializer``: one Python ``bytes`` object is exactly
+one JVM ``byte[]`` element, so the JVM can read a frame's tag and group
+(:mod:`sparkbalance.state.frames`). Two narrow operations:
+
+- :func:`select` keeps the frames of a tag whose (partition, group) is in a mask;
+- :func:`concat` puts partition ``i`` of one RDD after partition ``i`` of another
+  (a ``ZippedPartitionsRDD2``).
+
+They run in the JVM (``io.sparkbalance.bridge.StateFrames`` from ``jvm_bridge/``) when the
+bridge jar is on the classpath (``spark.jars``; ``make`` builds it), else in Python with
+the same results — correct but every frame then crosses into a Python worker. The choice
+is made once per SparkContext and logged.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from . import frames as fr
+
+__all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of"]
+
+_LOG = logging.getLogger(__name__)
+_CLASS = "io.sparkbalance.bridge.StateFrames"
+
+
+def as_frames(rdd: Any) -> Any:
+    """``rdd`` (a Python RDD whose elements are frames) serialised one ``bytes`` per
+    element (pipelined into the producing stage: no extra pass)."""
+    from pyspark.serializers import NoOpSerializer
+    return rdd._reserialize(NoOpSerializer())
+
+
+def mask_of(pairs: Iterable[tuple[int, int]], num_physical: int, num_groups: int) -> bytes:
+    """Mask marking ``(partition, group)`` pairs: byte ``partition * num_groups + group``.
+
+    Example
+    -------
+    >>> list(mask_of([(1, 0)], 2, 2))
+    [0, 0, 1, 0]
+    """
+    m = np.zeros(num_physical * num_groups, dtype=np.uint8)
+    for p, g in pairs:
+        m[p * num_groups + g] = 1
+    return m.tobytes()
+
+
+class FrameOps:
+    """``select``/``concat`` over frame RDDs of one SparkContext (JVM or Python)."""
+
+    def __init__(self, sc: Any, jvm: bool) -> None:
+        self.sc = sc
+        self.jvm = jvm
+        self._cls = sc._jvm.io.sparkbalance.bridge.StateFrames if jvm else None
+
+    def wrap(self, jrdd: Any) -> Any:
+        from pyspark import RDD
+        from pyspark.serializers import NoOpSerializer
+        return RDD(jrdd, self.sc, NoOpSerializer())
+
+    def select(self, rdd: Any, tag: int, mask: bytes | None = None, num_groups: int = 0,
+               member: bool = True) -> Any:
+        """Frames of ``tag`` whose (partition, group) is marked (``member``) or unmarked
+        in ``mask`` (None: all frames of ``tag``). Narrow."""
+        if self.jvm:
+            return self.wrap(self._cls.select(rdd._jrdd, tag, mask, int(num_groups), member))
+
+        def _keep(pid: int, it: Iterable[bytes]) -> Iterable[bytes]:
+            for f in it:
+                if f[0] != tag:
+                    continue
+                if mask is None:
+                    yield f
+                    continue
+                g = fr.header(f).group
+                at = pid * num_groups + g
+                if (at < len(mask) and mask[at] != 0) == member:
+                    yield f
+
+        return as_frames(rdd.mapPartitionsWithIndex(_keep, preservesPartitioning=True))
+
+    def concat(self, a: Any, b: Any) -> Any:
+        """Partition ``i``: the frames of ``a``'s partition ``i`` then ``b``'s. Narrow."""
+        if a.getNumPartitions() != b.getNumPartitions():
+            raise ValueError(f"concat of {a.getNumPartitions()} and {b.getNumPartitions()} "
+                             "partitions; expected equal counts")
+        if self.jvm:
+            return self.wrap(self._cls.concat(a._jrdd, b._jrdd))
+        pa = a.mapPartitions(lambda it: [list(it)])
+        pb = b.mapPartitions(lambda it: [list(it)])
+        return as_frames(pa.zip(pb).flatMap(lambda t: t[0] + t[1]))
+
+    def empty(self, num_partitions: int) -> Any:
+        """An RDD of ``num_partitions`` empty partitions (frames)."""
+        return as_frames(self.sc.parallelize([], num_partitions))
+
+    def pad(self, rdd: Any, num_partitions: int) -> Any:
+        """``rdd`` extended with empty partitions to ``num_partitions`` (a narrow
+        ``UnionRDD``: partition ``i < n`` is still ``rdd``'s partition ``i``)."""
+        have = rdd.getNumPartitions()
+        if have > num_partitions:
+            raise ValueError(f"cannot shrink {have} physical partitions to {num_partitions} "
+                             "narrowly")
+        if have == num_partitions:
+            return rdd
+        return self.sc.union([rdd, self.empty(num_partitions - have)])
+
+    def map_frames(self, rdd: Any, f: Callable[[int, Iterable[bytes]], Iterable[bytes]]
+                   ) -> Any:
+        """A Python pass ``f(pid, frames) -> frames`` (kept partitioning, bytes out)."""
+        return as_frames(rdd.mapPartitionsWithIndex(f, preservesPartitioning=True))
+
+
+_OPS: dict[int, FrameOps] = {}
+
+
+def frame_ops(sc: Any, prefer_jvm: bool = True) -> FrameOps:
+    """The :class:`FrameOps` of ``sc``: JVM when the bridge class loads, else Python."""
+    key = id(sc._jsc)
+    ops = _OPS.get(key)
+    if ops is None or (ops.jvm and not prefer_jvm):
+        jvm = False
+        if prefer_jvm:
+            try:
+                sc._jvm.org.apache.spark.util.Utils.classForName(_CLASS, False, False)
+                jvm = True
+            except Exception:  # noqa: BLE001 - py4j raises a Py4JJavaError subclass
+                jvm = False
+        ops = FrameOps(sc, jvm)
+        if prefer_jvm:
+            _LOG.info("sparkbalance keyed state: %s", "frames selected in the JVM (bridge jar)"
+                      if jvm else "bridge jar not on spark.jars; frames selected in Python "
+                      "(correct, slower migrations: every frame crosses into Python)")
+            _OPS[key] = ops
+    return ops

@@ -1,0 +1,207 @@
+"""Spark-free tests of the state frames: encoding, the per-partition merge (against the
+plain dict merge), migration splits and checkpoint validation."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparkbalance.routing.keygroups import key_group
+from sparkbalance.routing.table import RoutingTable
+from sparkbalance.state import frames as fr
+from sparkbalance.state.blocks import merge_blocks
+from sparkbalance.state.layout import GroupLayout, TableLayout
+from sparkbalance.state.window import StateFold
+
+G = 8
+
+
+def _frames_of(block: dict, num_groups: int = G) -> list[bytes]:
+    return list(fr.frames_of_entries(block.items(), num_groups))
+
+
+def _kinds(frames):
+    out = {}
+    for f in frames:
+        out.setdefault(chr(f[0]), []).append(f)
+    return out
+
+
+def test_state_frame_round_trip_and_header():
+    block = {"a": [1, 10.0, None], "b": [2, 5.5, None]}
+    f = fr.state_frame(3, block)
+    h = fr.header(f)
+    assert (chr(h.tag), h.group, h.nkeys, h.nbytes, h.oldest) == ("S", 3, 2, 15.5, -1)
+    keys, sizes = fr.frame_index(f)
+    assert keys == ["a", "b"] and sizes.tolist() == [10.0, 5.5]
+    assert fr.frame_block(f) == block
+    w = fr.state_frame(0, {"k": [1, 1.0, [(4, [1]), (5, [0])]]})
+    assert fr.header(w).oldest == 4
+
+
+@pytest.mark.parametrize("frame,match", [
+    (b"S", "expected a bytes frame"),
+    (b"X" + bytes(40), "invalid"),
+    ("not bytes", "expected a bytes frame"),
+])
+def test_corrupt_frames_are_clear_errors(frame, match):
+    with pytest.raises(ValueError, match=match):
+        fr.header(frame)
+
+
+def test_header_count_mismatch_is_corruption():
+    f = bytearray(fr.state_frame(1, {"a": [1, 1.0, None]}))
+    f[5:9] = (7).to_bytes(4, "big")      # nkeys field
+    with pytest.raises(ValueError, match="holds 1 keys; its header says 7"):
+        fr.frame_block(bytes(f))
+
+
+def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split=1):
+    frames = []
+    for f in _frames_of(state):
+        if split > 1:  # the same group in several frames (as after a migration)
+            blk = fr.frame_block(f)
+            items = list(blk.items())
+            g = fr.header(f).group
+            for i in range(split):
+                part = dict(items[i::split])
+                if part:
+                    frames.append(fr.state_frame(g, part))
+        else:
+            frames.append(f)
+    frames.append(fr.data_frame(fr.TAG_BATCH, batch))
+    out = list(fr.merge_partition(2, frames, fold, seq, G, per_group))
+    k = _kinds(out)
+    assert len(k["O"]) == 1 and len(k["T"]) == 1 and set(k) <= {"S", "O", "T"}
+    new = fr.frames_to_block(k.get("S", []))
+    return new, fr.frame_payload(k["O"][0]), fr.frame_payload(k["T"][0]), k.get("S", [])
+
+
+keys_st = st.one_of(st.integers(-50, 50), st.text(max_size=3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(keys_st, st.integers(-9, 9), max_size=25),
+       st.lists(st.tuples(keys_st, st.integers(-9, 9)), max_size=30),
+       st.sampled_from([None, 1, 2]), st.integers(1, 3))
+def test_merge_partition_equals_the_dict_merge(state0, records, window, split):
+    fold = StateFold(update=operator.add, initial=0, window=window)
+    seq = 3
+    state = {}
+    for k, v in state0.items():       # entries as an earlier batch (seq 2) left them
+        state[k], _ = fold.apply(None, [v], seq - 1)
+    batch = {}
+    for k, v in records:
+        batch.setdefault(k, []).append(v)
+    want, want_out, want_stats = merge_blocks(2, {k: list(e) for k, e in state.items()},
+                                              batch, fold, seq)
+    got, got_out, got_stats, _ = _merge_by_frames(state, batch, fold, seq, split=split)
+    assert got == want
+    assert sorted(got_out, key=repr) == sorted(want_out, key=repr)
+    _, wk, wc, wm, wn = want_stats
+    _, gk, gc, gm, gn = got_stats
+    assert gn == wn == len(want)
+    assert dict(zip(gk, zip(gc.tolist(), gm.tolist()))) == \
+        dict(zip(wk, zip(wc.tolist(), wm.tolist())))
+
+
+def test_group_stats_sum_the_key_stats():
+    fold = StateFold(update=operator.add, initial=0)
+    state = {i: [i, float(i + 1), None] for i in range(40)}
+    batch = {i: [1] * (i % 3 + 1) for i in range(0, 60, 2)}
+    _, _, (_, keys, cost, mem, nk), _ = _merge_by_frames(state, dict(batch), fold, 1)
+    _, _, (_, none, gc, gm, gn), _ = _merge_by_frames(state, dict(batch), fold, 1, True)
+    assert none is None and gc.shape == (G,) and gn == nk
+    assert gc.sum() == pytest.approx(cost.sum()) and gm.sum() == pytest.approx(mem.sum())
+    groups = np.array([key_group(k, G) for k in keys])
+    assert np.allclose(np.bincount(groups, weights=mem, minlength=G), gm)
+
+
+def test_untouched_groups_pass_through_as_the_same_bytes():
+    fold = StateFold(update=operator.add, initial=0)
+    state = {i: [i, 1.0, None] for i in range(200)}
+    before = _frames_of(state)
+    hot = 7
+    _, _, _, after = _merge_by_frames(state, {hot: [1]}, fold, 5)
+    same = set(before) & set(after)
+    assert len(same) == len(before) - 1          # only the hot key's group was rewritten
+    assert all(fr.header(f).group != key_group(hot, G) for f in same)
+
+
+def test_expiring_windows_rewrite_only_their_groups():
+    fold = StateFold(update=operator.add, initial=0, window=2)
+    state = {}
+    for k in range(30):                # keys seen at seq 0 (odd) or seq 1 (even)
+        state[k], _ = fold.apply(None, [1], k % 2 == 0)
+    got, _, _, _ = _merge_by_frames(state, {}, fold, 2)
+    assert set(got) == {k for k in range(30) if k % 2 == 0}   # seq 0 fell out at seq 2
+
+
+def test_duplicate_keys_across_frames_are_refused():
+    fold = StateFold(update=operator.add, initial=0)
+    g = key_group("a", G)
+    frames = [fr.state_frame(g, {"a": [1, 1.0, None]}), fr.state_frame(g, {"a": [2, 1.0, None]}),
+              fr.data_frame(fr.TAG_BATCH, {"a": [1]})]
+    with pytest.raises(RuntimeError, match="stored twice"):
+        list(fr.merge_partition(0, frames, fold, 0, G, False))
+
+
+def test_merge_needs_exactly_one_batch_block():
+    fold = StateFold(update=operator.add, initial=0)
+    with pytest.raises(RuntimeError, match="no batch block"):
+        list(fr.merge_partition(0, [], fold, 0, G, False))
+    b = fr.data_frame(fr.TAG_BATCH, {})
+    with pytest.raises(RuntimeError, match="two batch blocks"):
+        list(fr.merge_partition(0, [b, b], fold, 0, G, False))
+
+
+def test_split_touched_partitions_the_entries_exactly():
+    lay = TableLayout(3, 3, RoutingTable({k: (k + 1) % 3 for k in range(0, 60, 4)}))
+    block = {k: [k, 2.0, None] for k in range(60) if TableLayout(3, 3).fn(k) == 1}
+    out = list(fr.split_touched(1, _frames_of(block), lay.fn))
+    k = _kinds(out)
+    stays = fr.frames_to_block(k.get("S", []))
+    moved = list(fr.entries_of(k["M"]))
+    assert set(stays) | {x for x, _ in moved} == set(block)
+    assert not set(stays) & {x for x, _ in moved}
+    assert all(lay.fn(x) == 1 for x in stays) and all(lay.fn(x) != 1 for x, _ in moved)
+    assert sum(fr.header(f).nkeys for f in k["M"]) == len(moved)
+    assert sum(fr.header(f).nbytes for f in k["M"]) == 2.0 * len(moved)
+
+
+def test_reroute_groups_moves_frames_unchanged():
+    old = GroupLayout.initial(2, num_groups=G)
+    g2p = np.array([1, 1, 1, 1, 1, 0, 0, 0])
+    frames = _frames_of({k: [k, 1.0, None] for k in range(100)})
+    routed = list(fr.reroute_groups(frames, g2p))
+    assert [f for _, f in routed] == frames
+    assert all(p == g2p[fr.header(f).group] for p, f in routed)
+    assert old.num_groups == G
+
+
+def test_check_state_frame_catches_misplaced_and_foreign_keys():
+    lay = TableLayout(2, 2)
+    g = key_group(next(k for k in range(100) if lay.fn(k) == 0), G)
+    keys = [k for k in range(1000) if lay.fn(k) == 0 and key_group(k, G) == g]
+    good = fr.state_frame(g, {k: [k, 1.0, None] for k in keys})
+    assert keys and fr.check_state_frame(good, 0, G, lay.fn).nkeys == len(keys)
+    with pytest.raises(ValueError, match="routes it to 0"):
+        fr.check_state_frame(good, 1, G, lay.fn)
+    with pytest.raises(ValueError, match="keys of other groups"):
+        fr.check_state_frame(fr.state_frame((g + 1) % G, {keys[0]: [1, 1.0, None]}), 0, G,
+                             lay.fn)
+    with pytest.raises(ValueError, match="among the state frames"):
+        fr.check_state_frame(fr.data_frame(fr.TAG_OUTPUTS, []), 0, G, lay.fn)
+
+
+def test_frames_summary_and_stats_from_headers():
+    block = {k: [k, 3.0, None] for k in range(50)}
+    frames = _frames_of(block)
+    assert fr.frames_summary(4, frames) == (4, 50, 150.0)
+    pid, keys, cost, mem, nk = fr.frames_stats(4, frames, G, False)
+    assert sorted(keys) == list(range(50)) and cost.sum() == 0 and mem.sum() == 150.0
+    _, none, gc, gm, gn = fr.frames_stats(4, frames, G, True)
+    assert none is None and gm.sum() == 150.0 and gn == 50
