@@ -1,11 +1,9 @@
-"""One block per partition: the unit the keyed state is stored, merged and migrated in.
+"""Blocks: ``{key: entry}`` dicts (see :mod:`sparkbalance.state.window`) and how a batch
+block ``{key: [values]}`` is merged into one.
 
-The state RDD holds exactly one element per partition: a ``dict`` key -> entry (see
-:mod:`sparkbalance.state.window`). A batch is routed with the same partition function and
-grouped into one ``dict`` key -> [values] per partition, so ``state.zip(batch)`` pairs the
-blocks of the same partition and ``.map(merge)`` updates them: a narrow
-``ZippedPartitionsRDD2`` on the state side (``union``/``cogroup`` would re-shuffle the
-state in PySpark, ARCHITECTURE.md "Spark facts").
+A batch is routed with the state's partition function and grouped into one block per
+partition; :mod:`sparkbalance.state.frames` stores the state as one block per key group
+and merges the batch block into the groups it touches with :func:`merge_blocks`.
 
 These functions run inside Spark tasks; they are pure Python (no pyspark import) so that
 the unit tests exercise them without a SparkContext.
@@ -19,8 +17,7 @@ import numpy as np
 from ..hashing import validate_key
 from .window import StateFold
 
-__all__ = ["check_pairs", "group_block", "merge_blocks", "stays_of", "moved_of", "join_moved",
-           "block_summary", "state_stats", "BlockStats"]
+__all__ = ["check_pairs", "group_block", "merge_blocks", "BlockStats"]
 
 #: Per-block statistics: (pid, keys, cost, memory, num_keys) for per-key stats, or
 #: (pid, None, group_cost, group_memory, num_keys) aggregated per key group.
@@ -84,10 +81,6 @@ def _stats(pid: int, block: dict, cost: dict, num_groups: int | None) -> BlockSt
             np.bincount(g, weights=mem, minlength=num_groups), len(keys))
 
 
-def state_stats(pid: int, block: dict, num_groups: int | None = None) -> BlockStats:
-    """Statistics of a state block with zero cost (no batch): sizes only."""
-    return _stats(pid, block, {}, num_groups)
-
 
 def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold, seq: int,
                  num_groups: int | None = None) -> tuple[dict, list, BlockStats]:
@@ -126,29 +119,5 @@ def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold,
     return state, outputs, _stats(pid, state, cost, num_groups)
 
 
-def stays_of(pid: int, block: dict, fn: Any) -> dict:
-    """Entries of ``block`` (stored on ``pid``) that the new function keeps on ``pid``."""
-    return {k: e for k, e in block.items() if fn(k) == pid}
 
 
-def moved_of(pid: int, block: dict, fn: Any) -> list[tuple[Any, Any]]:
-    """``(key, entry)`` of ``block`` whose new partition differs from ``pid`` (Δ)."""
-    return [(k, e) for k, e in block.items() if fn(k) != pid]
-
-
-def join_moved(stays: dict, arrived: dict) -> dict:
-    """Merge the stays of a partition with the state that moved into it.
-
-    A key in both would be a duplicated key (a broken layout): refuse rather than drop.
-    """
-    both = stays.keys() & arrived.keys()
-    if both:
-        raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} arrived on a partition that "
-                           "already holds them; the state layout is inconsistent")
-    stays.update(arrived)
-    return stays
-
-
-def block_summary(pid: int, block: dict) -> tuple[int, int, float]:
-    """``(pid, number of keys, Σ S(k))`` of a block."""
-    return (pid, len(block), float(sum(e[1] for e in block.values())))

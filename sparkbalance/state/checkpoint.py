@@ -5,7 +5,7 @@ Layout of ``checkpoint_dir``::
 
     manifest.json          the commit point (written to a temp file, fsynced, os.replace)
     layout-<seq>.pkl       pickled layout (table + version, or bounds + phys + version)
-    state-<seq>/           saveAsPickleFile of (pid, block) pairs, with Hadoop's _SUCCESS
+    state-<seq>/           saveAsPickleFile of (pid, frame) pairs, with Hadoop's _SUCCESS
 
 A checkpoint exists once ``manifest.json`` names it; a crash before the rename leaves the
 previous checkpoint in force (the half-written files are ignored and cleaned later). The
@@ -32,7 +32,8 @@ __all__ = ["CheckpointError", "Manifest", "MANIFEST", "FORMAT", "write_manifest"
 
 MANIFEST = "manifest.json"
 #: Format version of the checkpoint files; bump on incompatible changes.
-FORMAT = 1
+#: 2: the state is saved as (pid, frame) pairs (``state.frames``) and the manifest records G.
+FORMAT = 2
 
 
 class CheckpointError(RuntimeError):
@@ -56,6 +57,7 @@ class Manifest:
     state_dir: str
     num_keys: int
     state_bytes: float
+    num_groups: int              # G: key groups the state frames are cut by
     format: int = FORMAT
 
     def to_json(self) -> str:
@@ -64,7 +66,8 @@ class Manifest:
 
 _FIELDS = {"seq": int, "num_partitions": int, "num_physical": int, "planner": str,
            "layout_kind": str, "layout_version": int, "layout_file": str,
-           "layout_sha256": str, "state_dir": str, "num_keys": int, "format": int}
+           "layout_sha256": str, "state_dir": str, "num_keys": int, "num_groups": int,
+           "format": int}
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -123,15 +126,15 @@ def read_manifest(directory: str | Path) -> Manifest | None:
                               "start from an empty state over it") from None
     if not isinstance(raw, dict):
         raise CheckpointError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    if raw.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: format {raw.get('format')!r}; this sparkbalance reads "
+                              f"format {FORMAT} (write a new checkpoint_dir)")
     for name, typ in _FIELDS.items():
         if name not in raw:
             raise CheckpointError(f"{path}: missing field {name!r}")
         if not isinstance(raw[name], typ) or isinstance(raw[name], bool):
             raise CheckpointError(f"{path}: field {name!r}={raw[name]!r}; expected "
                                   f"{typ.__name__}")
-    if raw["format"] != FORMAT:
-        raise CheckpointError(f"{path}: format {raw['format']}; this sparkbalance reads "
-                              f"format {FORMAT}")
     known = set(Manifest.__dataclass_fields__)
     try:
         return Manifest(**{k: v for k, v in raw.items() if k in known})

@@ -1,156 +1,184 @@
 """Delta migration of the keyed state (seed 000 §4 Fig. 5 steps 3-7, in Spark terms).
 
-Given the cached state (one block per physical partition) and a new layout ``F'``:
+The state is an RDD of frames, each the entries of one key group on one partition
+(:mod:`sparkbalance.state.frames`). Given the layout ``F`` the state is placed by and a
+new layout ``F'``:
 
-1. *moved* (Δ): entries with ``F'(k) != pid``, ``partitionBy(P', F')`` — the only
-   shuffle, carrying exactly the moved keys' state — grouped into one block per partition
-   and cached (the arrivals);
-2. *stays*: ``keep k with F'(k) == pid`` — narrow, in place, and lazy;
-3. ``state.zip(arrivals).map(stays ∪ arrivals)`` — a narrow ``ZippedPartitionsRDD2``: no
-   second shuffle. Steps 2-3 are fused into the next pass over the blocks (the next
-   batch's merge), so the migration never copies the stays.
+1. *touched* frames — the only ones that can hold a key with ``F'(k) != F(k)`` — are
+   selected by (partition, group) in the JVM (:mod:`~sparkbalance.state.frame_rdds`):
+   for key groups, the groups whose partition changes; for a routing table with an
+   unchanged ``n``, the frames ``(F(k), g(k))`` of the keys of the table delta. Nothing
+   else of the state enters a Python worker;
+2. key groups: a touched frame moves *as it is* (its bytes, never unpickled) to its new
+   partition. Routing table: each touched frame is split into the entries that stay
+   (a rewritten frame, in place) and Δ, the entries that leave;
+3. the one shuffle carries exactly Δ; the arrivals are grouped into frames and cached;
+4. the new state is ``concat(untouched ∪ stays, arrivals)`` per partition — narrow, in
+   the JVM, with no second shuffle and no copy of the untouched state.
 
-Growing the physical partition count appends empty blocks with ``sc.union`` (a narrow
-``UnionRDD``: positions are kept, only the partitioner is lost, which we never rely on).
-The new layout (table version) is used for routing only after this RDD is materialised:
-the stage boundary is the paper's pause/resume.
+Growing the physical partition count pads the stays with empty partitions (a narrow
+``UnionRDD`` keeps positions). The new layout (table version) is used for routing only
+after the arrivals are materialised: the stage boundary is the paper's pause/resume.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .blocks import block_summary, join_moved, moved_of, stays_of
+import numpy as np
 
-__all__ = ["MigrationResult", "migrate", "full_repartition", "pad_blocks", "blocks_of",
-           "one_block_serde"]
+from ..routing.keygroups import key_group
+from . import frames as fr
+from .frame_rdds import FrameOps, as_frames, mask_of
+from .layout import GroupLayout
 
-
-def one_block_serde(rdd: Any) -> Any:
-    """``rdd`` serialised as one pickled element per batch.
-
-    PySpark's ``zip`` re-serialises both sides (an extra unpickle + pickle pass over the
-    whole state) unless they share a fixed batch size; every block RDD of the state uses
-    ``BatchedSerializer(CPickleSerializer(), 1)`` so the zip runs straight on the cached
-    bytes. Pipelined into the producing stage: no extra pass.
-    """
-    from pyspark.serializers import BatchedSerializer, CPickleSerializer
-    return rdd._reserialize(BatchedSerializer(CPickleSerializer(), 1))
+__all__ = ["MigrationResult", "migrate", "full_repartition", "summaries"]
 
 
 @dataclass(frozen=True)
 class MigrationResult:
-    rdd: Any                 # new state RDD (one block per partition)
+    rdd: Any                 # new state RDD (frames)
     keys_moved: int
     bytes_moved: float       # Σ S(k) of the moved entries (what the shuffle carried)
     num_keys: int            # -1 when not counted
     state_bytes: float       # nan when not measured
-    cached: Any = None       # the RDD holding cached data to release later
+    cached: tuple = field(default=())   # RDDs holding cached data to release later
+    frames_touched: int = -1            # state frames a Python worker read (-1: not counted;
+    #                                     map-stage count: a re-run task may add twice)
 
 
-def blocks_of(pairs_rdd: Any, num_physical: int, fn: Any) -> Any:
-    """Route ``(key, x)`` pairs with ``fn`` and group them into one dict per partition."""
-    return one_block_serde(pairs_rdd.partitionBy(num_physical, fn)
-                           .mapPartitions(lambda it: [dict(it)], preservesPartitioning=True))
+def summaries(rdd: Any) -> list[tuple[int, int, float]]:
+    """``(pid, keys, Σ S(k))`` per partition of a frames RDD, from the frame headers."""
+    return rdd.mapPartitionsWithIndex(lambda pid, it: [fr.frames_summary(pid, it)]).collect()
 
 
-def pad_blocks(sc: Any, rdd: Any, num_physical: int) -> Any:
-    """``rdd`` (one block per partition) extended with empty blocks to ``num_physical``."""
-    have = rdd.getNumPartitions()
-    if have > num_physical:
-        raise ValueError(f"cannot shrink {have} physical partitions to {num_physical} narrowly")
-    if have == num_physical:
-        return rdd
-    empty = one_block_serde(sc.parallelize([], num_physical - have)
-                            .mapPartitions(lambda it: [{}]))
-    return sc.union([rdd, empty])
+def _identity(pid: int) -> int:
+    return pid
 
 
-def _summaries(rdd: Any) -> tuple[int, float]:
-    rows = rdd.mapPartitionsWithIndex(lambda pid, it: [block_summary(pid, b) for b in it]
-                                      ).collect()
-    if len(rows) != rdd.getNumPartitions():
-        raise RuntimeError(f"state has {len(rows)} blocks for {rdd.getNumPartitions()} "
-                           "partitions; expected exactly one block per partition")
-    return sum(r[1] for r in rows), sum(r[2] for r in rows)
+def _counting(ops: FrameOps, pairs_or_frames: Any, to_frames: Any, storage_level: Any
+              ) -> tuple[Any, int, float]:
+    """``to_frames`` applied per partition, cached and materialised in one job; returns
+    (rdd, keys, Σ S) counted from the frame headers as they are made (in the job's result
+    stage, where Spark applies each task's accumulator updates exactly once)."""
+    sc = ops.sc
+    nk_acc, nb_acc = sc.accumulator(0), sc.accumulator(0.0)
+
+    def _frames(it: Any) -> Any:
+        for f in to_frames(it):
+            h = fr.header(f)
+            nk_acc.add(h.nkeys)
+            nb_acc.add(h.nbytes)
+            yield f
+
+    out = as_frames(pairs_or_frames.mapPartitions(_frames, preservesPartitioning=True))
+    out.persist(storage_level)
+    out._jrdd.count()          # materialise in the JVM (no extra Python pass)
+    return out, int(nk_acc.value), float(nb_acc.value)
 
 
-def migrate(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any,
-            expected_keys: int | None = None, candidates: frozenset | None = None
-            ) -> MigrationResult:
-    """Move only the entries whose partition under ``fn`` differs from where they are.
+def migrate(ops: FrameOps, state: Any, old: Any, new: Any, num_groups: int,
+            storage_level: Any, candidates: frozenset | None = None) -> MigrationResult:
+    """Move only the entries whose partition under ``new.fn`` differs from ``old.fn``.
 
-    One pass over the (cached) state extracts Δ on the map side; the shuffle carries only
-    Δ; the arrivals are cached as one block per partition and materialised (this is the
-    move, timed as ``migration_seconds``). The new state is the *lazy, narrow* view
-    ``pad(state).zip(arrivals).map(stays ∪ arrivals)``: dropping the keys that left is
-    fused into the next pass over the blocks (the next batch's merge, which rewrites every
-    block anyway), so the stays are never copied or re-cached by the migration itself.
+    ``state``: frames placed by ``old`` (``old.num_physical`` partitions); ``num_groups``:
+    G, the frame groups. ``candidates``: for a routing table with an unchanged ``n``, the
+    only keys whose partition can change (the table delta); None = any key (a new ``n``).
+    One Spark job: the touched frames are read, Δ shuffled, the arrivals cached.
     Raises ``RuntimeError`` when the keys that left and the keys that arrived differ in
-    number (a key lost or duplicated) — never silently.
-
-    ``candidates``: the only keys whose partition can change (for a routing table with an
-    unchanged n: the keys of the table delta), so executors look up |Δ| keys per block
-    instead of routing every key; None routes every key (key groups, a new n).
+    number (a key lost or duplicated) — never silently; the old state is then untouched.
     """
-    out_acc = sc.accumulator(0)
+    P = new.num_physical
+    G = num_groups
+    if isinstance(new, GroupLayout) and isinstance(old, GroupLayout):
+        return _migrate_groups(ops, state, old, new, G, storage_level)
+    if candidates is None:
+        mask = None
+    else:
+        fn_old = old.fn
+        mask = mask_of({(fn_old(k), key_group(k, G)) for k in candidates},
+                       old.num_physical, G)
+    fn = new.fn
+    sc = ops.sc
+    out_keys, read = sc.accumulator(0), sc.accumulator(0)
 
-    cands = None if candidates is None else list(candidates)
+    def _read(it: Any) -> Any:
+        for f in it:
+            read.add(1)
+            yield f
 
-    def _moved(pid: int, it: Any) -> Any:
-        for block in it:
-            if cands is None or len(cands) > len(block):
-                out = moved_of(pid, block, fn)
-            else:
-                out = [(k, block[k]) for k in cands if k in block and fn(k) != pid]
-            out_acc.add(len(out))
-            yield from out
+    def _split(pid: int, it: Any) -> Any:
+        for f in fr.split_touched(pid, _read(it), fn):
+            if f[0] == fr.TAG_MOVED:
+                out_keys.add(fr.header(f).nkeys)
+            yield f
 
-    def _view(pid: int, it: Any) -> Any:
-        for st, arr in it:
-            if cands is None or len(cands) > len(st):
-                st = stays_of(pid, st, fn)
-            else:  # st is this task's own deserialised copy: drop the keys that left
-                for k in cands:
-                    if k in st and fn(k) != pid:
-                        del st[k]
-            yield join_moved(st, arr)
-
-    arrived = blocks_of(state.mapPartitionsWithIndex(_moved), num_physical, fn)
-    arrived.persist(storage_level)
-    rows = arrived.mapPartitionsWithIndex(
-        lambda pid, it: [block_summary(pid, b) for b in it]).collect()
-    keys_in = sum(r[1] for r in rows)
-    left = out_acc.value
+    touched = ops.select(state, fr.TAG_STATE, mask, G, True)
+    split = ops.map_frames(touched, _split)
+    split.persist(storage_level)
+    moved = ops.select(split, fr.TAG_MOVED).mapPartitions(fr.entries_of)
+    arrived, keys_in, bytes_in = _counting(ops, moved.partitionBy(P, fn),
+                                           lambda it: fr.frames_of_entries(it, G),
+                                           storage_level)
+    left = out_keys.value
     if keys_in != left:
-        # Accumulators in a map stage may double count re-run tasks: recount exactly.
-        left = state.mapPartitionsWithIndex(
-            lambda pid, it: [len(moved_of(pid, b, fn)) for b in it]).sum()
+        # Accumulators of a map stage may double count re-run tasks: recount exactly.
+        left = sum(r[1] for r in summaries(ops.select(split, fr.TAG_MOVED)))
+    if keys_in != left:
+        arrived.unpersist()
+        split.unpersist()
+        raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
+                           "refusing the new layout (state kept as before)")
+    stays = ops.select(split, fr.TAG_STATE)
+    if mask is not None:
+        stays = ops.concat(ops.select(state, fr.TAG_STATE, mask, G, False), stays)
+    view = ops.concat(ops.pad(stays, P), arrived)
+    return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived, split),
+                           int(read.value))
+
+
+def _migrate_groups(ops: FrameOps, state: Any, old: GroupLayout, new: GroupLayout, G: int,
+                    storage_level: Any) -> MigrationResult:
+    if old.num_groups != G or new.num_groups != G:
+        raise ValueError(f"key-group layouts of {old.num_groups} and {new.num_groups} groups "
+                         f"over frames of {G} groups; expected equal counts")
+    g2p_old, g2p_new = old.group_to_partition(), new.group_to_partition()
+    moving = np.flatnonzero(g2p_old != g2p_new)
+    mask = mask_of(((int(g2p_old[g]), int(g)) for g in moving), old.num_physical, G)
+    P = new.num_physical
+    sc = ops.sc
+    out_keys, read = sc.accumulator(0), sc.accumulator(0)
+
+    def _route(it: Any) -> Any:
+        for p, f in fr.reroute_groups(it, g2p_new):
+            out_keys.add(fr.header(f).nkeys)
+            read.add(1)
+            yield p, f
+
+    touched = ops.select(state, fr.TAG_STATE, mask, G, True)
+    arrived, keys_in, bytes_in = _counting(
+        ops, touched.mapPartitions(_route).partitionBy(P, _identity),
+        lambda it: (f for _, f in it), storage_level)
+    left = out_keys.value
+    if keys_in != left:
+        # Accumulators of a map stage may double count re-run tasks: recount exactly.
+        left = sum(r[1] for r in summaries(touched))
     if keys_in != left:
         arrived.unpersist()
         raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
                            "refusing the new layout (state kept as before)")
-    view = one_block_serde(pad_blocks(sc, state, num_physical).zip(arrived)
-                           .mapPartitionsWithIndex(_view))
-    return MigrationResult(view, keys_in, float(sum(r[2] for r in rows)),
-                           -1 if expected_keys is None else expected_keys, float("nan"),
-                           arrived)
+    stays = ops.select(state, fr.TAG_STATE, mask, G, False)
+    view = ops.concat(ops.pad(stays, P), arrived)
+    return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived,),
+                           int(read.value))
 
 
-def full_repartition(sc: Any, state: Any, fn: Any, num_physical: int, storage_level: Any
-                     ) -> MigrationResult:
-    """Baseline: shuffle *every* entry by ``fn`` (what ``repartition`` of the state does)."""
-    bytes_acc = sc.accumulator(0.0)
-    count_acc = sc.accumulator(0)
-
-    def _all(it: Any) -> Any:
-        for block in it:
-            count_acc.add(len(block))
-            bytes_acc.add(float(sum(e[1] for e in block.values())))
-            yield from block.items()
-
-    new = blocks_of(state.mapPartitions(_all), num_physical, fn)
-    new.persist(storage_level)
-    num_keys, total = _summaries(new)
-    return MigrationResult(new, int(count_acc.value), float(bytes_acc.value), num_keys, total,
-                           new)
+def full_repartition(ops: FrameOps, state: Any, new: Any, num_groups: int,
+                     storage_level: Any) -> MigrationResult:
+    """Baseline: shuffle *every* entry by ``new.fn`` (what ``repartition`` of the state
+    does), grouped into frames and cached — one job, like :func:`migrate`."""
+    G = num_groups
+    pairs = ops.select(state, fr.TAG_STATE).mapPartitions(fr.entries_of)
+    out, nk, nb = _counting(ops, pairs.partitionBy(new.num_physical, new.fn),
+                            lambda it: fr.frames_of_entries(it, G), storage_level)
+    return MigrationResult(out, nk, nb, nk, nb, (out,))

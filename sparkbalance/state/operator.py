@@ -1,18 +1,21 @@
 """KeyedStateOperator: keyed state across batches, rebalanced by moving only the delta.
 
-State lives in a persisted RDD with exactly one block (``dict`` key -> entry) per partition,
-placed by the current layout ``F`` (routing table of seed 000, or key-group intervals of
-seed 003). Per batch (seed 000 §4, Fig. 5):
+State lives in a persisted RDD of *frames* — the entries (``key -> entry``) of one key group
+on one partition, as raw bytes (:mod:`~sparkbalance.state.frames`) — placed by the current
+layout ``F`` (routing table of seed 000, or key-group intervals of seed 003). Per batch
+(seed 000 §4, Fig. 5):
 
 1. the batch is routed with ``F`` and grouped into one block per partition (its shuffle);
-2. ``state.zip(batch).map(merge)`` updates the state — narrow on the state (a
-   ``ZippedPartitionsRDD2``; ``union``/``cogroup`` would re-shuffle it in PySpark);
+2. ``concat(state, batch)`` (partition ``i`` of both, in the JVM) then a Python merge
+   updates the state — narrow on the state (a ``ZippedPartitionsRDD2``; ``union``/
+   ``cogroup`` would re-shuffle it in PySpark). Only the groups the batch touches are
+   unpickled; the other frames pass through as bytes;
 3. the per-key (or per-key-group) costs and sizes of the batch are collected (one small
    job that also materialises the cache) and the controller checks λ > 1 + θ;
 4. if so, the planner gives ``F'`` and :func:`~sparkbalance.state.migration.migrate`
-   moves only the keys with ``F'(k) != F(k)`` (one shuffle of Δ, arrivals cached); ``F'``
-   is used from the next batch on, whose merge pass also drops the keys that left (the
-   stays are never copied by the migration: ``migration_seconds`` is the move of Δ);
+   moves only the keys with ``F'(k) != F(k)``: the frames that can hold them are selected
+   in the JVM, Δ is shuffled, and the new state is untouched frames + stays + arrivals,
+   concatenated per partition (``migration_seconds``); ``F'`` is used from the next batch;
 5. optionally a durable checkpoint (state + layout + version + last batch id) is committed.
 
 Lineage is truncated every ``truncate_every`` batches: when the SparkContext has a
@@ -36,12 +39,14 @@ import numpy as np
 from ..routing.base import check_num_partitions
 from ..routing.table import RoutingTable
 from . import checkpoint as ck
-from .blocks import block_summary, check_pairs, group_block, merge_blocks, state_stats
+from . import frames as fr
+from .blocks import check_pairs, group_block
+from .frame_rdds import as_frames, frame_ops
 from ..spark.listener import sparkbalance_job_group
 from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Measurement,
                          initial_layout)
 from .layout import GroupLayout, TableLayout
-from .migration import MigrationResult, migrate, one_block_serde
+from .migration import MigrationResult, migrate, summaries
 from .streaming import already_applied, check_batch_id
 from .window import StateFold
 
@@ -91,6 +96,7 @@ class MigrationRecord:
     planned_bytes: float
     seconds: float
     layout_version: int
+    frames_touched: int = -1     # state frames a Python worker read (the rest stayed in the JVM)
 
 
 def _spark_context(spark: Any) -> Any:
@@ -132,7 +138,8 @@ class KeyedStateOperator:
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
-    partition), ``checkpoint_every`` (batches), ``truncate_every`` (lineage truncation),
+    partition; for routing tables, G, the frame groups the state is cut into, default
+    :data:`~sparkbalance.state.frames.DEFAULT_TABLE_GROUPS`), ``checkpoint_every`` (batches), ``truncate_every`` (lineage truncation),
     ``listener`` (a :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become
     measured task seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params``.
 
@@ -171,6 +178,12 @@ class KeyedStateOperator:
         self.key_col, self.value_col = key_col, value_col
         self._level = StorageLevel.MEMORY_AND_DISK
         self._layout: TableLayout | GroupLayout = initial_layout(self.planner, n, num_groups)
+        if isinstance(self._layout, GroupLayout):
+            self._groups = self._layout.num_groups
+        else:
+            self._groups = (fr.DEFAULT_TABLE_GROUPS if num_groups is None
+                            else _check_positive_int(num_groups, "num_groups"))
+        self._ops = frame_ops(self.sc)
         self._seq = 0
         self.last_batch_id: int | None = None
         self.history: list[BatchRecord] = []
@@ -216,19 +229,29 @@ class KeyedStateOperator:
     @property
     def state_rdd(self) -> Any:
         """``(key, state)`` pairs of the current state (lazy; for big states)."""
-        return self._state.flatMap(lambda b: [(k, e[0]) for k, e in b.items()])
+        return self._state.mapPartitions(
+            lambda it: ((k, e[0]) for k, e in fr.entries_of(it)))
 
     @property
     def blocks_rdd(self) -> Any:
-        """The raw state RDD: one ``{key: entry}`` block per physical partition."""
+        """One ``{key: entry}`` block per physical partition (entry = ``[state, S(k),
+        window segments]``; lazy, decodes every frame)."""
+        return self._state.mapPartitions(lambda it: [fr.frames_to_block(it)])
+
+    @property
+    def frames_rdd(self) -> Any:
+        """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames`)."""
         return self._state
 
     def collect_state(self) -> dict:
-        """``{key: state}`` on the driver (tests and small states)."""
+        """``{key: state}`` on the driver (tests and small states). A key stored twice is
+        a ``RuntimeError`` (a broken layout), never silently merged."""
         out: dict = {}
-        for block in self._state.collect():
-            for k, e in block.items():
-                out[k] = e[0]
+        for k, e in self._state.mapPartitions(fr.entries_of).collect():
+            if k in out:
+                raise RuntimeError(f"key {k!r} is stored twice in the state; the state layout "
+                                   "is inconsistent")
+            out[k] = e[0]
         return out
 
     # ------------------------------------------------------------------ input
@@ -253,9 +276,7 @@ class KeyedStateOperator:
         return rdd.mapPartitions(check_pairs)
 
     def _empty_state(self, num_physical: int) -> Any:
-        rdd = one_block_serde(self.sc.parallelize([], num_physical)
-                              .mapPartitions(lambda it: [{}]))
-        return rdd.persist(self._level)
+        return self._ops.empty(num_physical).persist(self._level)
 
     # ------------------------------------------------------------------ one batch
     def process(self, batch: Any, batch_id: int | None = None) -> Any:
@@ -275,10 +296,12 @@ class KeyedStateOperator:
         if truncated:
             self._truncate(merged)
         group = f"sparkbalance-state-{id(self)}-{seq}"
+        ops = self._ops
         with sparkbalance_job_group(self.sc, group, f"sparkbalance keyed state batch {seq}"):
-            stats = merged.map(lambda t: t[2]).collect()
+            stats = ops.select(merged, fr.TAG_STATS).map(fr.frame_payload).collect()
         if len(stats) != P:
-            raise RuntimeError(f"merge produced {len(stats)} blocks for {P} partitions")
+            raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
+                               f"expected {P}")
         release, self._to_release = self._to_release, []
         if truncated:
             release.append(self._pinned)
@@ -286,7 +309,7 @@ class KeyedStateOperator:
         else:
             self._to_release.append(merged)
         self._merged = merged
-        self._state = one_block_serde(merged.map(lambda t: t[0]))
+        self._state = ops.select(merged, fr.TAG_STATE)
         m = self._controller.measure(stats, layout, self._partition_seconds(group, P))
         self._last = m
         self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
@@ -321,27 +344,25 @@ class KeyedStateOperator:
             records=float(m.cost.sum()) if self.listener is None else float("nan"),
             max_load=float(active.max()) if active.size else 0.0,
             mean_load=float(active.mean()) if active.size else 0.0))
-        return merged.flatMap(lambda t: t[1])
+        return ops.select(merged, fr.TAG_OUTPUTS).flatMap(fr.frame_payload)
 
     def merge_rdd(self, batch: Any) -> Any:
-        """The lazy merge of ``batch`` into the state (no job runs): one element
-        ``(new_block, outputs, stats)`` per partition. ``process`` persists and runs it;
-        exposed to inspect the lineage (``merge_rdd(b)._jrdd.rdd().toDebugString()``:
-        a ``ZippedPartitionsRDD2`` whose state side is narrow down to the cached blocks).
+        """The lazy merge of ``batch`` into the state (no job runs): per partition the new
+        state frames, one outputs frame and one statistics frame. ``process`` persists and
+        runs it; exposed to inspect the lineage (``merge_rdd(b)._jrdd.rdd().toDebugString()``:
+        a ``ZippedPartitionsRDD2`` whose state side is narrow down to the cached frames).
         """
         layout = self._layout
         fn, P = layout.fn, layout.num_physical
         pairs = self._pairs(batch)
-        batch_blocks = one_block_serde(pairs.partitionBy(P, fn)
-                                       .mapPartitions(group_block, preservesPartitioning=True))
-        fold, seq = self._fold, self._seq
-        ng = layout.num_groups if isinstance(layout, GroupLayout) else None
-
-        def _merge(pid: int, it: Iterable) -> Iterable:
-            for st, bt in it:
-                yield merge_blocks(pid, st, bt, fold, seq, ng)
-
-        return one_block_serde(self._state.zip(batch_blocks).mapPartitionsWithIndex(_merge))
+        batch_frames = as_frames(pairs.partitionBy(P, fn).mapPartitions(
+            lambda it: [fr.data_frame(fr.TAG_BATCH, group_block(it)[0])],
+            preservesPartitioning=True))
+        fold, seq, G = self._fold, self._seq, self._groups
+        per_group = isinstance(layout, GroupLayout)
+        return self._ops.map_frames(
+            self._ops.concat(self._state, batch_frames),
+            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group))
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.
@@ -360,14 +381,15 @@ class KeyedStateOperator:
                  ) -> MigrationResult:
         t0 = time.perf_counter()
         old = self._layout
-        res = migrate(self.sc, self._state, new_layout.fn, new_layout.num_physical,
-                      self._level, candidates=candidates)
-        self._to_release.append(res.cached)
+        res = migrate(self._ops, self._state, old, new_layout, self._groups, self._level,
+                      candidates=candidates)
+        self._to_release.extend(res.cached)
         self._state = res.rdd                      # lazy narrow view: stays ∪ arrivals
         self._layout = new_layout                  # switch only after the move
         self.migrations.append(MigrationRecord(
             self._seq, reason, old.num_partitions, new_layout.num_partitions, res.keys_moved,
-            res.bytes_moved, planned_bytes, time.perf_counter() - t0, new_layout.version))
+            res.bytes_moved, planned_bytes, time.perf_counter() - t0, new_layout.version,
+            res.frames_touched))
         return res
 
     def scale(self, num_partitions: int) -> MigrationRecord:
@@ -397,9 +419,9 @@ class KeyedStateOperator:
     def _measure_state(self, cost: np.ndarray | None = None) -> Measurement:
         """Sizes of the current state (cost: the given per-group cost, else zero)."""
         layout = self._layout
-        ng = layout.num_groups if isinstance(layout, GroupLayout) else None
+        G, per_group = self._groups, isinstance(layout, GroupLayout)
         stats = self._state.mapPartitionsWithIndex(
-            lambda pid, it: [state_stats(pid, b, ng) for b in it]).collect()
+            lambda pid, it: [fr.frames_stats(pid, it, G, per_group)]).collect()
         m = self._controller.measure(stats, layout)
         if cost is not None and isinstance(layout, GroupLayout):
             m = Measurement(m.loads, m.active, m.imbalance, None, np.asarray(cost), m.memory,
@@ -450,7 +472,7 @@ class KeyedStateOperator:
                           window=self.window, layout_kind=self._layout.kind,
                           layout_version=self._layout.version, layout_file=layout_file,
                           layout_sha256=sha, state_dir=state_dir, num_keys=self._num_keys,
-                          state_bytes=self._state_bytes)
+                          state_bytes=self._state_bytes, num_groups=self._groups)
         ck.write_manifest(d, man)
         ck.clean_stale(d, man)
 
@@ -467,22 +489,25 @@ class KeyedStateOperator:
             raise ck.CheckpointError(f"{d / man.layout_file}: layout has {layout.num_partitions}"
                                      f"/{layout.num_physical} partitions; the manifest says "
                                      f"{man.num_partitions}/{man.num_physical}")
-        P = man.num_physical
+        P, G = man.num_physical, man.num_groups
+        if isinstance(layout, GroupLayout) and layout.num_groups != G:
+            raise ck.CheckpointError(f"{d / ck.MANIFEST}: frames of {G} groups; the layout "
+                                     f"{d / man.layout_file} has {layout.num_groups}")
         path = d / man.state_dir
+        fn = layout.fn
 
-        def _one(pid: int, it: Iterable) -> Iterable:
-            blocks = [b for p, b in it]
-            if len(blocks) != 1:
-                raise ValueError(f"{path}: {len(blocks)} blocks for partition {pid}; "
-                                 "expected exactly 1")
-            yield blocks[0]
+        def _check(pid: int, it: Iterable) -> Iterable:
+            for p, f in it:
+                if p != pid:
+                    raise ValueError(f"a frame of partition {p} read as partition {pid}")
+                fr.check_state_frame(f, pid, G, fn)
+                yield f
 
         try:
-            rdd = one_block_serde(self.sc.pickleFile(str(path)).partitionBy(P, lambda pid: pid)
-                                  .mapPartitionsWithIndex(_one))
+            rdd = as_frames(self.sc.pickleFile(str(path)).partitionBy(P, lambda pid: pid)
+                            .mapPartitionsWithIndex(_check, preservesPartitioning=True))
             rdd.persist(self._level)
-            rows = rdd.mapPartitionsWithIndex(
-                lambda pid, it: [block_summary(pid, b) for b in it]).collect()
+            rows = summaries(rdd)
         except Exception as e:  # noqa: BLE001 - Py4J/Python errors: report the file
             raise ck.CheckpointError(f"{path}: cannot load the checkpointed state "
                                      f"({str(e).strip().splitlines()[-1][:300]})") from e
@@ -495,6 +520,7 @@ class KeyedStateOperator:
         self._state = rdd
         self._to_release = [rdd]
         self._layout = layout
+        self._groups = G
         self._seq = man.seq
         self.last_batch_id = man.last_batch_id
         self._num_keys = num_keys

@@ -257,3 +257,56 @@ def test_bad_arguments_error_clearly(spark, sc):
     with pytest.raises(ValueError, match="batch_id=-1"):
         op.process(sc.parallelize([("a", 1)]), batch_id=-1)
     op.close()
+
+
+def test_the_bridge_selects_frames_in_the_jvm(sc):
+    """With the bridge jar on spark.jars (make builds it) frames never cross into Python
+    for selection; the test session has the jar whenever it was built."""
+    from pathlib import Path
+
+    from sparkbalance.state.frame_rdds import frame_ops
+    jar = Path(__file__).resolve().parents[2] / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
+    assert frame_ops(sc).jvm == jar.exists()
+
+
+@pytest.mark.parametrize("planner", ["mixed", "ssm"])
+def test_migration_reads_only_the_touched_frames(sc, planner):
+    """Only the frames that can hold a moving key reach a Python worker."""
+    from sparkbalance.state import frames as fr
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
+                            theta=0.02)
+    for b in _stream(n_batches=3, num_keys=400, records=1200):
+        table_before = op.table
+        layout_before = op.layout
+        op.process(sc.parallelize(b, 2))
+        if not op.history[-1].rebalanced:
+            continue
+        m = op.migrations[-1]
+        frames_now = op.frames_rdd.map(lambda f: fr.header(f).group).count()
+        assert 0 < m.frames_touched < frames_now
+        if planner == "mixed":   # at most one frame per key of the table delta
+            assert m.frames_touched <= len(table_before.diff(op.table).keys)
+        else:                    # exactly the frames of the groups that changed partition
+            moved = layout_before.group_to_partition() != op.layout.group_to_partition()
+            assert m.frames_touched <= int(moved.sum())
+    assert any(r.rebalanced for r in op.history)
+    op.close()
+
+
+def test_python_fallback_gives_the_same_state(sc):
+    """Without the bridge jar the same frames are selected in Python: same results."""
+    from sparkbalance.state.frame_rdds import FrameOps
+    batches = _stream(n_batches=4)
+    ops = FrameOps(sc, jvm=False)
+    for planner in ("mixed", "ssm"):
+        op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
+                                theta=0.05)
+        op._ops = ops
+        ref: dict = {}
+        for b in batches:
+            for k, v in b:
+                ref[k] = ref.get(k, 0) + v
+            op.process(sc.parallelize(b, 2))
+        assert any(r.rebalanced for r in op.history)
+        assert op.collect_state() == ref
+        op.close()

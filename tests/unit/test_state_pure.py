@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state import checkpoint as ck
-from sparkbalance.state.blocks import (check_pairs, group_block, join_moved, merge_blocks,
-                                       moved_of, stays_of)
+from sparkbalance.state.blocks import check_pairs, group_block, merge_blocks
 from sparkbalance.state.controller import Controller, check_planner, initial_layout
 from sparkbalance.state.layout import GroupLayout, TableLayout
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
@@ -116,16 +115,6 @@ def test_merge_blocks_group_stats_sum_to_key_stats():
     assert keys is None and gc.shape == (8,) and gc.sum() == 50 and nk == 7
 
 
-def test_stays_and_moved_partition_the_block_exactly():
-    lay = TableLayout(3, 3, RoutingTable({k: 2 for k in range(0, 30, 3)}))
-    block = {k: [k, 1.0, None] for k in range(30)}
-    stays = stays_of(1, block, lay.fn)
-    moved = moved_of(1, block, lay.fn)
-    assert set(stays) | {k for k, _ in moved} == set(block)
-    assert not set(stays) & {k for k, _ in moved}
-    with pytest.raises(RuntimeError, match="inconsistent"):
-        join_moved({1: [1, 1.0, None]}, {1: [1, 1.0, None]})
-
 
 # ----------------------------------------------------------------------------- layouts
 def test_group_layout_after_plan_keeps_owners_physical_partition():
@@ -212,7 +201,7 @@ def _manifest(**kw):
     base = dict(seq=3, last_batch_id=2, num_partitions=2, num_physical=2, planner="mixed",
                 window=None, layout_kind="table", layout_version=1, layout_file="layout.pkl",
                 layout_sha256="0" * 64, state_dir="state-00000003", num_keys=5,
-                state_bytes=10.0)
+                state_bytes=10.0, num_groups=256)
     base.update(kw)
     return ck.Manifest(**base)
 
@@ -232,7 +221,8 @@ def test_manifest_round_trip_and_layout_checksum(tmp_path):
 @pytest.mark.parametrize("content,match", [
     ("{not json", "not a valid checkpoint manifest"),
     ("[1, 2]", "expected a JSON object"),
-    (json.dumps({"seq": 1}), "missing field"),
+    (json.dumps({"seq": 1, "format": ck.FORMAT}), "missing field"),
+    (json.dumps({"seq": 1, "format": 1}), "format 1; this sparkbalance reads format 2"),
 ])
 def test_corrupt_manifest_is_a_clear_error(tmp_path, content, match):
     (tmp_path / ck.MANIFEST).write_text(content)
