@@ -21,5 +21,8 @@ mkdir -p "$out/classes"
 # --release 17: Spark 4.x runs on Java 17+, so the classes load on any supported JVM.
 javac --release 17 -nowarn -cp "$jars/*" -d "$out/classes" \
   $(find "$here/src/main/java" -name '*.java' | sort)
-jar --create --file "$out/sparkbalance-bridge.jar" -C "$out/classes" .
+# Write a new file and rename it over the old one: a running Spark JVM keeps reading the
+# jar it opened (same inode) instead of seeing it change under it.
+jar --create --file "$out/sparkbalance-bridge.jar.tmp" -C "$out/classes" .
+mv -f "$out/sparkbalance-bridge.jar.tmp" "$out/sparkbalance-bridge.jar"
 echo "built $out/sparkbalance-bridge.jar"
