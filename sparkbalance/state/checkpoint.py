@@ -3,7 +3,7 @@ bounds, with version) and the last applied batch id.
 
 Layout of ``checkpoint_dir``::
 
-    manifest.json          the commit point (written to a temp file, fsynced, os.replace)
+    manifest.json          the commit point (written atomically: see ``state.store``)
     layout-<seq>.pkl       pickled layout (table + version, or bounds + phys + version)
     state-<seq>/           saveAsPickleFile of (pid, frame) pairs, with Hadoop's _SUCCESS
 
@@ -11,19 +11,16 @@ A checkpoint exists once ``manifest.json`` names it; a crash before the rename l
 previous checkpoint in force (the half-written files are ignored and cleaned later). The
 manifest records sha256 of the layout file and the number of keys and blocks, so a
 corrupt or mismatched checkpoint is a :class:`CheckpointError` naming the file and what is
-wrong — never silent data loss. The directory must be visible to the executors (a shared
-or local file system in local mode; HDFS/S3 paths need a Hadoop file system for the
-manifest, not supported yet).
+wrong — never silent data loss. The directory is a local path or a Hadoop URI (HDFS, S3,
+... — :mod:`sparkbalance.state.store`); the executors write the state into it, so on a
+cluster it must be a shared file system.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["CheckpointError", "Manifest", "MANIFEST", "FORMAT", "write_manifest",
@@ -70,30 +67,31 @@ _FIELDS = {"seq": int, "num_partitions": int, "num_physical": int, "planner": st
            "format": int}
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+Directory = Any   # a path (str, Path) or a store (:mod:`sparkbalance.state.store`)
 
 
-def write_layout(directory: str | Path, seq: int, layout: Any) -> tuple[str, str]:
+def _store(directory: Directory) -> Any:
+    from .store import store_for
+    return store_for(None, directory)
+
+
+def write_layout(directory: Directory, seq: int, layout: Any) -> tuple[str, str]:
     """Pickle ``layout`` to ``layout-<seq>.pkl``; return (file name, sha256)."""
+    st = _store(directory)
     data = pickle.dumps(layout, protocol=pickle.HIGHEST_PROTOCOL)
     name = f"layout-{seq:08d}.pkl"
-    _fsync_write(Path(directory) / name, data)
+    st.write_atomic(name, data)
     return name, hashlib.sha256(data).hexdigest()
 
 
-def read_layout(directory: str | Path, m: Manifest) -> Any:
-    path = Path(directory) / m.layout_file
+def read_layout(directory: Directory, m: Manifest) -> Any:
+    st = _store(directory)
+    path = st.display(m.layout_file)
     try:
-        data = path.read_bytes()
+        data = st.read_bytes(m.layout_file)
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read the routing layout named by "
-                              f"{Path(directory) / MANIFEST} ({e})") from None
+                              f"{st.display(MANIFEST)} ({e})") from None
     digest = hashlib.sha256(data).hexdigest()
     if digest != m.layout_sha256:
         raise CheckpointError(f"{path}: checksum {digest[:12]}... does not match the manifest's "
@@ -109,18 +107,19 @@ def read_layout(directory: str | Path, m: Manifest) -> Any:
     return layout
 
 
-def write_manifest(directory: str | Path, m: Manifest) -> None:
+def write_manifest(directory: Directory, m: Manifest) -> None:
     """Commit a checkpoint: atomic replace of ``manifest.json``."""
-    _fsync_write(Path(directory) / MANIFEST, m.to_json().encode())
+    _store(directory).write_atomic(MANIFEST, m.to_json().encode())
 
 
-def read_manifest(directory: str | Path) -> Manifest | None:
+def read_manifest(directory: Directory) -> Manifest | None:
     """The committed manifest, None when the directory holds no checkpoint yet."""
-    path = Path(directory) / MANIFEST
-    if not path.exists():
+    st = _store(directory)
+    path = st.display(MANIFEST)
+    if not st.exists(MANIFEST):
         return None
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(st.read_bytes(MANIFEST).decode())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path}: not a valid checkpoint manifest ({e}); refusing to "
                               "start from an empty state over it") from None
@@ -142,32 +141,26 @@ def read_manifest(directory: str | Path) -> Manifest | None:
         raise CheckpointError(f"{path}: {e}") from None
 
 
-def check_compatible(directory: str | Path, m: Manifest, expected: Mapping[str, Any]) -> None:
+def check_compatible(directory: Directory, m: Manifest, expected: Mapping[str, Any]) -> None:
     """Refuse a checkpoint written by a differently configured operator."""
-    path = Path(directory) / MANIFEST
+    st = _store(directory)
+    path = st.display(MANIFEST)
     for name, value in expected.items():
         got = getattr(m, name)
         if got != value:
             raise CheckpointError(f"{path}: written with {name}={got!r}; this operator has "
                                   f"{name}={value!r} (use the same settings, or another "
                                   "checkpoint_dir)")
-    state = Path(directory) / m.state_dir
-    if not (state / "_SUCCESS").exists():
-        raise CheckpointError(f"{state}: state files of the checkpoint are missing or "
-                              "incomplete (no _SUCCESS marker)")
+    if not st.exists(f"{m.state_dir}/_SUCCESS"):
+        raise CheckpointError(f"{st.display(m.state_dir)}: state files of the checkpoint are "
+                              "missing or incomplete (no _SUCCESS marker)")
 
 
-def clean_stale(directory: str | Path, m: Manifest) -> None:
+def clean_stale(directory: Directory, m: Manifest) -> None:
     """Remove files of older or uncommitted checkpoints (keep the committed one)."""
-    d = Path(directory)
-    for p in d.iterdir():
-        if p.name in (MANIFEST, m.layout_file, m.state_dir) or p.name == "rdd":
+    st = _store(directory)
+    for name in st.list():
+        if name in (MANIFEST, m.layout_file, m.state_dir) or name == "rdd":
             continue
-        if p.name.startswith(("state-", "layout-")) or p.name.endswith(".tmp"):
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                try:
-                    p.unlink()
-                except OSError:
-                    pass
+        if name.startswith(("state-", "layout-")) or name.endswith(".tmp"):
+            st.remove(name)

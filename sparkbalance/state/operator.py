@@ -28,7 +28,6 @@ checkpoint. On clusters where executors come and go, set ``sc.setCheckpointDir``
 """
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Measureme
                          initial_layout)
 from .layout import GroupLayout, TableLayout
 from .migration import MigrationResult, migrate, summaries
+from .store import store_for
 from .streaming import already_applied, check_batch_id
 from .window import StateFold
 
@@ -133,8 +133,9 @@ class KeyedStateOperator:
         last w batches (seed 000 §2.1; older contributions expire, see ``state.window``).
         The issue sketch defaulted to 1, which under these semantics makes the state
         per-batch only; we default to the unbounded running state instead.
-    checkpoint_dir : directory for durable checkpoints; an existing checkpoint there is
-        resumed (and validated) when the operator is created.
+    checkpoint_dir : directory for durable checkpoints: a local path, or a Hadoop URI
+        (``hdfs://...``, ``s3a://...``; a shared file system on a cluster). An existing
+        checkpoint there is resumed (and validated) when the operator is created.
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
@@ -194,12 +195,13 @@ class KeyedStateOperator:
         self._to_release: list[Any] = []     # cached RDDs of the previous batch
         self._pinned: Any = None             # last lineage-truncated RDD (kept cached)
         self._merged: Any = None
-        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
-        if self.checkpoint_dir is not None:
-            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir = checkpoint_dir
+        self._store = None if checkpoint_dir is None else store_for(self.sc, checkpoint_dir)
+        if self._store is not None:
+            self._store.mkdirs()
         self._state = self._empty_state(self._layout.num_physical)
         self._to_release.append(self._state)
-        if self.checkpoint_dir is not None:
+        if self._store is not None:
             self._resume(n)
 
     # ------------------------------------------------------------------ properties
@@ -331,7 +333,7 @@ class KeyedStateOperator:
         self._seq += 1
         if batch_id is not None:
             self.last_batch_id = batch_id
-        if self.checkpoint_dir is not None and self._seq % self.checkpoint_every == 0:
+        if self._store is not None and self._seq % self.checkpoint_every == 0:
             self.save_checkpoint()
         active = m.loads[m.active]
         self.history.append(BatchRecord(
@@ -412,7 +414,7 @@ class KeyedStateOperator:
             return rec
         self._migrate(decision.layout, "scale", decision.planned_bytes)
         self._last = None
-        if self.checkpoint_dir is not None:
+        if self._store is not None:
             self.save_checkpoint()
         return self.migrations[-1]
 
@@ -455,16 +457,15 @@ class KeyedStateOperator:
     # ------------------------------------------------------------------ durability
     def save_checkpoint(self) -> None:
         """Commit state + layout + version + last batch id atomically to checkpoint_dir."""
-        d = self.checkpoint_dir
+        d = self._store
         if d is None:
             raise ValueError("checkpoint_dir=None; give the operator a checkpoint_dir")
         seq = self._seq
         state_dir = f"state-{seq:08d}"
-        path = d / state_dir
-        if path.exists():
-            shutil.rmtree(path)
+        if d.exists(state_dir):
+            d.remove(state_dir)
         (self._state.mapPartitionsWithIndex(lambda pid, it: [(pid, b) for b in it])
-         .saveAsPickleFile(str(path)))
+         .saveAsPickleFile(d.uri(state_dir)))
         layout_file, sha = ck.write_layout(d, seq, self._layout)
         man = ck.Manifest(seq=seq, last_batch_id=self.last_batch_id,
                           num_partitions=self.num_partitions,
@@ -477,7 +478,7 @@ class KeyedStateOperator:
         ck.clean_stale(d, man)
 
     def _resume(self, num_partitions: int) -> None:
-        d = self.checkpoint_dir
+        d = self._store
         man = ck.read_manifest(d)
         if man is None:
             return
@@ -486,14 +487,16 @@ class KeyedStateOperator:
         layout = ck.read_layout(d, man)
         if (layout.num_physical != man.num_physical
                 or layout.num_partitions != man.num_partitions):
-            raise ck.CheckpointError(f"{d / man.layout_file}: layout has {layout.num_partitions}"
+            raise ck.CheckpointError(f"{d.display(man.layout_file)}: layout has "
+                                     f"{layout.num_partitions}"
                                      f"/{layout.num_physical} partitions; the manifest says "
                                      f"{man.num_partitions}/{man.num_physical}")
         P, G = man.num_physical, man.num_groups
         if isinstance(layout, GroupLayout) and layout.num_groups != G:
-            raise ck.CheckpointError(f"{d / ck.MANIFEST}: frames of {G} groups; the layout "
-                                     f"{d / man.layout_file} has {layout.num_groups}")
-        path = d / man.state_dir
+            raise ck.CheckpointError(f"{d.display(ck.MANIFEST)}: frames of {G} groups; the "
+                                     f"layout {d.display(man.layout_file)} has "
+                                     f"{layout.num_groups}")
+        path = d.display(man.state_dir)
         fn = layout.fn
 
         def _check(pid: int, it: Iterable) -> Iterable:
@@ -504,7 +507,7 @@ class KeyedStateOperator:
                 yield f
 
         try:
-            rdd = as_frames(self.sc.pickleFile(str(path)).partitionBy(P, lambda pid: pid)
+            rdd = as_frames(self.sc.pickleFile(d.uri(man.state_dir)).partitionBy(P, lambda pid: pid)
                             .mapPartitionsWithIndex(_check, preservesPartitioning=True))
             rdd.persist(self._level)
             rows = summaries(rdd)
@@ -515,7 +518,7 @@ class KeyedStateOperator:
         if num_keys != man.num_keys:
             rdd.unpersist()
             raise ck.CheckpointError(f"{path}: holds {num_keys} keys; the manifest "
-                                     f"{d / ck.MANIFEST} records {man.num_keys}")
+                                     f"{d.display(ck.MANIFEST)} records {man.num_keys}")
         self._state.unpersist()
         self._state = rdd
         self._to_release = [rdd]

@@ -264,3 +264,19 @@ def test_shifting_stream_shifts_the_hot_partition():
     diffs = [np.abs(a - b).sum() for a, b in zip(loads, loads[1:])]
     assert min(diffs) > 0.05 * 4000
     assert len(batch_records(np.array([1, 2]), np.array([3, 4]))) == 7
+
+
+def test_store_for_picks_local_or_hadoop_and_rejects_bad_dirs(tmp_path):
+    from sparkbalance.state.store import LocalStore, store_for
+    st = store_for(None, str(tmp_path / "c"))
+    assert isinstance(st, LocalStore)
+    st.mkdirs()
+    st.write_atomic("m.json", b"1")
+    st.write_atomic("m.json", b"2")
+    assert st.read_bytes("m.json") == b"2" and st.list() == ["m.json"]
+    st.remove("m.json")
+    assert not st.exists("m.json")
+    with pytest.raises(ValueError, match="Hadoop URI; it needs a SparkContext"):
+        store_for(None, "hdfs://namenode/ck")
+    with pytest.raises(TypeError, match="expected a path or a URI"):
+        store_for(None, 5)
