@@ -3,11 +3,19 @@
 A. Delta migration vs full repartition of the state when ~10 % of the state moves: wall
    time (median of repeats) and the bytes each one shuffles. Goal: <= 0.3x the time,
    exactly the moved bytes.
-B. 30 batches of a shifting Zipf stream (seed 000 §5) under none / mixed / mintable / ssm:
-   mean and p95 batch time, mean max/avg load, total state migrated (goal: Mixed <= half
-   of MinTable's; seed 000 reports about a third).
+B. 30 batches of a shifting Zipf stream (seed 000 §5; hot keys move every ``--interval``
+   batches) under none / mixed / mintable / ssm and plain Spark (the whole state cogrouped
+   with every batch, as ``updateStateByKey``): mean and p95 batch time and their ratio to
+   "none", mean max/avg load, state migrated (goal: Mixed <= half of MinTable's; seed 000
+   reports about a third), migration and planning seconds per batch, and a per-batch
+   profile of the Spark jobs/stages (where the time goes with and without a migration).
+   The per-record work is mostly simulated I/O wait in a local[n] session (n = partitions
+   task slots), so the n tasks of a batch run side by side even on 2 cores and the slowest
+   partition sets the batch time; planners run interleaved batch by batch so background
+   load hits all alike (see sparkbalance/demo/stream.py).
 
-``python integration/benchmarks/bench_state.py [--quick]`` (local[2]; plots to bench-out/).
+``python integration/benchmarks/bench_state.py [--quick]`` (A on local[2], B on local[n];
+plots to bench-out/).
 """
 from __future__ import annotations
 
@@ -27,9 +35,14 @@ sys.path.insert(0, str(ROOT))
 def session():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    return (SparkSession.builder.master("local[2]").appName("bench-state")
-            .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "2g").getOrCreate())
+
+    from sparkbalance.spark.jvm import session_builder_with_bridge
+    # The bridge jar must be on the first session of the process (one JVM): part B's
+    # local[n] session in the same JVM then has it too (state frames, task recorder).
+    return session_builder_with_bridge(
+        SparkSession.builder.master("local[2]").appName("bench-state")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")).getOrCreate()
 
 
 def bench_migration(spark, num_keys: int, payload: int, repeats: int, fraction: float = 0.10):
@@ -90,16 +103,147 @@ def bench_migration(spark, num_keys: int, payload: int, repeats: int, fraction: 
     return rows, res, moved, total
 
 
+# -------------------------------------------------------------------- part B: the stream
+#: Workload of part B (full, quick). Per record: STREAM_IO_US µs of simulated I/O wait and
+#: 20 CPU loop steps, with window=3 (the window fold replays the key's last segments, so
+#: a partition's merge time follows the window's records, ~3x the batch's). n tasks wait
+#: side by side in local[n], so the slowest partition sets the batch time (~1-3 s).
+STREAM_FULL = dict(batches=30, keys=5000, records=20000, io_us=100.0, interval=5)
+STREAM_QUICK = dict(batches=6, keys=1000, records=4000, io_us=60.0, interval=3)
+
+
+def add_stream_args(p: argparse.ArgumentParser) -> None:
+    """Options of part B."""
+    p.add_argument("--partitions", type=int, default=8,
+                   help="n of the stream part; the session is local[n] (see part B)")
+    p.add_argument("--fluctuation", type=float, default=1.0,
+                   help="f of seed 000 §5: load shifted per interval, in units of θ_ref")
+    p.add_argument("--interval", type=int, default=None,
+                   help="batches per interval of the stream (hot keys move between "
+                        "intervals; 1 = every batch; default 5, quick 3)")
+    p.add_argument("--io-us", type=float, default=None,
+                   help="simulated I/O wait per record, µs (default 100, quick 60)")
+    p.add_argument("--batches", type=int, default=None, help="default 30, quick 6")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="runs of the whole stream; figures are medians (default 1, quick 1)")
+    p.add_argument("--planners", default="none,mixed,mintable,ssm")
+    p.add_argument("--no-plain", action="store_true",
+                   help="skip the plain-Spark baseline (cogroup of the whole state per batch)")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip the per-batch job/stage profile (listener)")
+
+
+def _median_rows(runs: list[list[dict]]) -> list[dict]:
+    """Per planner, the median over repeats of every numeric field of ``summarise``."""
+    out = []
+    for rows in zip(*runs):
+        row = {"planner": rows[0]["planner"]}
+        for k, v in rows[0].items():
+            if k != "planner":
+                med = statistics.median(r[k] for r in rows)
+                row[k] = type(v)(med) if isinstance(v, int) else med
+        out.append(row)
+    return out
+
+
+def _critical(prof_rows: list[dict], skip: int, field: str = "critical_s"
+              ) -> dict[str, float]:
+    """Mean per batch and planner of a profile field (default Σ slowest task per stage:
+    the straggler-bound time)."""
+    by: dict[str, list[float]] = {}
+    for r in prof_rows:
+        if r["seq"] >= skip:
+            by.setdefault(r["name"], []).append(r[field])
+    return {k: float(np.mean(v)) for k, v in by.items()}
+
+
+def bench_stream(args) -> int:
+    """Part B: every planner (and plain Spark) over the same shifting Zipf stream,
+    interleaved batch by batch, in a local[n] session; medians over ``--repeats``."""
+    from sparkbalance.demo.stream import (PLAIN, WARMUP_BATCHES, BatchProfiler, format_profile,
+                                          format_table, make_batches, plot, profile_summary,
+                                          run_streams, stream_session, summarise, warm_up)
+    cfg = dict(STREAM_QUICK if args.quick else STREAM_FULL)
+    if args.io_us is not None:
+        cfg["io_us"] = args.io_us
+    if args.batches is not None:
+        cfg["batches"] = args.batches
+    if args.interval is not None:
+        cfg["interval"] = args.interval
+    reps = args.repeats or 1
+    n, work, window, theta = args.partitions, 20, 3, 0.08
+    planners = [p for p in args.planners.split(",") if p]
+    if not args.no_plain:
+        planners.append(PLAIN)
+    batches = make_batches(cfg["keys"], n, cfg["batches"], cfg["records"], 1.0,
+                           args.fluctuation, seed=7, batches_per_interval=cfg["interval"])
+    spark = stream_session(n, "bench-state-stream")
+    t_start = time.perf_counter()
+    try:
+        warm_up(spark, n)   # start the n Python workers, import the state code in them
+        runs, crit_runs, merge_runs, hist, prof_rows = [], [], [], {}, []
+        for rep in range(reps):
+            prof = None if args.no_profile else BatchProfiler(spark)
+            order = planners[rep % len(planners):] + planners[:rep % len(planners)]
+            hist = run_streams(spark, order, batches, num_partitions=n, theta=theta,
+                               window=window, progress=False, work=work, io_us=cfg["io_us"],
+                               profiler=prof)
+            hist = {p: hist[p] for p in planners}
+            runs.append(summarise(hist, skip=WARMUP_BATCHES))
+            if prof is not None:
+                prof_rows = prof.rows()
+                crit_runs.append(_critical(prof_rows, WARMUP_BATCHES))
+                merge_runs.append(_critical(prof_rows, WARMUP_BATCHES, "merge_s"))
+                prof.close()
+        elapsed = time.perf_counter() - t_start
+        rows_b = _median_rows(runs)
+        by = {r["planner"]: r for r in rows_b}
+        print(f"\nB. keyed state over a shifting Zipf stream: {cfg['batches']} batches x "
+              f"{cfg['records']} records, {cfg['keys']} keys, z=1.0, hot keys move every "
+              f"{cfg['interval']} batches (f={args.fluctuation}), n={n} on local[{n}], θ={theta}, "
+              f"window={window}; per record {cfg['io_us']:g} µs I/O wait + {work} CPU steps. "
+              f"Planners interleaved batch by batch; batch {WARMUP_BATCHES - 1} excluded; "
+              f"medians of {reps} run(s) ({elapsed:.0f} s)")
+        print(format_table(rows_b))
+        print("plain = plain Spark (state.cogroup(batch) per batch, as updateStateByKey): "
+              "its 'MB moved' is the whole state re-shuffled every batch")
+        if "mixed" in by and by.get("mintable", {}).get("bytes_moved"):
+            print(f"Mixed / MinTable migrated bytes = "
+                  f"{by['mixed']['bytes_moved'] / by['mintable']['bytes_moved']:.2f} "
+                  "(goal <= 0.5; seed 000 ~0.33)")
+        if "none" in by:
+            print("mean batch time vs none (median of per-run ratios): " + ", ".join(
+                f"{r['planner']} {r['vs_none']:.2f}x" for r in rows_b))
+            if crit_runs:
+                crit = {p: statistics.median(c[p] / c["none"] for c in crit_runs)
+                        for p in planners}
+                print("straggler-bound time (Σ slowest task per stage) vs none: " + ", ".join(
+                    f"{p} {v:.2f}x" for p, v in crit.items()))
+                merge = {p: statistics.median(m[p] / m["none"] for m in merge_runs)
+                         for p in planners}
+                print("merge stage alone (the per-key work rebalancing targets) vs none: " +
+                      ", ".join(f"{p} {v:.2f}x" for p, v in merge.items()))
+        if prof_rows:
+            print(f"\nWhere a batch's time goes (last run, batches >= {WARMUP_BATCHES}; means "
+                  "per batch; steady = no migration after it): route = shuffle-map stage of "
+                  "the batch, merge = result stage (the per-key work), +jobs = later jobs "
+                  "(migration), driver = wall outside any stage")
+            print(format_profile(profile_summary(prof_rows, hist)))
+        png = plot(hist, Path(args.out) / "bench_state_stream.png")
+        if png:
+            print(f"plot: {png}")
+    finally:
+        spark.stop()
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=str(ROOT / "bench-out"))
     p.add_argument("--skip-stream", action="store_true")
     p.add_argument("--skip-migration", action="store_true")
-    p.add_argument("--partitions", type=int, default=4,
-                   help="n of the stream part (= cores to see the straggler in batch time)")
-    p.add_argument("--fluctuation", type=float, default=1.0,
-                   help="f of seed 000 §5: load shifted per interval, in units of θ_ref")
+    add_stream_args(p)
     args = p.parse_args(argv)
     q = args.quick
     spark = session()
@@ -129,30 +273,8 @@ def main(argv=None) -> int:
         if args.skip_stream:
             return 0
         # ---------------------------------------------------------------- B
-        from sparkbalance.demo.stream import (DEMO_PLANNERS, format_table, make_batches, plot,
-                                              run_stream, summarise)
-        nb, keys, recs, work = (12, 1000, 8000, 200) if q else (30, 5000, 20000, 1000)
-        n = args.partitions
-        batches = make_batches(keys, n, nb, recs, 1.0, args.fluctuation, seed=7)
-        hist = {}
-        for planner in DEMO_PLANNERS:
-            hist[planner] = run_stream(spark, planner, batches, num_partitions=n, theta=0.08,
-                                       window=3, progress=False, work=work)
-        print(f"\nB. {nb} batches x {recs} records, {keys} keys, Zipf z=1.0, fluctuation "
-              f"f={args.fluctuation}, n={n}, θ=0.08, window=3, {work} CPU steps/record "
-              "(batch 0 excluded from times)")
-        rows_b = summarise(hist)
-        print(format_table(rows_b))
-        by = {r["planner"]: r for r in rows_b}
-        if by["mintable"]["bytes_moved"]:
-            print(f"Mixed / MinTable migrated bytes = "
-                  f"{by['mixed']['bytes_moved'] / by['mintable']['bytes_moved']:.2f} "
-                  "(goal <= 0.5; seed 000 ~0.33)")
-        print(f"mean batch time vs none: " + ", ".join(
-            f"{r['planner']} {r['mean_s'] / by['none']['mean_s']:.2f}x" for r in rows_b))
-        png = plot(hist, Path(args.out) / "bench_state_stream.png")
-        if png:
-            print(f"plot: {png}")
+        spark.stop()   # part B runs in its own local[n] session (one slot per partition)
+        return bench_stream(args)
     finally:
         spark.stop()
     return 0
