@@ -159,7 +159,10 @@ class Controller:
     # ------------------------------------------------------------------ measuring
     def measure(self, stats: Sequence[tuple], layout: TableLayout | GroupLayout,
                 partition_seconds: np.ndarray | None = None) -> Measurement:
-        """Loads of the batch from per-block stats ``(pid, keys|None, cost, memory, n)``.
+        """Loads of the batch from per-block stats ``(pid, keys|None, cost, memory, n[,
+        total_bytes])``: ``n`` keys and ``total_bytes`` (Σ S over all of them) per block,
+        per-key arrays for the keys that matter to the plan (table layouts: the keys of
+        the batch and of the routing table), per-group arrays for key groups.
 
         With ``partition_seconds`` (task time per physical partition, from the listener) the
         cost of a key becomes its records × the seconds per record of its partition (time-
@@ -172,10 +175,10 @@ class Controller:
             cost = np.zeros(m)
             mem = np.zeros(m)
             nkeys = 0
-            for _, _, c, s, nk in stats:
-                cost += c
-                mem += s
-                nkeys += nk
+            for st in stats:
+                cost += st[2]
+                mem += st[3]
+                nkeys += st[4]
             g2p = layout.group_to_partition()
             loads = np.bincount(g2p, weights=cost, minlength=P).astype(np.float64)
             if partition_seconds is not None:
@@ -186,7 +189,11 @@ class Controller:
                                nkeys, float(mem.sum()))
         keys: list = []
         costs, mems, where = [], [], []
-        for pid, ks, c, s, _ in stats:
+        nkeys, total = 0, 0.0
+        for st in stats:
+            pid, ks, c, s, nk = st[:5]
+            nkeys += nk
+            total += float(st[5]) if len(st) > 5 else float(np.sum(s))
             keys.extend(ks)
             costs.append(c)
             mems.append(s)
@@ -200,7 +207,7 @@ class Controller:
             loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
         active = np.arange(layout.num_partitions)
         return Measurement(loads, active, imbalance(loads[active]), as_key_array(keys), cost,
-                           mem, wh, len(keys), float(mem.sum()))
+                           mem, wh, nkeys, total)
 
     def should_rebalance(self, m: Measurement) -> bool:
         """Seed 000 §4 step 2: rebalance when λ exceeds 1 + θ_max."""

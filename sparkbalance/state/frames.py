@@ -152,15 +152,19 @@ def _union(frames: list[bytes], group: int) -> dict:
 
 
 def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
-                    num_groups: int, per_group: bool) -> Iterator[bytes]:
+                    num_groups: int, per_group: bool, watch: frozenset | None = None
+                    ) -> Iterator[bytes]:
     """Merge the batch block into the state frames of partition ``pid``.
 
     ``frames``: the partition's ``S`` frames and exactly one ``B`` frame (the batch,
     ``{key: [values]}``). Yields the new ``S`` frames, then one ``O`` frame (the
     ``(key, output)`` list) and one ``T`` frame: statistics ``(pid, keys, cost, memory,
-    nkeys)`` per key, or ``(pid, None, cost[g], memory[g], nkeys)`` per group when
-    ``per_group``. A group is re-pickled only when the batch has keys of it, its window
-    expires, or it has several frames; any other frame passes through as it is.
+    nkeys, total_bytes)`` per key, or ``(pid, None, cost[g], memory[g], nkeys,
+    total_bytes)`` per group when ``per_group``. Per key, only the keys of the batch and
+    the keys in ``watch`` (the routing table's: a planner may move them with zero cost)
+    are listed; ``None`` lists every key. A group is re-pickled only when the batch has
+    keys of it, its window expires, or it has several frames; any other frame passes
+    through as it is (its index is read only if it may hold a watched key).
 
     Example
     -------
@@ -191,13 +195,16 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     for k, g in zip(bkeys, bgroups):
         batch_of[g][k] = batch[k]
     expire_before = None if fold.window is None else seq - fold.window
+    watch_groups = None
+    if watch is not None and not per_group:
+        watch_groups = set(key_groups(list(watch), num_groups).tolist()) if watch else set()
     outputs: list = []
     s_keys: list = []
     s_cost: list = []
     s_mem: list = []
     g_cost = np.zeros(num_groups) if per_group else None
     g_mem = np.zeros(num_groups) if per_group else None
-    nkeys = 0
+    nkeys, total = 0, 0.0
     for g in sorted(set(by_group) | set(batch_of)):
         fs = by_group.get(g, [])
         hs = [heads[id(f)] for f in fs]
@@ -207,10 +214,14 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
             h = hs[0]
             yield fs[0]
             nkeys += h.nkeys
+            total += h.nbytes
             if per_group:
                 g_mem[g] += h.nbytes
-            else:
+            elif watch_groups is None or g in watch_groups:
                 keys, sizes = frame_index(fs[0], h)
+                if watch_groups is not None:
+                    sel = [i for i, k in enumerate(keys) if k in watch]
+                    keys, sizes = [keys[i] for i in sel], sizes[sel]
                 s_keys.extend(keys)
                 s_cost.append(np.zeros(len(keys)))
                 s_mem.append(sizes)
@@ -221,19 +232,23 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
         if block:
             yield state_frame(g, block)
         nkeys += nk
+        total += float(mem.sum())
         if per_group:
             g_cost[g] += c.sum()
             g_mem[g] += mem.sum()
         else:
+            if watch is not None:
+                sel = [i for i, k in enumerate(keys) if c[i] > 0 or k in watch]
+                keys, c, mem = [keys[i] for i in sel], c[sel], mem[sel]
             s_keys.extend(keys)
             s_cost.append(c)
             s_mem.append(mem)
     yield data_frame(TAG_OUTPUTS, outputs, nkeys=len(outputs))
     if per_group:
-        stats = (pid, None, g_cost, g_mem, nkeys)
+        stats = (pid, None, g_cost, g_mem, nkeys, total)
     else:
         stats = (pid, s_keys, np.concatenate(s_cost) if s_cost else np.zeros(0),
-                 np.concatenate(s_mem) if s_mem else np.zeros(0), nkeys)
+                 np.concatenate(s_mem) if s_mem else np.zeros(0), nkeys, total)
     yield data_frame(TAG_STATS, stats, nkeys=nkeys)
 
 
@@ -315,15 +330,15 @@ def frames_stats(pid: int, frames: Iterable[bytes], num_groups: int, per_group: 
             h = header(f)
             mem[h.group] += h.nbytes
             nk += h.nkeys
-        return (pid, None, np.zeros(num_groups), mem, nk)
+        return (pid, None, np.zeros(num_groups), mem, nk, float(mem.sum()))
     keys: list = []
     sizes: list = []
     for f in frames:
         k, s = frame_index(f)
         keys.extend(k)
         sizes.append(s)
-    return (pid, keys, np.zeros(len(keys)),
-            np.concatenate(sizes) if sizes else np.zeros(0), len(keys))
+    mem = np.concatenate(sizes) if sizes else np.zeros(0)
+    return (pid, keys, np.zeros(len(keys)), mem, len(keys), float(mem.sum()))
 
 
 def frames_summary(pid: int, frames: Iterable[bytes]) -> tuple[int, int, float]:

@@ -362,9 +362,13 @@ class KeyedStateOperator:
             preservesPartitioning=True))
         fold, seq, G = self._fold, self._seq, self._groups
         per_group = isinstance(layout, GroupLayout)
+        # Per-key statistics of the batch's keys and the table's: a key with no records in
+        # the batch adds no load, and only a table key can move without adding load, so the
+        # planner needs no other key (and a big state costs no per-key driver work).
+        watch = None if per_group else frozenset(layout.table.routes)
         return self._ops.map_frames(
             self._ops.concat(self._state, batch_frames),
-            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group))
+            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group, watch))
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.

@@ -59,7 +59,8 @@ def test_header_count_mismatch_is_corruption():
         fr.frame_block(bytes(f))
 
 
-def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split=1):
+def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split=1,
+                     watch=None):
     frames = []
     for f in _frames_of(state):
         if split > 1:  # the same group in several frames (as after a migration)
@@ -73,7 +74,7 @@ def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split
         else:
             frames.append(f)
     frames.append(fr.data_frame(fr.TAG_BATCH, batch))
-    out = list(fr.merge_partition(2, frames, fold, seq, G, per_group))
+    out = list(fr.merge_partition(2, frames, fold, seq, G, per_group, watch))
     k = _kinds(out)
     assert len(k["O"]) == 1 and len(k["T"]) == 1 and set(k) <= {"S", "O", "T"}
     new = fr.frames_to_block(k.get("S", []))
@@ -102,8 +103,8 @@ def test_merge_partition_equals_the_dict_merge(state0, records, window, split):
     assert got == want
     assert sorted(got_out, key=repr) == sorted(want_out, key=repr)
     _, wk, wc, wm, wn = want_stats
-    _, gk, gc, gm, gn = got_stats
-    assert gn == wn == len(want)
+    _, gk, gc, gm, gn, gt = got_stats
+    assert gn == wn == len(want) and gt == pytest.approx(wm.sum())
     assert dict(zip(gk, zip(gc.tolist(), gm.tolist()))) == \
         dict(zip(wk, zip(wc.tolist(), wm.tolist())))
 
@@ -112,8 +113,8 @@ def test_group_stats_sum_the_key_stats():
     fold = StateFold(update=operator.add, initial=0)
     state = {i: [i, float(i + 1), None] for i in range(40)}
     batch = {i: [1] * (i % 3 + 1) for i in range(0, 60, 2)}
-    _, _, (_, keys, cost, mem, nk), _ = _merge_by_frames(state, dict(batch), fold, 1)
-    _, _, (_, none, gc, gm, gn), _ = _merge_by_frames(state, dict(batch), fold, 1, True)
+    _, _, (_, keys, cost, mem, nk, _), _ = _merge_by_frames(state, dict(batch), fold, 1)
+    _, _, (_, none, gc, gm, gn, _), _ = _merge_by_frames(state, dict(batch), fold, 1, True)
     assert none is None and gc.shape == (G,) and gn == nk
     assert gc.sum() == pytest.approx(cost.sum()) and gm.sum() == pytest.approx(mem.sum())
     groups = np.array([key_group(k, G) for k in keys])
@@ -201,7 +202,24 @@ def test_frames_summary_and_stats_from_headers():
     block = {k: [k, 3.0, None] for k in range(50)}
     frames = _frames_of(block)
     assert fr.frames_summary(4, frames) == (4, 50, 150.0)
-    pid, keys, cost, mem, nk = fr.frames_stats(4, frames, G, False)
+    pid, keys, cost, mem, nk, tot = fr.frames_stats(4, frames, G, False)
+    assert tot == 150.0
     assert sorted(keys) == list(range(50)) and cost.sum() == 0 and mem.sum() == 150.0
-    _, none, gc, gm, gn = fr.frames_stats(4, frames, G, True)
+    _, none, gc, gm, gn, _ = fr.frames_stats(4, frames, G, True)
     assert none is None and gm.sum() == 150.0 and gn == 50
+
+
+def test_watched_stats_list_only_batch_and_table_keys_with_exact_totals():
+    """Per-key statistics of a big state with a small batch: the batch's keys and the
+    routing table's (watched) keys only; the totals still count every key."""
+    fold = StateFold(update=operator.add, initial=0)
+    state = {i: [i, 2.0, None] for i in range(300)}
+    batch = {5: [1, 1], 6: [1]}
+    watch = frozenset({7, 250, 999})          # 999: a table key without state
+    new, _, (_, keys, cost, mem, nk, tot), _ = _merge_by_frames(state, batch, fold, 1,
+                                                                watch=watch)
+    assert sorted(keys) == [5, 6, 7, 250]
+    assert dict(zip(keys, cost.tolist())) == {5: 2.0, 6: 1.0, 7: 0.0, 250: 0.0}
+    assert nk == 300 and tot == pytest.approx(sum(e[1] for e in new.values()))
+    _, _, (_, keys0, *_), _ = _merge_by_frames(state, batch, fold, 1, watch=frozenset())
+    assert sorted(keys0) == [5, 6]
