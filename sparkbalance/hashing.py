@@ -16,13 +16,27 @@ Definition (one formula, three implementations: scalar Python, numpy, Spark SQL)
 
 2. *Raw hash* ``raw(k)`` in ``[0, 2**32)``: CRC-32 (zlib / ``java.util.zip.CRC32``) of those
    bytes. A tuple folds its elements: ``r = TUPLE_SEED; r = (r * TUPLE_MUL + raw(e)) % TUPLE_MOD``.
-3. *Family member* ``i``: ``h_i(k) = (raw(k) * A[i] + B[i]) % P`` with ``P = 2**61 - 1``.
-   ``stable_hash = h_0``. ``A[i] < 2**30`` and ``B[i] < 2**61`` keep every intermediate below
-   ``2**63`` so the same arithmetic runs on Spark's signed 64-bit ``BIGINT`` under ANSI mode.
+3. *Family member* ``i``: ``h_i(k) = (raw(k) * A[i] + B[i]) % P`` with ``P = 2**61 - 1``
+   (Carter & Wegman's universal family modulo a Mersenne prime). ``stable_hash = h_0``.
+   ``A[i]`` is uniform in ``[1, P)`` and ``B[i]`` in ``[0, P)`` (fixed constants, drawn once
+   with :data:`FAMILY_SEED`, see ``_A``), so ``raw * A[i]`` has up to 93 bits and the
+   reduction mod ``P`` folds its high bits into the low ones: ``h_i mod n`` depends on all
+   of ``raw``, and ``h_0 mod n``, ``h_1 mod n``, ... behave as independent hashes.
 
-In Spark SQL a string column ``k`` has ``h_0 = pmod(crc32(concat(X'73', encode(k,'UTF-8'))) *
-A0 + B0, P)`` and an integral column ``pmod(crc32(concat(X'69', encode(cast(k as string),
-'UTF-8'))) * A0 + B0, P)`` (see :mod:`sparkbalance.spark.sqlhash`).
+   Why not small multipliers: with ``A[i] < 2**30`` (the first version) ``raw * A[i] + B[i]
+   < 2**62 + 2**61``, so the reduction subtracted ``P`` at most twice and ``h_i mod n`` was a
+   function of ``raw mod n`` and that 0-2 count: ``(h_0 mod n, h_1 mod n)`` took about
+   ``2 n`` of the ``n**2`` pairs, key groups were tied to the home partition and the second
+   choice of PKG / D-Choices / TAG to the first.
+
+   Exactness everywhere: Python ints are exact; numpy (``uint64``) and Spark SQL (signed
+   ``BIGINT``, ANSI mode) never form the 93-bit product: they split ``A = A_hi * 2**31 +
+   A_lo`` and multiply ``raw * A_hi`` by ``2**31`` with shifts and a mask, since ``2**61 = 1
+   (mod P)`` (see :func:`_affine_array`).
+
+In Spark SQL the raw hash of a string column ``k`` is ``crc32(concat(X'73', encode(k,
+'UTF-8')))`` and of an integral column ``crc32(concat(X'69', encode(cast(k as string),
+'UTF-8')))``; the affine step is spelled out in :mod:`sparkbalance.spark.sqlhash`.
 
 Example
 -------
@@ -42,6 +56,7 @@ import numpy as np
 
 __all__ = [
     "P",
+    "FAMILY_SEED",
     "HASH_FAMILY_SIZE",
     "raw_hash",
     "stable_hash",
@@ -54,17 +69,23 @@ __all__ = [
 
 #: Mersenne prime modulus of the final affine step.
 P: int = (1 << 61) - 1
-# Multipliers < 2**30 and offsets < 2**61 (so raw * A + B < 2**63, safe in a Spark BIGINT).
+#: Seed that drew the family constants: ``rng = random.Random(FAMILY_SEED)``, then
+#: ``A = [rng.randrange(1, P) for _ in range(8)]``, then ``B = [rng.randrange(P) for _ in
+#: range(8)]`` (checked by tests/unit/test_hashing_independence.py). Changing them moves
+#: every key to another partition: existing routing tables and keyed state become invalid.
+FAMILY_SEED: int = 20261121
+# Multipliers uniform in [1, P), offsets uniform in [0, P): a Carter-Wegman family mod P.
 _A: tuple[int, ...] = (
-    0x2F0F_3B9D, 0x3C6E_F372, 0x1B87_3593, 0x2545_F491,
-    0x3ADE_68B1, 0x1D4F_7A3B, 0x27D4_EB2F, 0x165E_67B5,
+    0x10DB_8507_F048_0FFA, 0x08FD_5413_2CB6_916E, 0x1942_30F0_5939_42A5, 0x02A1_3761_9BF1_3332,
+    0x025C_378E_5667_0B15, 0x1EBD_8A5D_0108_8476, 0x0521_280D_2E41_6789, 0x0B37_4361_5C90_6159,
 )
 _B: tuple[int, ...] = (
-    0x0C2B_2AE3_5A1D_E5F1, 0x1F83_D9AB_FB41_BD6B, 0x0510_E527_FADE_682D, 0x1B05_688C_2B3E_6C1F,
-    0x0F6B_75AB_2BC4_71C7, 0x1E37_79B9_7F4A_7C15, 0x085E_BCA6_B2C2_B2AE, 0x14F1_3575_8D2C_4B3B,
+    0x0541_2BDD_2BB2_9976, 0x0BA6_5FCC_985F_B4E7, 0x0B3C_5A2A_64C7_A500, 0x1343_C816_5815_1A99,
+    0x03B1_49D5_E693_AE2D, 0x0D16_95DE_3EAA_BE17, 0x027C_F07C_EB04_B39B, 0x0285_906C_7806_8577,
 )
 #: Number of independent hash functions available to choices-based partitioners.
 HASH_FAMILY_SIZE: int = len(_A)
+_A0, _B0 = _A[0], _B[0]  # stable_hash is the hot path: no tuple indexing per call
 
 # Tuple folding: a prime just below 2**32 and a multiplier < 2**31 (r * M + raw < 2**63).
 TUPLE_MOD: int = (1 << 32) - 5
@@ -148,7 +169,14 @@ def stable_hash(key: Any) -> int:
     >>> 0 <= stable_hash(("user", 7)) < P
     True
     """
-    return (raw_hash(key) * _A[0] + _B[0]) % P
+    # The two common key types inline raw_hash (one call less: ~15% of the per-key cost,
+    # which pays for the 93-bit product of the 61-bit multipliers); the same bytes as raw_hash.
+    t = type(key)
+    if t is str:
+        return (_crc32(key.encode("utf-8", "surrogatepass"), _SEED_STR) * _A0 + _B0) % P
+    if t is int:
+        return (_crc32(b"%d" % key, _SEED_INT) * _A0 + _B0) % P
+    return (raw_hash(key) * _A0 + _B0) % P
 
 
 def hash_family(key: Any, i: int) -> int:
@@ -203,9 +231,42 @@ def hash_family_array(keys: Iterable[Any] | np.ndarray, i: int) -> np.ndarray:
     """
     if not 0 <= i < HASH_FAMILY_SIZE:
         raise ValueError(f"hash index i={i}; expected 0 <= i < {HASH_FAMILY_SIZE}")
-    raw = raw_hash_array(keys)
-    # raw < 2**32 and A < 2**30: the product and sum stay below 2**63, no uint64 wrap-around.
-    return (raw * np.uint64(_A[i]) + np.uint64(_B[i])) % np.uint64(P)
+    return _affine_array(raw_hash_array(keys), i)
+
+
+# A[i] = A_hi * 2**31 + A_lo with A_lo < 2**31 and A_hi < 2**30 (A < 2**61).
+_A_HI = tuple(np.uint64(a >> 31) for a in _A)
+_A_LO = tuple(np.uint64(a & ((1 << 31) - 1)) for a in _A)
+_B_U64 = tuple(np.uint64(b) for b in _B)
+_P_U64 = np.uint64(P)
+_S30, _S31 = np.uint64(30), np.uint64(31)
+
+
+def _affine_array(raw: np.ndarray, i: int) -> np.ndarray:
+    """``(raw * A[i] + B[i]) % P`` exactly, for a ``uint64`` array ``raw < 2**32``.
+
+    The product has up to 93 bits, so it is never formed: ``raw * A = raw * A_hi * 2**31 +
+    raw * A_lo`` with ``hi = raw * A_hi < 2**62`` and ``raw * A_lo < 2**63``. Modulo the
+    Mersenne prime ``P = 2**61 - 1``, ``2**61 = 1``, so ``hi * 2**31 = (hi mod 2**30) * 2**31
+    + (hi >> 30) * 2**61 = ((hi << 31) & P) + (hi >> 30)  (mod P)``: ``rot < 2**61 + 2**32``
+    (the bits shifted past bit 63 are ones the mask drops anyway). The sum ``raw * A_lo +
+    rot + B < 2**63 + 2**62 + 2**32`` fits in ``uint64``; one ``% P`` at the end.
+
+    Example
+    -------
+    >>> int(_affine_array(np.array([2**32 - 1], dtype=np.uint64), 3)[0]) == (
+    ...     ((2**32 - 1) * _A[3] + _B[3]) % P)
+    True
+    """
+    hi = raw * _A_HI[i]
+    rot = (hi << _S31) & _P_U64
+    hi >>= _S30
+    rot += hi
+    out = raw * _A_LO[i]
+    out += rot
+    out += _B_U64[i]
+    out %= _P_U64
+    return out
 
 
 def stable_hash_array(keys: Iterable[Any] | np.ndarray) -> np.ndarray:

@@ -61,15 +61,19 @@ def test_sql_hashes_equal_python(keys_df, cols):
         assert r["group"] == py_group(key, 97)
 
 
-def test_affine_step_has_no_bigint_overflow_under_ansi(spark):
-    """Largest raw value through every family member: ANSI mode must not raise."""
+def test_affine_step_has_no_overflow_under_ansi(spark):
+    """Extreme raw values through every family member: the up-to-93-bit product is exact
+    (DECIMAL), ANSI mode must not raise, and the hash comes back as a BIGINT."""
     spark.conf.set("spark.sql.ansi.enabled", "true")
-    raw_max = 2 ** 32 - 1
-    df = spark.range(1).select(F.lit(raw_max).cast("bigint").alias("raw"))
-    got = df.select(*[sqlhash.affine(F.col("raw"), i).alias(f"h{i}")
-                      for i in range(hashing.HASH_FAMILY_SIZE)]).first()
-    for i in range(hashing.HASH_FAMILY_SIZE):
-        assert got[f"h{i}"] == (raw_max * hashing._A[i] + hashing._B[i]) % hashing.P
+    raws = [0, 1, 2 ** 31, 2 ** 32 - 1]
+    df = spark.createDataFrame([(r,) for r in raws], "raw bigint")
+    out = df.select("raw", *[sqlhash.affine(F.col("raw"), i).alias(f"h{i}")
+                             for i in range(hashing.HASH_FAMILY_SIZE)])
+    assert {f.dataType.simpleString() for f in out.schema.fields} == {"bigint"}
+    for row in out.collect():
+        r = row["raw"]
+        for i in range(hashing.HASH_FAMILY_SIZE):
+            assert row[f"h{i}"] == (r * hashing._A[i] + hashing._B[i]) % hashing.P, (r, i)
 
 
 def test_tuple_fold_has_no_overflow_under_ansi(spark):
