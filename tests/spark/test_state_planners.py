@@ -332,15 +332,18 @@ def _warm_workers(sc, n: int) -> None:
     sc.parallelize(range(n), n).mapPartitions(_imp).collect()
 
 
-def _listener_kinds() -> list:
+def _listener_cases() -> list:
+    """(recorder, planner): both recorders, and both layout kinds (routing table, key groups)."""
     from sparkbalance.spark import jvm
-    return [pytest.param("py4j", id="py4j"),
-            pytest.param("jvm", id="jvm", marks=pytest.mark.skipif(
-                jvm.bridge_jar_path() is None, reason="bridge jar not built (jvm_bridge/build.sh)"))]
+    no_jar = pytest.mark.skipif(jvm.bridge_jar_path() is None,
+                                reason="bridge jar not built (jvm_bridge/build.sh)")
+    return [pytest.param("py4j", "mixed", id="py4j-mixed"),
+            pytest.param("jvm", "mixed", id="jvm-mixed", marks=no_jar),
+            pytest.param("py4j", "ssm", id="py4j-ssm")]
 
 
-@pytest.mark.parametrize("kind", _listener_kinds())
-def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, kind):
+@pytest.mark.parametrize("kind,planner", _listener_cases())
+def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, kind, planner):
     """Equal records on every partition, but the records of one partition are slow: with a
     task-metrics listener attached the loads are measured task seconds, so the operator
     sees the imbalance and moves the slow keys off that partition (leaving the *record*
@@ -357,7 +360,7 @@ def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, 
     try:
         with lst:
             op = KeyedStateOperator(sc, n, update=_make_timed_add(), initial=0,
-                                    planner="mixed", theta=LISTENER_THETA, listener=lst)
+                                    planner=planner, theta=LISTENER_THETA, listener=lst)
             batches, costly = _costly_stream(op.partition_function, n)
             ref: dict = {}
             fns = []
