@@ -38,6 +38,7 @@ import numpy as np
 __all__ = ["main", "run_stream", "run_streams", "summarise", "format_table", "make_batches",
            "shifting_batches", "batch_loads", "PlainStateStream", "PlainRecord",
            "BatchProfiler", "profile_summary", "format_profile", "stream_session", "warm_up",
+           "parse_spec",
            "DEMO_PLANNERS", "PLAIN", "busy_count"]
 
 DEMO_PLANNERS: tuple[str, ...] = ("none", "mixed", "mintable", "ssm")
@@ -49,12 +50,20 @@ PLAIN = "plain"
 WARMUP_BATCHES = 1
 
 
+#: Simulated I/O is slept in chunks of at least this many seconds: one ``time.sleep`` per
+#: key would add the OS's wake-up latency (~0.06-0.5 ms, more under load) per call, a cost
+#: per *key* rather than per record that flattens the skew the benchmark is about.
+SLEEP_QUANTUM_S = 0.002
+
+
 def busy_count(work: int = 200, io_us: float = 0.0) -> Any:
     """``update_values`` of the demo: count records, with ``work`` loop steps of CPU per
     record (200 ≈ 10 µs) and ``io_us`` µs of waiting per record (an I/O-bound update, e.g.
     a lookup in an external store), so that a partition's task time follows its record
     count. Waiting, unlike CPU work, lets n tasks run side by side on a 2-core machine, so
-    the batch time shows the slowest partition as it would on n cores.
+    the batch time shows the slowest partition as it would on n cores. The wait is owed
+    per record and slept in chunks (:data:`SLEEP_QUANTUM_S`), oversleeping credited, so a
+    task waits ``io_us`` × its records give or take one chunk.
 
     Example
     -------
@@ -62,6 +71,7 @@ def busy_count(work: int = 200, io_us: float = 0.0) -> Any:
     (7, [7])
     """
     wait = io_us * 1e-6
+    debt = [0.0]          # seconds owed by this deserialised copy (one per task)
 
     def update_values(state: int, values: list) -> tuple[int, list]:
         acc = 0
@@ -69,7 +79,11 @@ def busy_count(work: int = 200, io_us: float = 0.0) -> Any:
             for i in range(work):
                 acc ^= (v * 31 + i) & 0xFF
         if wait:
-            time.sleep(wait * len(values))
+            debt[0] += wait * len(values)
+            if debt[0] >= SLEEP_QUANTUM_S:
+                t0 = time.perf_counter()
+                time.sleep(debt[0])
+                debt[0] -= time.perf_counter() - t0
         new = state + len(values)
         return new, [new]
     return update_values
@@ -453,8 +467,28 @@ def warm_up(spark: Any, num_partitions: int) -> None:
         _warm_worker).collect()
 
 
-def _runner(spark: Any, planner: str, num_partitions: int, theta: float, window: int | None,
+def parse_spec(spec: str, theta: float) -> tuple[str, float]:
+    """``"mixed"`` -> ("mixed", theta); ``"mixed@0.2"`` -> ("mixed", 0.2): a planner with
+    its own θ_max, so one run can compare trigger thresholds side by side.
+
+    Example
+    -------
+    >>> parse_spec("ssm@0.2", 0.08), parse_spec("none", 0.08)
+    (('ssm', 0.2), ('none', 0.08))
+    """
+    name, sep, th = spec.partition("@")
+    if not sep:
+        return name, theta
+    try:
+        return name, float(th)
+    except ValueError:
+        raise ValueError(f"planner spec {spec!r}; expected NAME or NAME@THETA "
+                         "(e.g. mixed@0.2)") from None
+
+
+def _runner(spark: Any, spec: str, num_partitions: int, theta: float, window: int | None,
             work: int, io_us: float, **kw: Any) -> Any:
+    planner, theta = parse_spec(spec, theta)
     if planner == PLAIN:
         return PlainStateStream(spark, num_partitions, busy_count(work, io_us), initial=0,
                                 window=window)
@@ -469,7 +503,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
                 profiler: BatchProfiler | None = None, **kw: Any) -> dict[str, list]:
     """Run the batches through one fresh operator per planner, interleaved batch by batch
     (rotating the order), and return ``{planner: history}``. ``"plain"`` is the
-    plain-Spark baseline :class:`PlainStateStream`."""
+    plain-Spark baseline :class:`PlainStateStream`; ``"name@θ"`` a planner with its own
+    θ_max (:func:`parse_spec`)."""
     sc = spark.sparkContext
     ops = {p: _runner(spark, p, num_partitions, theta, window, work, io_us, **kw)
            for p in planners}

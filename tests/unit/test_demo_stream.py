@@ -82,3 +82,21 @@ def test_profile_summary_splits_steady_and_migrating_batches():
     out = {r["kind"]: r for r in profile_summary(rows, hist, skip=1)}
     assert out["steady"]["batches"] == 1 and out["migrating"]["jobs"] == 2.0
     assert "migrating" in format_profile(list(out.values()))
+
+
+def test_planner_spec_with_its_own_theta():
+    from sparkbalance.demo.stream import parse_spec
+    assert parse_spec("mixed@0.2", 0.08) == ("mixed", 0.2)
+    assert parse_spec("plain", 0.08) == ("plain", 0.08)
+    with pytest.raises(ValueError, match="mixed@x"):
+        parse_spec("mixed@x", 0.08)
+
+
+def test_simulated_io_is_per_record_not_per_call():
+    import time
+    f = busy_count(work=0, io_us=200.0)
+    t0 = time.perf_counter()
+    for _ in range(100):          # 100 single-record keys: 20 ms owed, slept in chunks
+        f(0, [1])
+    took = time.perf_counter() - t0
+    assert 0.015 <= took < 0.2
