@@ -225,8 +225,9 @@ def bench_stream(args) -> int:
     """Part B: every planner (and plain Spark) over the same shifting Zipf stream,
     interleaved batch by batch, in a local[n] session; medians over ``--repeats``."""
     from sparkbalance.demo.stream import (PLAIN, WARMUP_BATCHES, BatchProfiler, format_profile,
-                                          format_table, make_batches, plot, profile_summary,
-                                          run_streams, stream_session, summarise, warm_up)
+                                          format_table, make_batches, merge_after_migration,
+                                          plot, profile_summary, run_streams, stream_session,
+                                          summarise, warm_up)
     cfg = dict(STREAM_QUICK if args.quick else STREAM_FULL)
     if args.io_us is not None:
         cfg["io_us"] = args.io_us
@@ -306,6 +307,10 @@ def bench_stream(args) -> int:
                   "the batch, merge = result stage (the per-key work), +jobs = later jobs "
                   "(migration), driver = wall outside any stage")
             print(format_profile(profile_summary(prof_rows, hist)))
+            mam = merge_after_migration(prof_rows, hist)
+            print("merge stage right after a migration / after none (s, mean; n after): " +
+                  ", ".join(f"{p} {a:.2f}/{o:.2f} ({k})" for p, (a, o, k) in mam.items()
+                            if k))
         png = plot(hist, Path(args.out) / "bench_state_stream.png")
         if png:
             print(f"plot: {png}")

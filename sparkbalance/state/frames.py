@@ -9,7 +9,7 @@ live on that partition. A frame is ``bytes`` with a fixed header::
 
 followed, for a state frame (tag ``S``), by the pickled index ``(keys, sizes)`` and the
 pickled ``{key: entry}`` dict; other frames (``B`` batch block, ``O`` outputs, ``T``
-statistics, ``M`` moved entries) carry one pickled object.
+statistics) carry one pickled object.
 
 Why frames. Spark ships every element of a partition through the Python worker that
 reads it; with one dict per partition (the first design) a migration had to pass the whole
@@ -34,14 +34,15 @@ from ..routing.keygroups import key_groups
 from .blocks import merge_blocks
 from .window import StateFold
 
-__all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "TAG_MOVED", "Header",
+__all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "Header",
            "header", "state_frame", "data_frame", "frame_index", "frame_block",
-           "frame_payload", "merge_partition", "split_touched", "frames_of_entries",
+           "frame_payload", "merge_partition", "moved_entries", "stay_frames",
+           "frames_of_entries",
            "reroute_groups", "frames_to_block", "frames_stats", "frames_summary",
            "DEFAULT_TABLE_GROUPS", "entries_of", "check_state_frame"]
 
-TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS, TAG_MOVED = (ord(c) for c in "SBOTM")
-_TAGS = {TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS, TAG_MOVED}
+TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS = (ord(c) for c in "SBOT")
+_TAGS = {TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS}
 _HEAD = struct.Struct(">BiidqI")
 HEADER_SIZE: int = _HEAD.size
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -78,7 +79,7 @@ def header(frame: bytes) -> Header:
                          "state)")
     h = Header(*_HEAD.unpack_from(frame))
     if h.tag not in _TAGS or h.nkeys < 0 or HEADER_SIZE + h.index_len > len(frame):
-        raise ValueError(f"state frame header {tuple(h)} is invalid (tag in 'SBOTM', nkeys "
+        raise ValueError(f"state frame header {tuple(h)} is invalid (tag in 'SBOT', nkeys "
                          f">= 0, index within the frame's {len(frame)} bytes): corrupt state")
     return h
 
@@ -252,38 +253,36 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     yield data_frame(TAG_STATS, stats, nkeys=nkeys)
 
 
-def split_touched(pid: int, frames: Iterable[bytes], fn: Any) -> Iterator[bytes]:
-    """For the state frames a routing-table migration touches: the entries that stay on
-    ``pid`` as ``S`` frames, and one ``M`` frame per group with the ``(key, entry)`` pairs
-    whose partition under ``fn`` is no longer ``pid`` (Δ). Header ``nkeys``/``nbytes`` of
-    the ``M`` frames count what leaves."""
+def moved_entries(pid: int, frames: Iterable[bytes], fn: Any) -> Iterator[tuple[Any, Any]]:
+    """``(key, entry)`` of the state frames of partition ``pid`` whose partition under
+    ``fn`` is no longer ``pid`` (Δ of a routing-table migration)."""
     for f in frames:
         h = header(f)
         if h.tag != TAG_STATE:
             raise RuntimeError(f"partition {pid}: a {chr(h.tag)!r} frame among the state frames")
+        for k, e in frame_block(f, h).items():
+            if fn(k) != pid:
+                yield k, e
+
+
+def stay_frames(pid: int, frames: Iterable[bytes], fn: Any) -> Iterator[bytes]:
+    """The state frames of partition ``pid`` without the entries that :func:`moved_entries`
+    takes away (a frame losing nothing is passed on as it is)."""
+    for f in frames:
+        h = header(f)
         block = frame_block(f, h)
-        stays, moved = {}, []
-        for k, e in block.items():
-            if fn(k) == pid:
-                stays[k] = e
-            else:
-                moved.append((k, e))
-        if not moved:
+        stays = {k: e for k, e in block.items() if fn(k) == pid}
+        if len(stays) == len(block):
             yield f
-            continue
-        if stays:
+        elif stays:
             yield state_frame(h.group, stays)
-        yield data_frame(TAG_MOVED, moved, h.group, len(moved),
-                         float(sum(e[1] for _, e in moved)))
 
 
 def entries_of(frames: Iterable[bytes]) -> Iterator[tuple[Any, Any]]:
-    """``(key, entry)`` pairs of ``M`` (moved) or ``S`` (state) frames."""
+    """``(key, entry)`` pairs of state frames."""
     for f in frames:
         h = header(f)
-        if h.tag == TAG_MOVED:
-            yield from frame_payload(f)
-        elif h.tag == TAG_STATE:
+        if h.tag == TAG_STATE:
             yield from frame_block(f, h).items()
 
 

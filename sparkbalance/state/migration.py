@@ -10,8 +10,9 @@ new layout ``F'``:
    unchanged ``n``, the frames ``(F(k), g(k))`` of the keys of the table delta. Nothing
    else of the state enters a Python worker;
 2. key groups: a touched frame moves *as it is* (its bytes, never unpickled) to its new
-   partition. Routing table: each touched frame is split into the entries that stay
-   (a rewritten frame, in place) and Δ, the entries that leave;
+   partition. Routing table: one Python pass over the touched frames yields Δ, the
+   entries that leave; the entries that stay are filtered out of those frames lazily, by
+   the next pass over the state (the next batch's merge);
 3. the one shuffle carries exactly Δ; the arrivals are grouped into frames and cached;
 4. the new state is ``concat(untouched ∪ stays, arrivals)`` per partition — narrow, in
    the JVM, with no second shuffle and no copy of the untouched state.
@@ -102,38 +103,36 @@ def migrate(ops: FrameOps, state: Any, old: Any, new: Any, num_groups: int,
     sc = ops.sc
     out_keys, read = sc.accumulator(0), sc.accumulator(0)
 
-    def _read(it: Any) -> Any:
-        for f in it:
-            read.add(1)
-            yield f
-
-    def _split(pid: int, it: Any) -> Any:
-        for f in fr.split_touched(pid, _read(it), fn):
-            if f[0] == fr.TAG_MOVED:
-                out_keys.add(fr.header(f).nkeys)
-            yield f
+    def _moved(pid: int, it: Any) -> Any:
+        def frames() -> Any:
+            for f in it:
+                read.add(1)
+                yield f
+        for k, e in fr.moved_entries(pid, frames(), fn):
+            out_keys.add(1)
+            yield k, e
 
     touched = ops.select(state, fr.TAG_STATE, mask, G, True)
-    split = ops.map_frames(touched, _split)
-    split.persist(storage_level)
-    moved = ops.select(split, fr.TAG_MOVED).mapPartitions(fr.entries_of)
-    arrived, keys_in, bytes_in = _counting(ops, moved.partitionBy(P, fn),
-                                           lambda it: fr.frames_of_entries(it, G),
-                                           storage_level)
+    # one Python pass over the touched frames feeds the shuffle of Δ directly
+    arrived, keys_in, bytes_in = _counting(
+        ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, fn),
+        lambda it: fr.frames_of_entries(it, G), storage_level)
     left = out_keys.value
     if keys_in != left:
         # Accumulators of a map stage may double count re-run tasks: recount exactly.
-        left = sum(r[1] for r in summaries(ops.select(split, fr.TAG_MOVED)))
+        left = touched.mapPartitionsWithIndex(
+            lambda pid, it: [sum(1 for _ in fr.moved_entries(pid, it, fn))]).sum()
     if keys_in != left:
         arrived.unpersist()
-        split.unpersist()
         raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
                            "refusing the new layout (state kept as before)")
-    stays = ops.select(split, fr.TAG_STATE)
+    # The stays are dropped from the touched frames lazily, by the next pass over the
+    # state (the next batch's merge reads those frames anyway).
+    stays = ops.map_frames(touched, lambda pid, it: fr.stay_frames(pid, it, fn))
     if mask is not None:
         stays = ops.concat(ops.select(state, fr.TAG_STATE, mask, G, False), stays)
     view = ops.concat(ops.pad(stays, P), arrived)
-    return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived, split),
+    return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived,),
                            int(read.value))
 
 

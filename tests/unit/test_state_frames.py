@@ -159,18 +159,18 @@ def test_merge_needs_exactly_one_batch_block():
         list(fr.merge_partition(0, [b, b], fold, 0, G, False))
 
 
-def test_split_touched_partitions_the_entries_exactly():
+def test_moved_and_stays_partition_the_entries_exactly():
     lay = TableLayout(3, 3, RoutingTable({k: (k + 1) % 3 for k in range(0, 60, 4)}))
     block = {k: [k, 2.0, None] for k in range(60) if TableLayout(3, 3).fn(k) == 1}
-    out = list(fr.split_touched(1, _frames_of(block), lay.fn))
-    k = _kinds(out)
-    stays = fr.frames_to_block(k.get("S", []))
-    moved = list(fr.entries_of(k["M"]))
+    frames = _frames_of(block)
+    moved = list(fr.moved_entries(1, frames, lay.fn))
+    stays = fr.frames_to_block(fr.stay_frames(1, frames, lay.fn))
+    assert moved and stays
     assert set(stays) | {x for x, _ in moved} == set(block)
     assert not set(stays) & {x for x, _ in moved}
     assert all(lay.fn(x) == 1 for x in stays) and all(lay.fn(x) != 1 for x, _ in moved)
-    assert sum(fr.header(f).nkeys for f in k["M"]) == len(moved)
-    assert sum(fr.header(f).nbytes for f in k["M"]) == 2.0 * len(moved)
+    untouched = [f for f in frames if all(lay.fn(k) == 1 for k in fr.frame_block(f))]
+    assert set(untouched) <= set(fr.stay_frames(1, frames, lay.fn))   # passed on as is
 
 
 def test_reroute_groups_moves_frames_unchanged():
