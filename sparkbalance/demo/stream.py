@@ -37,7 +37,8 @@ import numpy as np
 
 __all__ = ["main", "run_stream", "run_streams", "summarise", "format_table", "make_batches",
            "shifting_batches", "batch_loads", "PlainStateStream", "PlainRecord",
-           "BatchProfiler", "profile_summary", "format_profile", "stream_session", "warm_up",
+           "BatchProfiler", "profile_summary", "format_profile", "merge_after_migration",
+           "stream_session", "warm_up",
            "parse_spec",
            "DEMO_PLANNERS", "PLAIN", "busy_count"]
 
@@ -413,6 +414,22 @@ def profile_summary(rows: list[dict], history: dict[str, list], skip: int = WARM
                       "outside_s", "critical_s"):
                 row[f] = float(np.mean([r[f] for r in sel]))
             out.append(row)
+    return out
+
+
+def merge_after_migration(rows: list[dict], history: dict[str, list],
+                          skip: int = WARMUP_BATCHES) -> dict[str, tuple[float, float, int]]:
+    """Per planner: mean merge-stage seconds of batches right after a migration, of the
+    other batches, and the number of the former (the merge after a migration also drops
+    the keys that left and reads the arrivals: its extra cost shows here)."""
+    migrated = {(name, r.seq) for name, h in history.items() for r in h if r.rebalanced}
+    out = {}
+    for name in history:
+        mine = [r for r in rows if r["name"] == name and r["seq"] >= skip]
+        after = [r["merge_s"] for r in mine if (name, r["seq"] - 1) in migrated]
+        other = [r["merge_s"] for r in mine if (name, r["seq"] - 1) not in migrated]
+        out[name] = (float(np.mean(after)) if after else float("nan"),
+                     float(np.mean(other)) if other else float("nan"), len(after))
     return out
 
 
