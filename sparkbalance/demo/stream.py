@@ -108,8 +108,7 @@ def shifting_batches(num_keys: int, num_partitions: int, num_batches: int, recor
     random key pairs homed on different partitions until a load share ``f``·θ_ref moved
     (:func:`~sparkbalance.planning.synthetic.fluctuate`). Every batch of an interval is a
     fresh multinomial sample of ``records`` records from that interval's frequencies.
-    With ``batches_per_interval=1`` this is exactly
-    :func:`sparkbalance.state.shifting.shifting_zipf_counts` (same random draws).
+    The demo's name for :func:`sparkbalance.state.shifting.shifting_zipf_counts`.
 
     Example
     -------
@@ -117,22 +116,10 @@ def shifting_batches(num_keys: int, num_partitions: int, num_batches: int, recor
     >>> [int(c.sum()) for _, c in it]
     [500, 500, 500, 500]
     """
-    from ..planning.synthetic import fluctuate, zipf_counts
-    from ..routing.hash import home_partitions
-    if batches_per_interval < 1:
-        raise ValueError(f"batches_per_interval={batches_per_interval}; expected >= 1")
-    if num_batches < 0:
-        raise ValueError(f"num_batches={num_batches}; expected >= 0")
-    rng = np.random.default_rng(seed)
-    keys = rng.permutation(num_keys).astype(np.int64)
-    freq = zipf_counts(num_keys, z, records / num_keys, rng)
-    home = home_partitions(keys, num_partitions)
-    for t in range(num_batches):
-        if t and t % batches_per_interval == 0:
-            freq = fluctuate(freq, home, num_partitions, f=f, rng=rng)
-        counts = rng.multinomial(records, freq / freq.sum())
-        nz = counts > 0
-        yield keys[nz], counts[nz].astype(np.int64)
+    from ..state.shifting import shifting_zipf_counts
+    return shifting_zipf_counts(num_keys, num_partitions, num_batches, z=z,
+                                records_per_batch=records, f=f, seed=seed,
+                                batches_per_interval=batches_per_interval)
 
 
 def make_batches(num_keys: int, num_partitions: int, num_batches: int, records: int,

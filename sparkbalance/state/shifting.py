@@ -22,8 +22,11 @@ __all__ = ["shifting_zipf_counts", "batch_records"]
 
 def shifting_zipf_counts(num_keys: int, num_partitions: int, num_batches: int, *,
                          z: float = 1.0, records_per_batch: int = 5000, f: float = 1.0,
-                         seed: int = 0) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                         seed: int = 0, batches_per_interval: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield ``(keys, counts)`` per batch: integer keys and their record counts.
+
+    The frequencies shift every ``batches_per_interval`` batches; each batch is a fresh
+    multinomial sample of ``records_per_batch`` records from its interval's frequencies.
 
     Example
     -------
@@ -31,6 +34,8 @@ def shifting_zipf_counts(num_keys: int, num_partitions: int, num_batches: int, *
     >>> [int(c.sum()) for _, c in it]
     [500, 500, 500]
     """
+    if batches_per_interval < 1:
+        raise ValueError(f"batches_per_interval={batches_per_interval}; expected >= 1")
     if num_batches < 0:
         raise ValueError(f"num_batches={num_batches}; expected >= 0")
     rng = np.random.default_rng(seed)
@@ -38,7 +43,7 @@ def shifting_zipf_counts(num_keys: int, num_partitions: int, num_batches: int, *
     freq = zipf_counts(num_keys, z, records_per_batch / num_keys, rng)
     home = home_partitions(keys, num_partitions)
     for t in range(num_batches):
-        if t:
+        if t and t % batches_per_interval == 0:
             freq = fluctuate(freq, home, num_partitions, f=f, rng=rng)
         p = freq / freq.sum()
         counts = rng.multinomial(records_per_batch, p)
