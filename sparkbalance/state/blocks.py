@@ -19,8 +19,7 @@ from .window import StateFold
 
 __all__ = ["check_pairs", "group_block", "merge_blocks", "BlockStats"]
 
-#: Per-block statistics: (pid, keys, cost, memory, num_keys) for per-key stats, or
-#: (pid, None, group_cost, group_memory, num_keys) aggregated per key group.
+#: Per-block statistics: (pid, keys, cost, memory, num_keys).
 BlockStats = tuple
 
 
@@ -69,26 +68,20 @@ def group_block(it: Iterable[tuple[Any, Any]]) -> list[dict[Any, list]]:
     return [block]
 
 
-def _stats(pid: int, block: dict, cost: dict, num_groups: int | None) -> BlockStats:
+def _stats(pid: int, block: dict, cost: dict) -> BlockStats:
     keys = list(block)
     c = np.fromiter((cost.get(k, 0) for k in keys), dtype=np.float64, count=len(keys))
     mem = np.fromiter((e[1] for e in block.values()), dtype=np.float64, count=len(keys))
-    if num_groups is None:
-        return (pid, keys, c, mem, len(keys))
-    from ..routing.keygroups import key_groups
-    g = key_groups(keys, num_groups) if keys else np.zeros(0, dtype=np.int64)
-    return (pid, None, np.bincount(g, weights=c, minlength=num_groups),
-            np.bincount(g, weights=mem, minlength=num_groups), len(keys))
+    return (pid, keys, c, mem, len(keys))
 
 
-
-def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold, seq: int,
-                 num_groups: int | None = None) -> tuple[dict, list, BlockStats]:
+def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold, seq: int
+                 ) -> tuple[dict, list, BlockStats]:
     """Merge one batch block into one state block (the same partition).
 
     Returns ``(new_state_block, outputs, stats)``: outputs are ``(key, output)`` pairs;
-    stats give c(k) = records of the key in this batch and S(k) = its entry size (per key,
-    or summed per key group when ``num_groups`` is given). ``state`` is modified in place:
+    stats ``(pid, keys, c, S, nkeys)`` give c(k) = records of the key in this batch and
+    S(k) = its entry size (frames sum them per group). ``state`` is modified in place:
     it is a fresh copy deserialised from the cache for this task.
 
     Example
@@ -116,7 +109,7 @@ def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold,
         for o in outs:
             outputs.append((k, o))
         cost[k] = len(values)
-    return state, outputs, _stats(pid, state, cost, num_groups)
+    return state, outputs, _stats(pid, state, cost)
 
 
 

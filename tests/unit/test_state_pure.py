@@ -108,13 +108,6 @@ def test_merge_blocks_updates_state_outputs_and_stats():
     assert dict(zip(keys, cost.tolist())) == {"a": 2.0, "b": 1.0, "z": 0.0}
 
 
-def test_merge_blocks_group_stats_sum_to_key_stats():
-    f = StateFold(update=operator.add, initial=0)
-    [batch] = group_block([(i % 7, 1) for i in range(50)])
-    _, _, (pid, keys, gc, gm, nk) = merge_blocks(0, {}, batch, f, seq=0, num_groups=8)
-    assert keys is None and gc.shape == (8,) and gc.sum() == 50 and nk == 7
-
-
 
 # ----------------------------------------------------------------------------- layouts
 def test_group_layout_after_plan_keeps_owners_physical_partition():
