@@ -284,20 +284,17 @@ class BatchProfiler:
         self._lst = open_listener(spark)
         self._lst.attach()
         self.kind = self._lst.kind
-        self._windows: list[tuple[str, int, float, float, str]] = []
+        self._windows: list[tuple[str, int, float, float]] = []
 
     @contextlib.contextmanager
     def batch(self, name: str, seq: int) -> Iterator[None]:
-        group = f"sbprof-{name}-{seq}"
-        old = self.sc.getLocalProperty("spark.jobGroup.id")
-        self.sc.setJobGroup(group, group)
-        t0 = time.time()
-        try:
-            yield
-        finally:
-            t1 = time.time()
-            self.sc.setLocalProperty("spark.jobGroup.id", old)
-            self._windows.append((name, seq, t0 * 1e3, t1 * 1e3, group))
+        from ..spark.listener import sparkbalance_job_group
+        with sparkbalance_job_group(self.sc, f"sbprof-{name}-{seq}"):
+            t0 = time.time()
+            try:
+                yield
+            finally:
+                self._windows.append((name, seq, t0 * 1e3, time.time() * 1e3))
 
     def rows(self) -> list[dict]:
         """One dict per profiled batch: jobs, stages and seconds by kind.
@@ -323,7 +320,7 @@ class BatchProfiler:
                     for sid in list(info.stageIds):
                         job_of[int(sid)] = int(j)
         out = []
-        for name, seq, a, b, _ in self._windows:
+        for name, seq, a, b in self._windows:
             mine = sorted((s for s in stages if a <= s.submission_time_ms <= b),
                           key=lambda s: s.submission_time_ms)
             jobs: dict[int, list] = {}
