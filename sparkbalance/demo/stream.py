@@ -330,6 +330,7 @@ class BatchProfiler:
             walls = {s.stage_id: _stage_wall(s, b) for s in mine}
             first = jobs[order[0]] if order else []
             extra = [s for j in order[1:] for s in jobs[j]]
+            in_stages = _union(mine, b)
             out.append({
                 "name": name, "seq": seq, "wall_s": (b - a) / 1e3, "jobs": len(order),
                 "stages": len(mine),
@@ -337,7 +338,7 @@ class BatchProfiler:
                                                              for s in first[:-1]),
                 "merge_s": walls[first[-1].stage_id] if first else 0.0,
                 "extra_jobs": max(0, len(order) - 1), "extra_s": _span(extra, b),
-                "in_stages_s": _union(mine, b), "outside_s": (b - a) / 1e3 - _union(mine, b),
+                "in_stages_s": in_stages, "outside_s": (b - a) / 1e3 - in_stages,
                 "critical_s": sum(slowest.get(s.stage_id, 0.0) for s in mine),
                 "stage_list": [(s.stage_id, s.name.split(" at ")[0], s.num_tasks,
                                 round(walls[s.stage_id], 3),
@@ -349,9 +350,13 @@ class BatchProfiler:
         self._lst.detach()
 
 
+def _done_ms(s: Any, end_ms: float) -> float:
+    """Completion time of stage ``s``, or ``end_ms`` (the batch's end) while it runs."""
+    return s.completion_time_ms if s.completion_time_ms is not None else end_ms
+
+
 def _stage_wall(s: Any, end_ms: float) -> float:
-    done = s.completion_time_ms if s.completion_time_ms is not None else end_ms
-    return max(0.0, (done - s.submission_time_ms) / 1e3)
+    return max(0.0, (_done_ms(s, end_ms) - s.submission_time_ms) / 1e3)
 
 
 def _span(stages: list, end_ms: float) -> float:
@@ -359,15 +364,13 @@ def _span(stages: list, end_ms: float) -> float:
     if not stages:
         return 0.0
     a = min(s.submission_time_ms for s in stages)
-    b = max(s.completion_time_ms if s.completion_time_ms is not None else end_ms
-            for s in stages)
+    b = max(_done_ms(s, end_ms) for s in stages)
     return max(0.0, (b - a) / 1e3)
 
 
 def _union(stages: list, end_ms: float) -> float:
     """Wall seconds covered by at least one of ``stages`` (they may overlap)."""
-    iv = sorted((s.submission_time_ms, s.completion_time_ms if s.completion_time_ms
-                 is not None else end_ms) for s in stages)
+    iv = sorted((s.submission_time_ms, _done_ms(s, end_ms)) for s in stages)
     total, cur_a, cur_b = 0.0, None, None
     for a, b in iv:
         if cur_b is None or a > cur_b:
