@@ -201,6 +201,8 @@ class PlainStateStream:
     def process(self, batch: Any, batch_id: int | None = None) -> Any:
         """Apply one RDD of ``(key, value)``; return ``(key, state)`` of the new state."""
         from pyspark import StorageLevel
+
+        from ..stats.workload import imbalance
         t0 = time.perf_counter()
         fold, seq, n = self._fold, self._seq, self.num_partitions
         prev = self._state if self._state is not None else self.sc.emptyRDD()
@@ -230,7 +232,8 @@ class PlainStateStream:
         self._num_keys = int(sum(s[0] for s in stats))
         self._state_bytes = float(sum(s[1] for s in stats))
         self._seq += 1
-        imb = float(loads.max() / loads.mean()) if loads.sum() > 0 else float("nan")
+        # λ = max L / L̄ (stats); nan rather than its idle 1.0 for a batch without records
+        imb = imbalance(loads) if loads.sum() > 0 else float("nan")
         self.history.append(PlainRecord(seq, time.perf_counter() - t0, imb, imb, moved_keys,
                                         moved_bytes, self._state_bytes, self._num_keys))
         return new.mapValues(lambda e: e[0])
