@@ -56,10 +56,9 @@ def _base_state(spark, num_keys: int, sizes: np.ndarray, layout, G: int):
 
     sc = spark.sparkContext
     fold = StateFold(update=lambda s, v: s + v, initial=b"")
-    sz = sizes
 
     def entry(k):
-        state = bytes(int(sz[k]))
+        state = bytes(int(sizes[k]))
         return (k, [state, fold.size_of(state, None), None])
 
     base = as_frames(sc.parallelize(range(num_keys), 8).map(entry)
@@ -182,10 +181,10 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                    help="batches per interval of the stream (hot keys move between "
                         "intervals; 1 = every batch; default 5, quick 3)")
     p.add_argument("--io-us", type=float, default=None,
-                   help="simulated I/O wait per record, µs (default 100, quick 60)")
+                   help="simulated I/O wait per record, µs (default 100, quick 80)")
     p.add_argument("--batches", type=int, default=None, help="default 30, quick 6")
     p.add_argument("--repeats", type=int, default=None,
-                   help="runs of the whole stream; figures are medians (default 1, quick 1)")
+                   help="runs of the whole stream; figures are medians (default 1)")
     p.add_argument("--planners", default=None,
                    help="comma list; NAME@THETA gives a planner its own θ_max (default "
                         "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2; quick without the @)")
