@@ -174,14 +174,12 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     >>> [chr(x[0]) for x in out], frame_payload(out[1])
     (['S', 'O', 'T'], [('a', 3)])
     """
-    by_group: dict[int, list[bytes]] = defaultdict(list)
-    heads: dict[int, Header] = {}
+    by_group: dict[int, list[tuple[bytes, Header]]] = defaultdict(list)
     batch = None
     for f in frames:
         h = header(f)
         if h.tag == TAG_STATE:
-            by_group[h.group].append(f)
-            heads[id(f)] = h
+            by_group[h.group].append((f, h))
         elif h.tag == TAG_BATCH:
             if batch is not None:
                 raise RuntimeError(f"partition {pid} received two batch blocks; expected one")
@@ -207,12 +205,13 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     g_mem = np.zeros(num_groups) if per_group else None
     nkeys, total = 0, 0.0
     for g in sorted(set(by_group) | set(batch_of)):
-        fs = by_group.get(g, [])
-        hs = [heads[id(f)] for f in fs]
+        fhs = by_group.get(g, [])
+        fs = [f for f, _ in fhs]
         bsub = batch_of.get(g)
-        expiring = expire_before is not None and any(0 <= h.oldest <= expire_before for h in hs)
+        expiring = expire_before is not None and any(0 <= h.oldest <= expire_before
+                                                     for _, h in fhs)
         if bsub is None and not expiring and len(fs) == 1:
-            h = hs[0]
+            h = fhs[0][1]
             yield fs[0]
             nkeys += h.nkeys
             total += h.nbytes

@@ -78,6 +78,18 @@ def _counting(ops: FrameOps, pairs_or_frames: Any, to_frames: Any, storage_level
     return out, int(nk_acc.value), float(nb_acc.value)
 
 
+def _check_counts(arrived: Any, keys_in: int, left: int, recount: Any) -> None:
+    """Refuse a migration whose keys out (``left``) and keys in differ: a key lost or
+    duplicated. ``left`` comes from a map-stage accumulator, which may double count a
+    re-run task, so a mismatch is first recounted exactly (``recount()``, one job)."""
+    if keys_in != left:
+        left = recount()
+    if keys_in != left:
+        arrived.unpersist()
+        raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
+                           "refusing the new layout (state kept as before)")
+
+
 def migrate(ops: FrameOps, state: Any, old: Any, new: Any, num_groups: int,
             storage_level: Any, candidates: frozenset | None = None) -> MigrationResult:
     """Move only the entries whose partition under ``new.fn`` differs from ``old.fn``.
@@ -117,15 +129,8 @@ def migrate(ops: FrameOps, state: Any, old: Any, new: Any, num_groups: int,
     arrived, keys_in, bytes_in = _counting(
         ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, fn),
         lambda it: fr.frames_of_entries(it, G), storage_level)
-    left = out_keys.value
-    if keys_in != left:
-        # Accumulators of a map stage may double count re-run tasks: recount exactly.
-        left = touched.mapPartitionsWithIndex(
-            lambda pid, it: [sum(1 for _ in fr.moved_entries(pid, it, fn))]).sum()
-    if keys_in != left:
-        arrived.unpersist()
-        raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
-                           "refusing the new layout (state kept as before)")
+    _check_counts(arrived, keys_in, out_keys.value, lambda: touched.mapPartitionsWithIndex(
+        lambda pid, it: [sum(1 for _ in fr.moved_entries(pid, it, fn))]).sum())
     # The stays are dropped from the touched frames lazily, by the next pass over the
     # state (the next batch's merge reads those frames anyway).
     stays = ops.map_frames(touched, lambda pid, it: fr.stay_frames(pid, it, fn))
@@ -158,14 +163,8 @@ def _migrate_groups(ops: FrameOps, state: Any, old: GroupLayout, new: GroupLayou
     arrived, keys_in, bytes_in = _counting(
         ops, touched.mapPartitions(_route).partitionBy(P, _identity),
         lambda it: (f for _, f in it), storage_level)
-    left = out_keys.value
-    if keys_in != left:
-        # Accumulators of a map stage may double count re-run tasks: recount exactly.
-        left = sum(r[1] for r in summaries(touched))
-    if keys_in != left:
-        arrived.unpersist()
-        raise RuntimeError(f"migration moved {left} keys out but {keys_in} arrived; "
-                           "refusing the new layout (state kept as before)")
+    _check_counts(arrived, keys_in, out_keys.value,
+                  lambda: sum(r[1] for r in summaries(touched)))
     stays = ops.select(state, fr.TAG_STATE, mask, G, False)
     view = ops.concat(ops.pad(stays, P), arrived)
     return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived,),

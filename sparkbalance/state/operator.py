@@ -140,8 +140,8 @@ class KeyedStateOperator:
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
     partition; for routing tables, G, the frame groups the state is cut into, default
-    :data:`~sparkbalance.state.frames.DEFAULT_TABLE_GROUPS`), ``checkpoint_every`` (batches), ``truncate_every`` (lineage truncation),
-    ``listener`` (a :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become
+    :data:`~sparkbalance.state.frames.DEFAULT_TABLE_GROUPS`), ``checkpoint_every``
+    (batches), ``truncate_every`` (lineage truncation), ``listener`` (a :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become
     measured task seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params``.
 
     Example
@@ -194,7 +194,6 @@ class KeyedStateOperator:
         self._last: Measurement | None = None
         self._to_release: list[Any] = []     # cached RDDs of the previous batch
         self._pinned: Any = None             # last lineage-truncated RDD (kept cached)
-        self._merged: Any = None
         self.checkpoint_dir = checkpoint_dir
         self._store = None if checkpoint_dir is None else store_for(self.sc, checkpoint_dir)
         if self._store is not None:
@@ -310,7 +309,6 @@ class KeyedStateOperator:
             self._pinned = merged
         else:
             self._to_release.append(merged)
-        self._merged = merged
         self._state = ops.select(merged, fr.TAG_STATE)
         m = self._controller.measure(stats, layout, self._partition_seconds(group, P))
         self._last = m
