@@ -35,7 +35,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["main", "run_stream", "run_streams", "summarise", "format_table", "make_batches",
+__all__ = ["main", "run_streams", "summarise", "format_table", "make_batches",
            "shifting_batches", "batch_loads", "PlainStateStream", "PlainRecord",
            "BatchProfiler", "profile_summary", "format_profile", "merge_after_migration",
            "stream_session", "warm_up",
@@ -530,15 +530,6 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
     finally:
         for op in ops.values():
             op.close()
-
-
-def run_stream(spark: Any, planner: str, batches: Sequence[list], *, num_partitions: int,
-               theta: float = 0.08, window: int | None = 3, progress: bool = True,
-               work: int = 200, io_us: float = 0.0, **kw: Any) -> list:
-    """Run the batches through a fresh operator; return its ``history``."""
-    return run_streams(spark, [planner], batches, num_partitions=num_partitions, theta=theta,
-                       window=window, progress=progress, work=work, io_us=io_us,
-                       **kw)[planner]
 
 
 # --------------------------------------------------------------------------- report
