@@ -1,86 +1,182 @@
-"""Strategy registry: a name ("hash", "mixed", "pkg", ...) -> a fitted partition function.
+"""Strategy registry: one record per strategy name ("hash", "mixed", "pkg", "ssm", ...).
 
-Pure (no pyspark). The Spark adapters gather :class:`~sparkbalance.stats.KeyStats` when the
-strategy needs them and call :func:`fit`. Each entry names its fitter lazily as
-``"module:function"`` so that importing the registry stays cheap; a fitter has the shape::
+Pure (no pyspark). The RDD adapters, the DataFrame adapters, the keyed-state controller and
+the CLI read only this registry. Each record names its fitter (and planner, where there is
+one) lazily as ``"module:attribute"`` so importing the registry stays cheap; a fitter has the
+shape::
 
     fit(stats: KeyStats | None, num_partitions: int, *,
         current: PartitionFunction | None = None, **params) -> PartitionFunction
+
+Layout kinds: ``"hash"`` (stable hash, no plan), ``"table"`` (hash + routing table),
+``"keygroups"`` (key groups in intervals), ``"split"`` (a key may go to several partitions).
 """
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:
     from .routing.base import PartitionFunction
     from .stats.keystats import KeyStats
 
-__all__ = ["StrategySpec", "fit", "get", "available", "KEY_GROUPING", "SPLITTING"]
+__all__ = ["Strategy", "StrategySpec", "fit", "get", "available", "check_params",
+           "accepted_params", "KEY_GROUPING", "SPLITTING", "KINDS"]
+
+KINDS = ("hash", "table", "keygroups", "split")
+#: Fitter arguments that are not user parameters.
+_POSITIONAL = ("stats", "num_partitions", "current")
+
+
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
-class StrategySpec:
-    """One strategy: its fitter, whether it needs key statistics, whether it splits keys."""
+class Strategy:
+    """One strategy: how to fit it, what it needs, and what layout it gives."""
 
     name: str
+    kind: str
     fitter: str
     needs_stats: bool
-    splits_keys: bool
+    planner: str | None = None
+    aliases: tuple[str, ...] = ()
     doc: str = ""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    state_only: bool = False   # only the keyed-state operator can run it (e.g. "mtm")
+
+    @property
+    def splits_keys(self) -> bool:
+        return self.kind == "split"
 
     def load(self) -> Callable[..., "PartitionFunction"]:
-        module, _, func = self.fitter.partition(":")
-        return getattr(importlib.import_module(module), func)
+        """The fitter function."""
+        return _load(self.fitter)
+
+    def planner_class(self) -> type | None:
+        """The planner class, or None for strategies that plan nothing (hash, pkg, ...)."""
+        return _load(self.planner) if self.planner else None
 
 
-def _hash_fit(stats: Any, num_partitions: int, *, current: Any = None, **params: Any
-              ) -> "PartitionFunction":
+StrategySpec = Strategy  # older name
+
+
+def _hash_fit(stats: Any, num_partitions: int, *, current: Any = None) -> "PartitionFunction":
     from .routing.hash import HashPartitioner
-    if params:
-        raise TypeError(f"strategy 'hash' takes no parameters; got {sorted(params)}")
     return HashPartitioner(num_partitions)
 
 
-# name -> spec. One line per strategy; modules register themselves here by name.
-_REGISTRY: dict[str, StrategySpec] = {
-    "hash": StrategySpec("hash", "sparkbalance.strategies:_hash_fit", False, False,
-                         "stable hash mod n"),
-    "mixed": StrategySpec("mixed", "sparkbalance.planning.fit:fit_mixed", True, False,
-                          "hash + routing table planned by Mixed (seed 000)"),
-    "mintable": StrategySpec("mintable", "sparkbalance.planning.fit:fit_mintable", True, False,
-                             "routing table planned by MinTable (seed 000)"),
-    "minmig": StrategySpec("minmig", "sparkbalance.planning.fit:fit_minmig", True, False,
-                           "routing table planned by MinMig (seed 000)"),
-    "readj": StrategySpec("readj", "sparkbalance.planning.fit:fit_readj", True, False,
-                          "routing table planned by Readj (Gedik 2014)"),
-    "keygroups": StrategySpec("keygroups", "sparkbalance.planning.intervals.fit:fit_keygroups",
-                              True, False, "key-group intervals planned by SSM (seed 003)"),
-    "pkg": StrategySpec("pkg", "sparkbalance.routing.pkg:fit_pkg", False, True,
-                        "Partial Key Grouping, two choices (seed 001)"),
-    "dchoices": StrategySpec("dchoices", "sparkbalance.routing.choices:fit_dchoices", True, True,
-                             "D-Choices for heavy hitters (Nasir et al. 2016)"),
-    "wchoices": StrategySpec("wchoices", "sparkbalance.routing.choices:fit_wchoices", True, True,
-                             "W-Choices for heavy hitters (Nasir et al. 2016)"),
-    "tag": StrategySpec("tag", "sparkbalance.routing.tag:fit_tag", True, True,
-                        "time-aware grouping (seed 004)"),
-}
+_S = Strategy
+_P = "sparkbalance.planning"
+_R: tuple[Strategy, ...] = (
+    _S("hash", "hash", "sparkbalance.strategies:_hash_fit", False, aliases=("none",),
+       doc="stable hash mod n"),
+    _S("mixed", "table", "sparkbalance.planning.fit:fit_mixed", True, f"{_P}:Mixed",
+       doc="hash + routing table planned by Mixed (Fang et al., Algorithm 4)"),
+    _S("mixedbf", "table", "sparkbalance.planning.fit:fit_mixedbf", True, f"{_P}:MixedBF",
+       doc="Mixed trying every n_back (Fang et al.)"),
+    _S("mintable", "table", "sparkbalance.planning.fit:fit_mintable", True, f"{_P}:MinTable",
+       doc="routing table planned by MinTable (Fang et al., Algorithm 2)"),
+    _S("minmig", "table", "sparkbalance.planning.fit:fit_minmig", True, f"{_P}:MinMig",
+       doc="routing table planned by MinMig (Fang et al., Algorithm 3)"),
+    _S("readj", "table", "sparkbalance.planning.fit:fit_readj", True, f"{_P}:Readj",
+       doc="routing table planned by Readj (Gedik 2014)"),
+    _S("keygroups", "keygroups", "sparkbalance.planning.intervals.fit:fit_keygroups", True,
+       "sparkbalance.planning.intervals:SSM", aliases=("ssm",),
+       doc="key-group intervals planned by SSM (Ding et al.)"),
+    _S("mtm", "keygroups", "sparkbalance.planning.intervals.fit:fit_keygroups", True,
+       "sparkbalance.planning.intervals.mtm:MTMAware",
+       doc="key-group intervals planned by MTM-aware SSM (Ding et al.); keyed state only",
+       state_only=True),
+    _S("pkg", "split", "sparkbalance.routing.pkg:fit_pkg", False,
+       doc="Partial Key Grouping, two choices (Nasir et al. 2015)"),
+    _S("dchoices", "split", "sparkbalance.routing.choices:fit_dchoices", True,
+       doc="D-Choices for heavy hitters (Nasir et al. 2016)"),
+    _S("wchoices", "split", "sparkbalance.routing.choices:fit_wchoices", True,
+       doc="W-Choices for heavy hitters (Nasir et al. 2016)"),
+    _S("tag", "split", "sparkbalance.routing.tag:fit_tag", True,
+       doc="time-aware grouping (Yang et al.)"),
+)
+_REGISTRY: dict[str, Strategy] = {s.name: s for s in _R}
+_ALIASES: dict[str, str] = {a: s.name for s in _R for a in s.aliases}
 
-KEY_GROUPING = ("hash", "mixed", "mintable", "minmig", "readj", "keygroups")
-SPLITTING = ("pkg", "dchoices", "wchoices", "tag")
+KEY_GROUPING = tuple(s.name for s in _R if s.kind != "split" and s.name != "mtm")
+SPLITTING = tuple(s.name for s in _R if s.kind == "split")
 
 
-def available() -> list[str]:
-    """Names of all registered strategies."""
-    return list(_REGISTRY)
+def available(kind: str | None = None, *, state: bool = False) -> list[str]:
+    """Names of the registered strategies (of one layout ``kind`` if given).
+
+    ``state=True`` also lists the strategies only the keyed-state operator runs.
+    """
+    return [s.name for s in _R if (kind is None or s.kind == kind)
+            and (state or not s.state_only)]
 
 
-def get(name: str) -> StrategySpec:
-    """The spec of strategy ``name``; a clear error listing valid names otherwise."""
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"strategy={name!r}; expected one of {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
+def get(name: str) -> Strategy:
+    """The record of strategy ``name`` (case-insensitive, aliases accepted).
+
+    Example
+    -------
+    >>> get("SSM").name, get("none").kind
+    ('keygroups', 'hash')
+    """
+    if isinstance(name, str):
+        key = name.lower()
+        key = _ALIASES.get(key, key)
+        if key in _REGISTRY:
+            return _REGISTRY[key]
+    valid = ", ".join(list(_REGISTRY) + list(_ALIASES))
+    raise ValueError(f"strategy={name!r}; expected one of {valid}")
+
+
+def _named_params(func: Any, skip: tuple[str, ...]) -> tuple[set[str], bool]:
+    names: set[str] = set()
+    var_kw = False
+    for p in inspect.signature(func).parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            var_kw = True
+        elif p.kind is not p.VAR_POSITIONAL and p.name not in skip:
+            names.add(p.name)
+    return names, var_kw
+
+
+def accepted_params(name: str) -> list[str]:
+    """Sorted parameter names strategy ``name`` accepts (fitter and planner constructor)."""
+    s = get(name)
+    names, var_kw = _named_params(s.load(), _POSITIONAL)
+    if var_kw and s.planner:
+        for cls in s.planner_class().__mro__:
+            init = cls.__dict__.get("__init__")
+            if init is None:
+                continue
+            more, open_ = _named_params(init, ("self",))
+            names |= more
+            if not open_:
+                break
+    return sorted(names)
+
+
+def check_params(name: str, params: Mapping[str, Any]) -> None:
+    """Refuse unknown parameters of strategy ``name`` before any Spark job runs.
+
+    Example
+    -------
+    >>> check_params("mixed", {"theta": 0.1})
+    >>> check_params("mixed", {"thetaa": 0.1})
+    Traceback (most recent call last):
+    TypeError: strategy 'mixed' got an unknown parameter 'thetaa'; valid: beta, compact, criterion, max_table, phase2, theta
+    """
+    valid = accepted_params(name)
+    bad = sorted(k for k in params if k not in valid)
+    if bad:
+        what = "parameter" if len(bad) == 1 else "parameters"
+        raise TypeError(f"strategy {get(name).name!r} got an unknown {what} "
+                        f"{', '.join(repr(b) for b in bad)}; valid: {', '.join(valid) or 'none'}")
 
 
 def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
@@ -93,6 +189,10 @@ def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
     4
     """
     spec = get(name)
+    check_params(spec.name, params)
     if spec.needs_stats and stats is None:
-        raise ValueError(f"strategy {name!r} needs key statistics; got stats=None")
+        raise ValueError(f"strategy {spec.name!r} needs key statistics; got stats=None")
+    if spec.state_only:
+        raise ValueError(f"strategy {spec.name!r} plans the keyed state only "
+                         f"(KeyedStateOperator(planner={spec.name!r})); use 'keygroups' here")
     return spec.load()(stats, num_partitions, current=current, **params)
