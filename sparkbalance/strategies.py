@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from .stats.keystats import KeyStats
 
 __all__ = ["Strategy", "StrategySpec", "fit", "get", "available", "check_params",
-           "accepted_params", "KEY_GROUPING", "SPLITTING", "KINDS"]
+           "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING", "KINDS"]
 
 KINDS = ("hash", "table", "keygroups", "split")
+#: The strategy every adapter (RDD, DataFrame, CLI) uses when the caller names none.
+DEFAULT_STRATEGY = "mixed"
 #: Fitter arguments that are not user parameters.
 _POSITIONAL = ("stats", "num_partitions", "current")
 
