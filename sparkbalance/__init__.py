@@ -59,7 +59,7 @@ _EXPORTS: dict[str, str] = {
     "balanced_join": "sparkbalance.spark.dataframe",
     # keyed state
     "KeyedStateOperator": "sparkbalance.state.operator",
-    # interval planners (seed 003)
+    # interval planners (Ding et al.)
     "SSM": "sparkbalance.planning.intervals",
     "SimpleSSM": "sparkbalance.planning.intervals",
     "OMS": "sparkbalance.planning.intervals",
@@ -69,7 +69,7 @@ _EXPORTS: dict[str, str] = {
     "StormDefault": "sparkbalance.planning.intervals",
     "transition_matrix": "sparkbalance.planning.intervals",
     "fit_keygroups": "sparkbalance.planning.intervals",
-    # routing-table planners (seed 000)
+    # routing-table planners (Fang et al.)
     "Plan": "sparkbalance.planning",
     "Move": "sparkbalance.planning",
     "Planner": "sparkbalance.planning",

@@ -1,9 +1,9 @@
-"""Routing-table planners (seed 000): LLFD, MinTable, MinMig, Mixed, MixedBF, Readj.
+"""Routing-table planners (Fang et al.): LLFD, MinTable, MinMig, Mixed, MixedBF, Readj.
 
 Pure numpy, never imports pyspark. Every planner has the call shape
 ``Planner(theta=0.08, max_table=3000, beta=1.5).plan(workload, table=None) -> Plan``.
 
-Our readings of, and departures from, seed 000 (each explained where it is implemented):
+Our readings of, and departures from, Fang et al. (each explained where it is implemented):
 
 * θ is checked one-sided, max L(d) <= (1 + θ)·L̄: the paper defines θ(d) = |L(d) − L̄|/L̄
   but its algorithms only ever act on overloaded partitions, and the makespan is what

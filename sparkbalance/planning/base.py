@@ -1,4 +1,4 @@
-"""Common frame of the routing-table planners (seed 000 §3: cleaning, preparing, assigning).
+"""Common frame of the routing-table planners (Fang et al. §3: cleaning, preparing, assigning).
 
 A planner is configured in ``__init__`` (validated parameters only) and does its work in
 ``plan(workload, table=None) -> Plan``. Subclasses choose the selection criterion and how
@@ -22,11 +22,11 @@ from .units import Units
 __all__ = ["Planner", "Trial", "PlanningContext", "DEFAULT_THETA", "DEFAULT_MAX_TABLE",
            "DEFAULT_BETA", "CRITERIA", "selection_criterion"]
 
-#: θ_max, seed 000 Table 2 default tolerance (0.08).
+#: θ_max, Fang et al. Table 2 default tolerance (0.08).
 DEFAULT_THETA: float = 0.08
-#: A_max, seed 000 Table 2 default routing-table size (3·10^3).
+#: A_max, Fang et al. Table 2 default routing-table size (3·10^3).
 DEFAULT_MAX_TABLE: int = 3000
-#: β, seed 000 §3.2 / Appendix C: migration selection factor default 1.5.
+#: β, Fang et al. §3.2 / Appendix C: migration selection factor default 1.5.
 DEFAULT_BETA: float = 1.5
 
 #: Selection criteria (higher first): "c" = highest computation cost first (MinTable),
@@ -40,7 +40,7 @@ def selection_criterion(c: np.ndarray, S: np.ndarray, criterion: str, beta: floa
                         ) -> np.ndarray:
     """Per-key priority for Phase II and exchangeable sets (higher is taken first).
 
-    γ = c^β / S (seed 000 §3.2); S = 0 gives +inf (free to move), c = 0 gives 0.
+    γ = c^β / S (Fang et al. §3.2); S = 0 gives +inf (free to move), c = 0 gives 0.
 
     Example
     -------
@@ -118,7 +118,7 @@ class PlanningContext:
         # home). Moving them back changes no load and no state: Phase I drops them first.
         routed = set(w.keys[w.current != w.home].tolist()) if len(table) else set()
         self.stale = [(k, p) for k, p in table.items() if k not in routed]
-        # Cleaning order for Mixed (seed 000 Algorithm 4 line 1): smallest S(k) first.
+        # Cleaning order for Mixed (Fang et al. Algorithm 4 line 1): smallest S(k) first.
         tab = np.flatnonzero(in_table)
         self.clean_order = tab[np.argsort(S[tab], kind="stable")]
         self.table_entries = len(self.stale) + int(cnt[tab].sum())
@@ -169,10 +169,10 @@ class Planner:
     ----------
     theta : θ_max >= 0, tolerated relative overload: every L(d) <= (1 + θ_max)·L̄.
     max_table : A_max >= 0 or None (unbounded), the routing-table size limit.
-    beta : β >= 0 in γ(k) = c(k)^β / S(k) (seed 000 §3.2).
+    beta : β >= 0 in γ(k) = c(k)^β / S(k) (Fang et al. §3.2).
     criterion : override the selection criterion ("c", "gamma", "density").
     compact : False (exact keys), True (records with the default HLHE degree) or a degree
-        ε >= 1 (seed 000 §4).
+        ε >= 1 (Fang et al. §4).
     phase2 : "paper" (default): Phase II takes the criterion-order prefix until the
         partition is no longer overloaded; "fit": same, skipping keys whose removal alone
         would take the partition below L̄ (less state moved when S ∝ c; extension).

@@ -1,4 +1,4 @@
-"""Compact records and HLHE discretisation (seed 000 §4.1–4.2).
+"""Compact records and HLHE discretisation (Fang et al. §4.1–4.2).
 
 Keys that share (current, home, c̃, S̃) collapse into one record ``(next, current, home, c,
 S, count)``, where c̃ and S̃ are the HLHE-discretised cost and state size. Planners then
@@ -32,7 +32,7 @@ from ..stats.workload import Workload
 __all__ = ["Records", "compact", "hlhe", "hlhe_representatives", "realise_records",
            "DEFAULT_DEGREE", "HLHE_JUNCTION"]
 
-#: Default degree of discretisation ε. Seed 000 Fig. 11 sweeps 1..256 and reports < 1 %
+#: Default degree of discretisation ε. Fang et al. Fig. 11 sweeps 1..256 and reports < 1 %
 #: load-estimation error throughout; 8 gives ~2-5k records at K = 10^6, n = 40 (S = c) and a
 #: relative gap of 8/1024 < 1 % above the junction J, absolute step 8 below it.
 DEFAULT_DEGREE: int = 8
@@ -134,7 +134,7 @@ def hlhe(values: np.ndarray, degree: float = DEFAULT_DEGREE) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Records:
-    """The compact representation of a workload (seed 000 §4: 6-dimensional vectors).
+    """The compact representation of a workload (Fang et al. §4: 6-dimensional vectors).
 
     ``next`` starts equal to ``current``; ``c``/``S`` are discretised per-key values;
     ``count`` keys share each record. ``key_record[i]`` is the record of key i and
@@ -255,7 +255,7 @@ def realise_records(records: Records, part_origin: np.ndarray, part_asg: np.ndar
                     part_cnt: np.ndarray, key_crit: np.ndarray | None = None,
                     part_reason: dict[int, str] | None = None
                     ) -> tuple[np.ndarray, dict[int, str]]:
-    """Pick concrete keys for every moved part of a record (seed 000 §4.1, Phase III (ii)).
+    """Pick concrete keys for every moved part of a record (Fang et al. §4.1, Phase III (ii)).
 
     Within a record, keys are handed out in index order, not by the exact criterion: the
     record's keys differ by up to one HLHE gap, and handing out the highest-cost ones first

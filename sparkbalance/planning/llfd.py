@@ -1,4 +1,4 @@
-"""Least-Load Fit Decreasing with Adjust and exchangeable sets (seed 000 §3.1, Algorithm 1).
+"""Least-Load Fit Decreasing with Adjust and exchangeable sets (Fang et al. §3.1, Algorithm 1).
 
 LLFD(C): for k in C by decreasing c(k), for d by increasing L(d): if Adjust(k, d) place k on
 d. ``Adjust(k, d)`` is TRUE when L(d) + c(k) <= (1 + θ_max)·L̄; otherwise it looks for an
@@ -269,7 +269,7 @@ def llfd_assign(cost: np.ndarray, num_partitions: int, theta: float = 0.0) -> np
 class LLFD(Planner):
     """Planner: no cleaning, keys taken off overloaded partitions by highest c first, LLFD.
 
-    This is seed 000 Fig. 4 (left): it balances, but cannot control the table size.
+    This is Fang et al. Fig. 4 (left): it balances, but cannot control the table size.
 
     Example
     -------

@@ -1,4 +1,4 @@
-"""MinMig (seed 000 §3.2, Algorithm 3): least state moved, table size uncontrolled.
+"""MinMig (Fang et al. §3.2, Algorithm 3): least state moved, table size uncontrolled.
 
 No cleaning; Phases II–III take keys by highest γ(k) = c(k)^β / S(k) first, i.e. the most
 computation per byte of state that would have to move.
@@ -14,7 +14,7 @@ class MinMig(Planner):
     """Keep every entry, move the keys with the highest γ = c^β / S first.
 
     ``max_table`` is only checked (``Plan.feasible``), never enforced: MinMig cannot
-    control the table (seed 000 §5 leaves it out of the experiments for that reason).
+    control the table (Fang et al. §5 leaves it out of the experiments for that reason).
 
     Example
     -------

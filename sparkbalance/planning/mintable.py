@@ -1,4 +1,4 @@
-"""MinTable (seed 000 §3.2, Algorithm 2): smallest routing table, migration be damned.
+"""MinTable (Fang et al. §3.2, Algorithm 2): smallest routing table, migration be damned.
 
 Phase I moves back *every* entry of R; Phases II–III use the highest-cost-first criterion,
 so few (heavy) keys get entries. Fig. 4 (right): exact balance with two entries.

@@ -1,4 +1,4 @@
-"""Mixed and MixedBF (seed 000 §3.3, Algorithm 4): MinTable's cleaning, MinMig's choices.
+"""Mixed and MixedBF (Fang et al. §3.3, Algorithm 4): MinTable's cleaning, MinMig's choices.
 
 Phase I moves back the ``n_back`` entries of smallest S(k) (cheap to move home); Phases
 II–III follow MinMig (highest γ = c^β / S first). Algorithm 4 starts at n_back = 0 and,
@@ -21,7 +21,7 @@ DEFAULT_BF_TRIALS: int = 129
 
 
 class Mixed(Planner):
-    """Seed 000 Algorithm 4.
+    """Fang et al. Algorithm 4.
 
     Parameters
     ----------

@@ -34,14 +34,14 @@ class Move:
 
 @dataclass(frozen=True, eq=False)  # holds numpy arrays: identity equality, no ambiguous ==
 class Plan:
-    """What a planner decided (seed 000 §2.2: new F', its table R', moved keys Δ).
+    """What a planner decided (Fang et al. §2.2: new F', its table R', moved keys Δ).
 
     Attributes
     ----------
     table : the new :class:`RoutingTable` (version = old + 1 when it changed, else the old one).
     delta : entries added / changed / removed relative to the old table.
     moves : keys whose destination changed, with their state size.
-    migration_cost : M = Σ S(k) over ``moves`` (seed 000 Eq. 2).
+    migration_cost : M = Σ S(k) over ``moves`` (Fang et al. Eq. 2).
     loads_before, loads_after : L(d) under the current and the new assignment (exact costs).
     imbalance_before, imbalance_after : λ = max L(d) / L̄.
     table_size : |R'|.

@@ -1,4 +1,4 @@
-"""Readj baseline (Gedik, VLDB J. 2014, as compared against in seed 000 §5).
+"""Readj baseline (Gedik, VLDB J. 2014, as compared against in Fang et al. §5).
 
 Readj keeps an explicit map only for *tracked* keys — those whose cost is at least
 σ·L̄ — and hashes the rest. Each round it
@@ -11,7 +11,7 @@ Readj keeps an explicit map only for *tracked* keys — those whose cost is at l
    action helps. Each step scores |tracked on d_max| × (n + |tracked|) actions: quadratic,
    hence the paper's "much slower to plan".
 
-σ is Readj's knob (smaller σ tracks more keys, plans better and slower); seed 000 reports
+σ is Readj's knob (smaller σ tracks more keys, plans better and slower); Fang et al. reports
 the best σ of several attempts, and the benchmark does the same.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .units import Units
 
 __all__ = ["Readj", "DEFAULT_SIGMA", "DEFAULT_MAX_STEPS"]
 
-#: Track keys with c(k) >= σ·L̄. Our default; seed 000 tunes σ per experiment.
+#: Track keys with c(k) >= σ·L̄. Our default; Fang et al. tunes σ per experiment.
 DEFAULT_SIGMA: float = 0.01
 #: Safety bound on improvement steps per plan (each step strictly lowers a pair's max).
 DEFAULT_MAX_STEPS: int = 100_000

@@ -1,4 +1,4 @@
-"""Synthetic workloads of seed 000 §5: Zipf key frequencies and interval fluctuation.
+"""Synthetic workloads of Fang et al. §5: Zipf key frequencies and interval fluctuation.
 
 Used by tests, benchmarks and demos (pure numpy).
 
@@ -19,7 +19,7 @@ from ..stats.workload import Workload
 
 __all__ = ["zipf_counts", "zipf_workload", "fluctuate", "FLUCTUATION_REF"]
 
-#: θ_ref of the fluctuation threshold above (seed 000 default θ_max).
+#: θ_ref of the fluctuation threshold above (Fang et al. default θ_max).
 FLUCTUATION_REF: float = 0.08
 
 

@@ -1,12 +1,12 @@
 """Working state shared by the planners: "units" = keys (exact) or compact records.
 
 A unit stands for ``count`` keys that share per-key cost ``c``, state ``S``, hash home and
-current destination (seed 000 §4.1: a record (next, current, home, c, S, count); an exact
+current destination (Fang et al. §4.1: a record (next, current, home, c, S, count); an exact
 key is a record with count 1). Planners move whole units, or split off part of a unit
 when only some of its keys must move. ``asg`` is the working destination ("next");
 ``-1`` means "in the candidate set C".
 
-Phases I (cleaning) and II (preparing) of seed 000 §3 live here; Phase III is
+Phases I (cleaning) and II (preparing) of Fang et al. §3 live here; Phase III is
 :mod:`sparkbalance.planning.llfd`.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """D-Choices and W-Choices (Nasir et al., "When two choices are not enough", ICDE 2016).
 
-PKG (seed 001) fails when one key alone exceeds what two partitions can absorb (seed 001
+PKG (Nasir et al.) fails when one key alone exceeds what two partitions can absorb (Nasir et al.
 §5: imbalance grows once p_1 > 2/n). D-/W-Choices keep PKG's two choices for ordinary keys
 and give the *heavy hitters* (frequency p_k >= θ, found with SpaceSaving or exact counts)
 more candidates:
@@ -9,8 +9,8 @@ more candidates:
 * **D-Choices** ("mode d"): a heavy key gets ``d_k`` candidates, sized to its frequency.
 
 Heavy threshold θ = 1/(5n) (:data:`HEAVY_THRESHOLD_FACTOR`): the condition p_1 <= 1/(5n) of
-seed 001's Theorem 5.1, under which two choices provably suffice, and the threshold
-f > 1/(5n) that TAG (seed 004 §3.3.2) takes from the same authors. Keys above it are the
+Nasir et al.'s Theorem 5.1, under which two choices provably suffice, and the threshold
+f > 1/(5n) that TAG (Yang et al. §3.3.2) takes from the same authors. Keys above it are the
 ones two choices cannot be trusted with.
 
 Our reading of "d sized to the key's frequency" (the 2016 paper solves a balls-in-bins
@@ -35,14 +35,12 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..hashing import hash_family
-from .base import check_num_partitions
 from .pkg import pkg_candidates
 from .splitting import SplittingPartitioner
 
-__all__ = ["ChoicesPartitioner", "fit_dchoices", "fit_wchoices", "heavy_hitters",
-           "dchoices_d", "spread_candidates", "HEAVY_THRESHOLD_FACTOR", "DCHOICES_HEADROOM"]
+__all__ = ["ChoicesPartitioner", "dchoices_d", "spread_candidates", "HEAVY_THRESHOLD_FACTOR", "DCHOICES_HEADROOM"]
 
-#: θ = HEAVY_THRESHOLD_FACTOR / n (seed 001 Thm 5.1's p_1 <= 1/(5n); seed 004 §3.3.2).
+#: θ = HEAVY_THRESHOLD_FACTOR / n (Nasir et al. Thm 5.1's p_1 <= 1/(5n); Yang et al. §3.3.2).
 HEAVY_THRESHOLD_FACTOR: float = 0.2
 #: Largest share of an average partition one heavy key may put on one candidate (D-Choices).
 #: Measured (bench_routing (b), 2*10^5 Zipf records, 5 sources): 0.5 left max/avg 1.03 (z=1,
@@ -80,40 +78,6 @@ def spread_candidates(key: Any, d: int, num_partitions: int) -> tuple[int, ...]:
     rest = [p for p in range(num_partitions) if p not in first]
     random.Random(hash_family(key, _SPREAD_HASH)).shuffle(rest)
     return tuple(first + rest[: d - len(first)])
-
-
-def heavy_hitters(stats: Any, threshold: float, *, method: str = "exact") -> dict[Any, float]:
-    """Keys of ``stats`` with relative frequency ``>= threshold``, as ``{key: p_k}``.
-
-    ``method="exact"`` reads the counts; ``"spacesaving"`` runs them through a
-    ``SpaceSaving.for_epsilon(threshold)`` summary (what a streaming source would keep) and
-    returns its candidates (a superset of the true heavy keys, frequencies overestimated).
-
-    Example
-    -------
-    >>> from sparkbalance.stats import KeyStats
-    >>> heavy_hitters(KeyStats.from_counts({"a": 8, "b": 1, "c": 1}), 0.2)
-    {'a': 0.8}
-    """
-    if not 0 < threshold <= 1:
-        raise ValueError(f"threshold={threshold!r}; expected 0 < threshold <= 1")
-    total = float(np.sum(stats.counts))
-    if total <= 0:
-        return {}
-    if method == "exact":
-        p = np.asarray(stats.counts, dtype=np.float64) / total
-        idx = np.flatnonzero(p >= threshold)
-        idx = idx[np.argsort(-p[idx], kind="stable")]
-        keys = stats.keys[idx].tolist()
-        return dict(zip(keys, p[idx].tolist()))
-    if method == "spacesaving":
-        from ..stats.spacesaving import SpaceSaving
-        ss = SpaceSaving.for_epsilon(threshold)
-        for k, c in zip(stats.keys.tolist(), np.asarray(stats.counts).tolist()):
-            if c > 0:
-                ss.update(k, c)
-        return {k: c / total for k, c, _ in ss.heavy_hitters(threshold)}
-    raise ValueError(f"method={method!r}; expected 'exact' or 'spacesaving'")
 
 
 class ChoicesPartitioner(SplittingPartitioner):
@@ -181,41 +145,3 @@ class ChoicesPartitioner(SplittingPartitioner):
     def __repr__(self) -> str:
         return (f"ChoicesPartitioner(num_partitions={self.num_partitions}, mode={self.mode!r}, "
                 f"heavy_keys={len(self.heavy_keys)})")
-
-
-def _fit_choices(mode: str, stats: Any, num_partitions: int, threshold: float | None,
-                 method: str, headroom: float) -> ChoicesPartitioner:
-    n = check_num_partitions(num_partitions)
-    if stats is None:
-        raise ValueError(f"strategy '{mode}choices' needs key statistics; got stats=None")
-    theta = HEAVY_THRESHOLD_FACTOR / n if threshold is None else float(threshold)
-    heavy = heavy_hitters(stats, min(theta, 1.0), method=method)
-    return ChoicesPartitioner(n, heavy, mode=mode, headroom=headroom)
-
-
-def fit_dchoices(stats: Any, num_partitions: int, *, current: Any = None,
-                 threshold: float | None = None, method: str = "exact",
-                 headroom: float = DCHOICES_HEADROOM) -> ChoicesPartitioner:
-    """Strategy "dchoices": heavy keys (p_k >= θ, default 1/(5n)) get ``d_k`` choices.
-
-    Example
-    -------
-    >>> from sparkbalance.stats import KeyStats
-    >>> f = fit_dchoices(KeyStats.from_counts({"a": 90, **{i: 1 for i in range(10)}}), 4)
-    >>> f.num_choices("a")
-    4
-    """
-    return _fit_choices("d", stats, num_partitions, threshold, method, headroom)
-
-
-def fit_wchoices(stats: Any, num_partitions: int, *, current: Any = None,
-                 threshold: float | None = None, method: str = "exact") -> ChoicesPartitioner:
-    """Strategy "wchoices": heavy keys (p_k >= θ, default 1/(5n)) may go anywhere.
-
-    Example
-    -------
-    >>> from sparkbalance.stats import KeyStats
-    >>> fit_wchoices(KeyStats.from_counts({"a": 90, "b": 10}), 3).num_choices("a")
-    3
-    """
-    return _fit_choices("w", stats, num_partitions, threshold, method, DCHOICES_HEADROOM)

@@ -1,4 +1,4 @@
-"""Key groups with contiguous intervals (seed 003, Ding et al.; the layout of Flink).
+"""Key groups with contiguous intervals (Ding et al.; the layout of Flink).
 
 Keys hash into ``m = num_groups`` key groups (the paper's tasks T_1..T_m); partition ``i``
 owns the contiguous interval of groups ``bounds[i] : bounds[i+1]``. Rebalancing moves
@@ -7,7 +7,7 @@ interval boundaries (planned optimally by SSM), so routing needs no per-key tabl
     0 <= key_group(k, m) < m
     partition(k) = i  such that  bounds[i] <= key_group(k, m) < bounds[i+1]
 
-Intervals may be empty (``bounds[i] == bounds[i+1]``); Lemma 3.4 of seed 003 relies on it.
+Intervals may be empty (``bounds[i] == bounds[i+1]``); Lemma 3.4 of Ding et al. relies on it.
 """
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""Partial Key Grouping, PKG (seed 001, Nasir et al., ICDE 2015).
+"""Partial Key Grouping, PKG (Nasir et al., ICDE 2015).
 
-Two techniques (seed 001 §3):
+Two techniques (Nasir et al. §3):
 
 * **key splitting** — a key may go to either of two candidate partitions
   ``h_1(k) mod n`` and ``h_2(k) mod n`` (two independent stable hashes), so its state is
   split over at most two partitions and the adapters add a merge step;
 * **local load estimation** — each *source* (here: each Spark map task) keeps its own
   vector of records it has sent per partition and sends each record to the candidate with
-  the smaller local load. Seed 001 §3.2: the global imbalance is at most the sum of the
+  the smaller local load. Nasir et al. §3.2: the global imbalance is at most the sum of the
   local ones, so no coordination is needed.
 
 Structure (Storm's ``PartialKeyGrouping``): deterministic candidates
@@ -22,10 +22,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..hashing import P, _A, _B, hash_family_array, raw_hash
-from .base import check_num_partitions
 from .splitting import SplittingPartitioner
 
-__all__ = ["PKGPartitioner", "fit_pkg", "pkg_candidates", "pkg_candidates_array",
+__all__ = ["PKGPartitioner", "pkg_candidates", "pkg_candidates_array",
            "distinct_candidates", "PKG_HASHES"]
 
 #: Family members of the two choices: h_1 = stable_hash (the hash home, so PKG's first
@@ -132,17 +131,3 @@ class PKGPartitioner(SplittingPartitioner):
         p = a if loads[a] <= loads[b] else b
         loads[p] += 1.0
         return p
-
-
-def fit_pkg(stats: Any, num_partitions: int, *, current: Any = None, **params: Any
-            ) -> PKGPartitioner:
-    """Strategy "pkg": PKG needs no statistics (``stats`` and ``current`` are ignored).
-
-    Example
-    -------
-    >>> fit_pkg(None, 8).num_partitions
-    8
-    """
-    if params:
-        raise TypeError(f"strategy 'pkg' takes no parameters; got {sorted(params)}")
-    return PKGPartitioner(check_num_partitions(num_partitions))

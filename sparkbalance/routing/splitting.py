@@ -2,8 +2,8 @@
 
 The shape of Storm's ``PartialKeyGrouping`` (STYLE.md): one function makes a key's candidate
 partitions *deterministically* (the same set on every process), one selector picks among
-them with a *local* load estimate. PKG (seed 001), D/W-Choices (Nasir et al. ICDE 2016) and
-TAG (seed 004) differ only in the candidates and in how much one record weighs on a
+them with a *local* load estimate. PKG (Nasir et al.), D/W-Choices (Nasir et al. ICDE 2016) and
+TAG (Yang et al.) differ only in the candidates and in how much one record weighs on a
 partition (1 record, or ``t_i`` seconds for TAG's ``l_i = t_i * m_i``).
 
 Per-map-task state
@@ -11,7 +11,7 @@ Per-map-task state
 PySpark pickles ``partitionFunc`` into every map task's closure and unpickles it separately
 in each task. The load vector therefore lives on the instance and is reset on pickling
 (``__getstate__`` ships zeros, ``__setstate__`` resets): every map task is one independent
-"source" with its own estimate, exactly seed 001's local load estimation (§3.2). Calling an
+"source" with its own estimate, exactly Nasir et al.'s local load estimation (§3.2). Calling an
 instance on the driver mutates its vector; :meth:`SplittingPartitioner.reset` clears it.
 
 ``assign(keys)`` is defined as *what a fresh map task would choose for this sequence of

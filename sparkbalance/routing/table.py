@@ -1,4 +1,4 @@
-"""Mixed routing (seed 000, Fang et al.): a small explicit table in front of the hash.
+"""Mixed routing (Fang et al.): a small explicit table in front of the hash.
 
 ``F(k) = R[k] if k in R else h(k)``. The table ``R`` holds only keys whose destination
 differs from their hash home, so it stays small (at most ``A_max`` entries) however many

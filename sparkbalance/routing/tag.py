@@ -1,8 +1,8 @@
-"""Time-aware grouping, TAG (seed 004, Yang et al.; ALGORITHMS.md §5).
+"""Time-aware grouping, TAG (Yang et al.; ALGORITHMS.md §5).
 
 Partition ``i`` completes one record in ``t_i`` seconds (processing + transfer, measured
 from task durations by :mod:`sparkbalance.stats.timeweights`); its load is
-``l_i = t_i * m_i`` for ``m_i`` records. TAG aims at equal ``l_i``, i.e. (seed 004 eq. 3)
+``l_i = t_i * m_i`` for ``m_i`` records. TAG aims at equal ``l_i``, i.e. (Yang et al. eq. 3)
 ``m_i = m / (t_i * Σ_j 1/t_j)``. Two phases per window:
 
 1. **Rebalance** (construction, :func:`heavy_routes`): the heavy keys' records are cut into
@@ -36,15 +36,15 @@ import numpy as np
 
 from ..hashing import hash_family
 from .base import check_num_partitions
-from .choices import HEAVY_THRESHOLD_FACTOR, heavy_hitters
+from .choices import HEAVY_THRESHOLD_FACTOR
 from .pkg import distinct_candidates
 from .splitting import SplittingPartitioner
 
-__all__ = ["TimeAwarePartitioner", "fit_tag", "heavy_routes", "segment_probabilities",
+__all__ = ["TimeAwarePartitioner", "heavy_routes", "segment_probabilities",
            "TAG_SEGMENT_FACTOR"]
 
 #: Segment size as a share of the stream: TAG_SEGMENT_FACTOR / n, the heavy threshold 1/(5n)
-#: of seed 004 §3.3.2 (so the lightest heavy key is one segment).
+#: of Yang et al. §3.3.2 (so the lightest heavy key is one segment).
 TAG_SEGMENT_FACTOR: float = HEAVY_THRESHOLD_FACTOR
 #: Family member seeding a key's segment draws (0/2 are PKG's, 3 D-Choices').
 _SEGMENT_HASH = 4
@@ -62,7 +62,7 @@ def _completion_times(t: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
 
 
 def segment_probabilities(completion_times: Sequence[float] | np.ndarray) -> np.ndarray:
-    """``p_i = (1/t_i) / Σ_j (1/t_j)`` (seed 004 eq. 4).
+    """``p_i = (1/t_i) / Σ_j (1/t_j)`` (Yang et al. eq. 4).
 
     Example
     -------
@@ -200,31 +200,3 @@ class TimeAwarePartitioner(SplittingPartitioner):
     def __repr__(self) -> str:
         return (f"TimeAwarePartitioner(num_partitions={self.num_partitions}, "
                 f"heavy={len(self.heavy)}, t={np.round(self.completion_times, 3).tolist()})")
-
-
-def fit_tag(stats: Any, num_partitions: int, *, current: Any = None,
-            completion_times: Sequence[float] | np.ndarray | None = None,
-            epsilon: float | None = None, method: str = "spacesaving",
-            segment_size: float | None = None, seed: int = 0,
-            placement: str = "systematic") -> TimeAwarePartitioner:
-    """Strategy "tag": heavy keys (frequency >= ε, default 1/(5n)) found with SpaceSaving.
-
-    ``completion_times`` (t_i per partition, e.g.
-    :func:`sparkbalance.stats.timeweights.completion_times`) default to equal times, where
-    TAG balances record counts.
-
-    Example
-    -------
-    >>> from sparkbalance.stats import KeyStats
-    >>> f = fit_tag(KeyStats.from_counts({"a": 90, "b": 5, "c": 5}), 4, completion_times=[1, 1, 1, 2])
-    >>> "a" in f.routes
-    True
-    """
-    n = check_num_partitions(num_partitions)
-    if stats is None:
-        raise ValueError("strategy 'tag' needs key statistics; got stats=None")
-    eps = HEAVY_THRESHOLD_FACTOR / n if epsilon is None else float(epsilon)
-    heavy = heavy_hitters(stats, min(eps, 1.0), method=method)
-    heavy = {k: min(1.0, p) for k, p in heavy.items()}
-    return TimeAwarePartitioner(n, completion_times, heavy, segment_size=segment_size, seed=seed,
-                                placement=placement)

@@ -9,7 +9,7 @@ special case per name:
   (one shuffle, exactly PySpark's plan).
 * **splitting** strategies (pkg, dchoices, wchoices, tag) may send one key to several
   partitions. The adapter routes *records* (each map task runs its own copy of the
-  partition function with its own local load vector, seed 001 §3.2), keys the records by
+  partition function with its own local load vector, Nasir et al. §3.2), keys the records by
   ``(key, chosen partition)``, combines per ``(key, partition)`` where the records landed,
   then merges the few partials of each key in a final, small shuffle by stable hash. The
   results equal PySpark's for the associative/commutative functions PySpark requires.
@@ -47,7 +47,7 @@ def _timeweights_module() -> Any:
         if exc.name != "sparkbalance.stats.timeweights":
             raise
         raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights "
-                                  "(issue 5), which is not installed") from exc
+                                  ", which is not installed") from exc
     return timeweights
 
 
@@ -67,7 +67,7 @@ def _measured_tasks(listener: Any) -> list[Any]:
 
 def _time_weighted(stats: KeyStats, tasks: list[Any], current: PartitionFunction | None,
                    num_partitions: int, strategy: str, params: dict[str, Any]) -> KeyStats:
-    """Counts -> seconds with the task times of the last measured stage (issue 5's module).
+    """Counts -> seconds with the task times of the last measured stage.
 
     The measured stage must have been routed by ``current`` (default: stable hash); for
     strategy "tag" the same measurement also gives the completion times t_i.
@@ -169,7 +169,7 @@ class _Router:
 
     def __call__(self, records: Iterator[Any]) -> Iterator[Any]:
         fresh = getattr(self.f, "fresh", None)
-        g = fresh() if fresh is not None else self.f  # own local loads per task (seed 001 §3.2)
+        g = fresh() if fresh is not None else self.f  # own local loads per task (Nasir et al. §3.2)
         for k, v in records:
             yield (k, g(k)), v
 
@@ -328,7 +328,7 @@ def join(rdd: Any, other: Any, num_partitions: int | None = None,
 
     Statistics (when needed) are gathered on ``rdd``, the side whose skew matters. With a
     splitting strategy ``rdd``'s records of a key are spread over the key's candidate
-    partitions and ``other``'s records of that key are copied to every candidate (seed 001's
+    partitions and ``other``'s records of that key are copied to every candidate (Nasir et al.'s
     key splitting; the copies cost ``|candidates|`` x the right side's hot keys).
     """
     f = _resolve(rdd, num_partitions, strategy, params)

@@ -1,6 +1,6 @@
 """SpaceSaving heavy-hitter summary (Metwally et al. 2005), mergeable (Berinde et al. 2010).
 
-Used by PKG §4.2 (seed 001), by D/W-Choices and by TAG (seed 004) to find the heavy keys of a
+Used by PKG §4.2 (Nasir et al.), by D/W-Choices and by TAG (Yang et al.) to find the heavy keys of a
 large key space in bounded memory. The summary keeps at most ``capacity`` counters
 ``item -> (count, error)`` with, for every kept item of true frequency ``f``::
 

@@ -53,7 +53,7 @@ def _as_partition_array(a: Any, n: int, num_partitions: int, name: str) -> np.nd
 
 @dataclass(frozen=True)
 class Workload:
-    """Keys of one statistics window as parallel numpy arrays (seed 000 notation).
+    """Keys of one statistics window as parallel numpy arrays (Fang et al. notation).
 
     ``cost`` = c(k), ``memory`` = S(k), ``home`` = h(k), ``current`` = F(k) today.
     Planners take this and never hash.

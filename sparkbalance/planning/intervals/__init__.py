@@ -1,4 +1,4 @@
-"""Interval planners of seed 003 (Ding et al.): SSM, Simple_SSM, OMS, MTM-aware (+ PMC).
+"""Interval planners of Ding et al.: SSM, Simple_SSM, OMS, MTM-aware (+ PMC).
 
 Tasks (key groups) ``0..m-1`` are owned by nodes (partitions) in contiguous intervals; the
 planners move interval boundaries so that every node's work is at most ``(1+tau) W / n'``

@@ -1,4 +1,4 @@
-"""Baselines of seed 003 §6: Storm's default scheduler and consistent hashing (CH).
+"""Baselines of Ding et al. §6: Storm's default scheduler and consistent hashing (CH).
 
 Both report the paper's cost metric (state of tasks whose node changes) so they compare
 directly with SSM / MTM-aware.
@@ -6,7 +6,7 @@ directly with SSM / MTM-aware.
 * :class:`StormDefault` — "allocates the same number of consecutive tasks to each node":
   node ``j`` owns the ``j``-th of ``n'`` equal-count intervals, whatever it owned before
   (node ``j`` keeps its identity; nodes ``>= n'`` are removed, ``>= n`` are new).
-* :class:`ConsistentHashing` — Karger et al. (seed 003 ref. [14]): nodes and tasks on a
+* :class:`ConsistentHashing` — Karger et al. (Ding et al. ref. [14]): nodes and tasks on a
   hash ring, a task goes to the first node clockwise; each node has ``replicas`` virtual
   points so counts even out. Adding a node moves only the tasks of its arcs; removing one
   moves only its tasks. Random positions (seeded), so the paper averages 100 runs.

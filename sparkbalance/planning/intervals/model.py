@@ -1,4 +1,4 @@
-"""The interval model of seed 003 (Ding et al.), Definitions 3.1-3.2, and its plan value.
+"""The interval model of Ding et al., Definitions 3.1-3.2, and its plan value.
 
 ``m`` tasks (key groups) ``T_0..T_{m-1}`` with work ``w_j`` and state size ``|s_j|``; node
 ``i`` owns the contiguous interval ``I_i = [bounds[i], bounds[i+1])``. After a migration to

@@ -1,4 +1,4 @@
-"""MTM-aware migration and PMC, its projected-cost precomputation (seed 003 §4.2, Fig. 6).
+"""MTM-aware migration and PMC, its projected-cost precomputation (Ding et al. §4.2, Fig. 6).
 
 A migration transition matrix (MTM) ``M[n][n']`` gives the probability that the next
 migration goes from ``n`` to ``n'`` nodes (learned from past migrations,
@@ -44,7 +44,7 @@ from .ssm import SSM
 
 __all__ = ["MTMAware", "PMCResult", "pmc", "transition_matrix", "DEFAULT_GAMMA"]
 
-#: Discount factor gamma, the default of seed 003 §6.
+#: Discount factor gamma, the default of Ding et al. §6.
 DEFAULT_GAMMA: float = 0.8
 #: Candidates sampled per node count when exact enumeration is too large.
 DEFAULT_SAMPLES: int = 150
@@ -55,7 +55,7 @@ Matrix = dict[int, dict[int, float]]
 
 
 def transition_matrix(node_counts: Sequence[int]) -> Matrix:
-    """Learn an MTM from a history of node counts (seed 003 §6): count the changes
+    """Learn an MTM from a history of node counts (Ding et al. §6): count the changes
     ``n -> n'`` (``n != n'``) and normalise each row.
 
     Example
@@ -189,7 +189,7 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
         max_partitionings: int = DEFAULT_MAX_PARTITIONINGS, samples: int = DEFAULT_SAMPLES,
         seed: int = 0, tol: float = 1e-9, max_iter: int = 1000, sc: Any = None,
         candidates: Mapping[int, Any] | None = None) -> PMCResult:
-    """PMC (seed 003 Fig. 6): projected migration cost of every balanced partitioning.
+    """PMC (Ding et al. Fig. 6): projected migration cost of every balanced partitioning.
 
     ``sc``: an optional SparkContext; the cost matrices are then computed by executors.
     ``candidates``: extra partitionings ``{n: rows of n+1 cut points}`` for the candidate
@@ -256,12 +256,12 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
 
 
 class MTMAware:
-    """MTM-aware migration (seed 003 §4.2): single-step cost + gamma * projected cost.
+    """MTM-aware migration (Ding et al. §4.2): single-step cost + gamma * projected cost.
 
     Parameters
     ----------
     matrix : MTM as ``{n: {n': probability}}`` or a square array with ``node_counts``.
-    gamma : discount factor in [0, 1] (0 = SSM; default 0.8 as in seed 003 §6).
+    gamma : discount factor in [0, 1] (0 = SSM; default 0.8 as in Ding et al. §6).
     tau : balance parameter.
     max_partitionings, samples, seed : exact enumeration limit; candidate-set size otherwise.
 

@@ -1,4 +1,4 @@
-"""OMS: optimal migration sequence for a known sequence of node counts (seed 003 §4.1, Fig. 5).
+"""OMS: optimal migration sequence for a known sequence of node counts (Ding et al. §4.1, Fig. 5).
 
 Fig. 5 recurses over every balanced partitioning of the first step and calls SSM for the
 last. By Lemma 4.1 the future cost depends only on the partitioning reached, so the
@@ -24,7 +24,7 @@ __all__ = ["OMS"]
 
 
 class OMS:
-    """Optimal plans for a known sequence of node counts (seed 003 Fig. 5).
+    """Optimal plans for a known sequence of node counts (Ding et al. Fig. 5).
 
     Parameters
     ----------
@@ -33,7 +33,7 @@ class OMS:
 
     Example
     -------
-    >>> plans = OMS(0.4).plan([1] * 20, [1] * 20, [0, 13, 20], [3, 4])   # Table 3, seed 003
+    >>> plans = OMS(0.4).plan([1] * 20, [1] * 20, [0, 13, 20], [3, 4])   # Table 3, Ding et al.
     >>> [p.migration_cost for p in plans], sum(p.migration_cost for p in plans)
     ([4.0, 2.0], 6.0)
     """

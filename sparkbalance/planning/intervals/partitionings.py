@@ -1,6 +1,6 @@
 """Sets of balanced partitionings and batched migration costs between them (for OMS, PMC).
 
-By Lemmas 4.1-4.2 of seed 003 only the *partitioning* (the set of task intervals) matters
+By Lemmas 4.1-4.2 of Ding et al. only the *partitioning* (the set of task intervals) matters
 for future migrations, not which node owns which interval, and empty intervals are
 interchangeable. A partitioning into at most ``k`` intervals is therefore stored
 canonically: its non-empty intervals in order, padded with empty intervals ``[m, m)`` at

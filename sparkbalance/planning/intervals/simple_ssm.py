@@ -1,4 +1,4 @@
-"""Simple_SSM: the exhaustive dynamic programme of seed 003 §3.2 (Fig. 2, Lemma 3.1).
+"""Simple_SSM: the exhaustive dynamic programme of Ding et al. §3.2 (Fig. 2, Lemma 3.1).
 
 Kept as a reference oracle for :class:`~.ssm.SSM`: it enumerates every sub-problem
 ``P = <[alpha, beta), [gamma, delta), n_p>`` (tasks, old nodes, interval count) and every
@@ -82,7 +82,7 @@ def _simple(p: Problem) -> tuple[float, list[tuple[int, int, int]]]:
 
 
 class SimpleSSM:
-    """Exhaustive DP of seed 003 Fig. 2 — exact, slow; the test oracle for :class:`SSM`.
+    """Exhaustive DP of Ding et al. Fig. 2 — exact, slow; the test oracle for :class:`SSM`.
 
     Example
     -------

@@ -1,4 +1,4 @@
-"""SSM: optimal single-step migration over task intervals (seed 003 §3.3, Fig. 4).
+"""SSM: optimal single-step migration over task intervals (Ding et al. §3.3, Fig. 4).
 
 The dynamic programme follows the paper's lemmas, in a state form that vectorises:
 
@@ -221,7 +221,7 @@ def ssm_gain(p: Problem) -> float:
 
 
 class SSM:
-    """Optimal single-step migration (seed 003 Fig. 4), O(m^2 n') time.
+    """Optimal single-step migration (Ding et al. Fig. 4), O(m^2 n') time.
 
     Parameters
     ----------
@@ -235,7 +235,7 @@ class SSM:
 
     Example
     -------
-    >>> plan = SSM(tau=0.4).plan([1] * 20, [1] * 20, [0, 13, 20], 3)   # Table 3, seed 003
+    >>> plan = SSM(tau=0.4).plan([1] * 20, [1] * 20, [0, 13, 20], 3)   # Table 3, Ding et al.
     >>> plan.migration_cost, plan.feasible
     (4.0, True)
     """

@@ -90,7 +90,7 @@ def fit_mixed(stats: KeyStats | None, num_partitions: int, *,
               current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
               max_table: int | None = DEFAULT_MAX_TABLE, beta: float = DEFAULT_BETA,
               **params: Any) -> RoutingTablePartitioner:
-    """Mixed (seed 000 Algorithm 4).
+    """Mixed (Fang et al. Algorithm 4).
 
     Example
     -------
@@ -116,7 +116,7 @@ def fit_mintable(stats: KeyStats | None, num_partitions: int, *,
                  current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
                  max_table: int | None = DEFAULT_MAX_TABLE, beta: float = DEFAULT_BETA,
                  **params: Any) -> RoutingTablePartitioner:
-    """MinTable (seed 000 Algorithm 2)."""
+    """MinTable (Fang et al. Algorithm 2)."""
     return fit_planner("mintable", stats, num_partitions, current=current, theta=theta,
                        max_table=max_table, beta=beta, **params)
 
@@ -125,7 +125,7 @@ def fit_minmig(stats: KeyStats | None, num_partitions: int, *,
                current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
                max_table: int | None = None, beta: float = DEFAULT_BETA,
                **params: Any) -> RoutingTablePartitioner:
-    """MinMig (seed 000 Algorithm 3; table size not enforced)."""
+    """MinMig (Fang et al. Algorithm 3; table size not enforced)."""
     return fit_planner("minmig", stats, num_partitions, current=current, theta=theta,
                        max_table=max_table, beta=beta, **params)
 

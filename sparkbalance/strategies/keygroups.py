@@ -1,4 +1,4 @@
-"""The "keygroups" strategy: key-group interval boundaries planned by SSM (seed 003).
+"""The "keygroups" strategy: key-group interval boundaries planned by SSM (Ding et al.).
 
 Per-group work ``w_j`` and state size ``|s_j|`` are the sums of the key statistics over the
 keys of group ``j`` (``key_group(k, m)``, the same hash the partitioner routes with). The
@@ -25,7 +25,7 @@ from .ssm import SSM
 
 __all__ = ["fit_keygroups", "plan_keygroups", "group_statistics", "DEFAULT_TAU"]
 
-#: Balance parameter of the strategy: each partition's work <= 1.2 x the mean. (Seed 003
+#: Balance parameter of the strategy: each partition's work <= 1.2 x the mean. (Ding et al.
 #: §6 defaults to tau = 1.2 for Storm node counts; Spark tasks want a tighter bound.)
 DEFAULT_TAU: float = 0.2
 
