@@ -40,7 +40,8 @@ from ..stats.workload import Workload
 from .base import (CRITERIA, DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner,
                    selection_criterion)
 from .compact import DEFAULT_DEGREE, Records, compact, hlhe, hlhe_representatives
-from .llfd import LLFD, llfd_assign
+from .llfd import llfd_assign
+from .llfd_planner import LLFD
 from .minmig import MinMig
 from .mintable import MinTable
 from .mixed import Mixed, MixedBF
@@ -49,17 +50,10 @@ from .plan import Move, Plan
 __all__ = ["Workload", "Plan", "Move", "Planner", "LLFD", "MinTable", "MinMig", "Mixed",
            "MixedBF", "Readj", "compact", "hlhe", "hlhe_representatives", "Records",
            "llfd_assign", "selection_criterion", "CRITERIA", "DEFAULT_THETA",
-           "DEFAULT_MAX_TABLE", "DEFAULT_BETA", "DEFAULT_DEGREE", "PLANNERS",
-           "fit_mixed", "fit_mintable", "fit_minmig", "fit_readj", "fit_mixedbf"]
+           "DEFAULT_MAX_TABLE", "DEFAULT_BETA", "DEFAULT_DEGREE"]
 
 _LAZY = {
     "Readj": "sparkbalance.planning.readj",
-    "fit_mixed": "sparkbalance.planning.fit",
-    "fit_mintable": "sparkbalance.planning.fit",
-    "fit_minmig": "sparkbalance.planning.fit",
-    "fit_readj": "sparkbalance.planning.fit",
-    "fit_mixedbf": "sparkbalance.planning.fit",
-    "PLANNERS": "sparkbalance.planning.fit",
 }
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..routing.table import RoutingTable
 from ..stats.workload import Workload
 from .compact import DEFAULT_DEGREE, Records, compact as make_records, realise_records
+from .llfd import run_llfd
 from .plan import Plan, realise_plan
 from .units import Units
 
@@ -147,7 +148,6 @@ class PlanningContext:
         name = self.criterion_name if criterion is None else criterion
         floor = self.mean if self.phase2 == "fit" else None
         C = u.prepare(self.cap, self.tol, name, floor)
-        from .llfd import run_llfd  # llfd imports this module for the Planner base
         counters = run_llfd(u, C, self.cap, self.tol, self.criterion)
         loads = u.loads()
         a = u.view("asg")
@@ -310,7 +310,6 @@ class Planner:
                   np.zeros(c.shape[0], dtype=bool), crit, n)
         C = u.prepare(cap, ctx.tol, "exact touch-up, " + ctx.criterion_name,
                       ctx.mean if self.phase2 == "fit" else None)
-        from .llfd import run_llfd
         run_llfd(u, C, cap, ctx.tol, ctx.criterion)
         new = assignment.copy()
         new[idx] = u.asg[:k]

@@ -7,8 +7,9 @@ criterion, whose removal makes room: L(d) + c(k) − Σ_E c <= (1 + θ_max)·L̄
 into C. If no partition accepts k, k goes to the least-loaded partition and the plan is
 reported infeasible (no endless loop: a step budget also bounds the ejection chains).
 
-:class:`LLFD` as a planner = no cleaning, highest-cost-first selection, then LLFD — the
-"LLFD" column of the paper's Fig. 4 (left).
+Pure functions over :class:`~sparkbalance.planning.units.Units`: the planners
+(:mod:`.base`) call them, this module imports no planner. :class:`LLFD` as a planner lives in
+:mod:`.llfd_planner`.
 """
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ import heapq
 
 import numpy as np
 
-from .base import Planner, PlanningContext, Trial
 from .units import IN_C, Units
 
-__all__ = ["run_llfd", "LLFD", "llfd_assign", "STEP_BUDGET_PER_CANDIDATE"]
+__all__ = ["run_llfd", "llfd_assign", "STEP_BUDGET_PER_CANDIDATE"]
 
 #: Ejection chains terminate (each ejection swaps in a strictly heavier key) but may be
 #: long; after this many steps per initial candidate (plus a floor) LLFD stops adjusting
@@ -264,27 +264,3 @@ def llfd_assign(cost: np.ndarray, num_partitions: int, theta: float = 0.0) -> np
     mean = cost.sum() / num_partitions
     run_llfd(u, list(range(k)), (1.0 + theta) * mean, 1e-9 * max(mean, 1e-300))
     return u.asg[:k].copy()
-
-
-class LLFD(Planner):
-    """Planner: no cleaning, keys taken off overloaded partitions by highest c first, LLFD.
-
-    This is Fang et al. Fig. 4 (left): it balances, but cannot control the table size.
-
-    Example
-    -------
-    >>> import numpy as np
-    >>> from sparkbalance.planning import Workload
-    >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
-    ...              home=[0, 1, 1, 1, 1, 1], current=[0, 0, 0, 1, 1, 1], num_partitions=2)
-    >>> p = LLFD(theta=0.0).plan(w)
-    >>> p.loads_after.tolist(), p.table_size
-    ([10.0, 10.0], 4)
-    """
-
-    name = "LLFD"
-    criterion = "c"
-    default_max_table = None
-
-    def _solve(self, ctx: PlanningContext) -> Trial:
-        return ctx.trial(n_back=0)

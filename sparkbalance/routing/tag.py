@@ -35,7 +35,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..hashing import hash_family
-from .base import check_num_partitions
 from .choices import HEAVY_THRESHOLD_FACTOR
 from .pkg import distinct_candidates
 from .splitting import SplittingPartitioner
@@ -148,7 +147,7 @@ class TimeAwarePartitioner(SplittingPartitioner):
     completion_times : sequence of n floats > 0
         ``t_i``, seconds per record on partition i (only ratios matter).
     heavy : mapping key -> relative frequency p_k, optional
-        The heavy keys (SpaceSaving or exact counts; :func:`fit_tag`).
+        The heavy keys (found by :func:`sparkbalance.stats.heavy.heavy_hitters`).
     segment_size, seed, placement :
         See :func:`heavy_routes`.
 

@@ -10,6 +10,11 @@ shape::
 
 Layout kinds: ``"hash"`` (stable hash, no plan), ``"table"`` (hash + routing table),
 ``"keygroups"`` (key groups in intervals), ``"split"`` (a key may go to several partitions).
+
+The fitters live beside the registry: :mod:`.tables` (Fang et al.'s planners),
+:mod:`.keygroups` (Ding et al.'s SSM on key groups) and :mod:`.splitting` (PKG, D-/W-Choices,
+TAG). This layer sits above planning: ``hashing -> routing -> stats -> planning ->
+strategies -> spark/state``.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ if TYPE_CHECKING:
     from .routing.base import PartitionFunction
     from .stats.keystats import KeyStats
 
-__all__ = ["Strategy", "StrategySpec", "fit", "get", "available", "check_params",
+__all__ = ["Strategy", "StrategySpec", "fit", "fit_hash", "get", "available", "check_params",
            "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING", "KINDS"]
 
 KINDS = ("hash", "table", "keygroups", "split")
@@ -67,40 +72,63 @@ class Strategy:
 StrategySpec = Strategy  # older name
 
 
-def _hash_fit(stats: Any, num_partitions: int, *, current: Any = None) -> "PartitionFunction":
-    from .routing.hash import HashPartitioner
+def fit_hash(stats: Any, num_partitions: int, *, current: Any = None) -> "PartitionFunction":
+    """Strategy "hash": stable hash mod n (``stats`` and ``current`` are ignored).
+
+    Example
+    -------
+    >>> fit_hash(None, 4).num_partitions
+    4
+    """
+    from ..routing.hash import HashPartitioner
     return HashPartitioner(num_partitions)
 
 
 _S = Strategy
 _P = "sparkbalance.planning"
+_T = "sparkbalance.strategies.tables"
+_K = "sparkbalance.strategies.keygroups"
+_X = "sparkbalance.strategies.splitting"
+#: θ = 0.08, A_max = 3000 (Fang et al. Table 2), β = 1.5 (Fang et al. §3.2, Appendix C);
+#: literal here so the registry imports no planner (a unit test checks the fitters agree).
+_TABLE = {"theta": 0.08, "max_table": 3000, "beta": 1.5}
 _R: tuple[Strategy, ...] = (
-    _S("hash", "hash", "sparkbalance.strategies:_hash_fit", False, aliases=("none",),
+    _S("hash", "hash", "sparkbalance.strategies:fit_hash", False, aliases=("none",),
        doc="stable hash mod n"),
-    _S("mixed", "table", "sparkbalance.planning.fit:fit_mixed", True, f"{_P}:Mixed",
-       doc="hash + routing table planned by Mixed (Fang et al., Algorithm 4)"),
-    _S("mixedbf", "table", "sparkbalance.planning.fit:fit_mixedbf", True, f"{_P}:MixedBF",
-       doc="Mixed trying every n_back (Fang et al.)"),
-    _S("mintable", "table", "sparkbalance.planning.fit:fit_mintable", True, f"{_P}:MinTable",
-       doc="routing table planned by MinTable (Fang et al., Algorithm 2)"),
-    _S("minmig", "table", "sparkbalance.planning.fit:fit_minmig", True, f"{_P}:MinMig",
-       doc="routing table planned by MinMig (Fang et al., Algorithm 3)"),
-    _S("readj", "table", "sparkbalance.planning.fit:fit_readj", True, f"{_P}:Readj",
+    _S("mixed", "table", f"{_T}:fit_mixed", True, f"{_P}:Mixed", defaults=_TABLE,
+       doc="hash + routing table planned by Mixed (Fang et al. Algorithm 4)"),
+    _S("mixedbf", "table", f"{_T}:fit_mixedbf", True, f"{_P}:MixedBF", defaults=_TABLE,
+       doc="Mixed trying every n_back (Fang et al. §3.3)"),
+    _S("mintable", "table", f"{_T}:fit_mintable", True, f"{_P}:MinTable", defaults=_TABLE,
+       doc="routing table planned by MinTable (Fang et al. Algorithm 2)"),
+    _S("minmig", "table", f"{_T}:fit_minmig", True, f"{_P}:MinMig",
+       defaults={**_TABLE, "max_table": None},
+       doc="routing table planned by MinMig (Fang et al. Algorithm 3; table size unbounded)"),
+    _S("readj", "table", f"{_T}:fit_readj", True, f"{_P}:Readj", defaults=_TABLE,
        doc="routing table planned by Readj (Gedik 2014)"),
-    _S("keygroups", "keygroups", "sparkbalance.planning.intervals.fit:fit_keygroups", True,
+    # τ = 0.2: each partition's work <= 1.2 x the mean (Ding et al. §6 use 1.2 as 1 + τ
+    # for Storm node counts); 16 key groups per partition unless the current layout has some.
+    _S("keygroups", "keygroups", f"{_K}:fit_keygroups", True,
        "sparkbalance.planning.intervals:SSM", aliases=("ssm",),
-       doc="key-group intervals planned by SSM (Ding et al.)"),
-    _S("mtm", "keygroups", "sparkbalance.planning.intervals.fit:fit_keygroups", True,
+       defaults={"tau": 0.2, "num_groups": None, "min_load": None},
+       doc="key-group intervals planned by SSM (Ding et al. §3.3)"),
+    # The keyed-state operator builds MTMAware itself: its parameters are the constructor's.
+    _S("mtm", "keygroups", f"{_K}:fit_keygroups", True,
        "sparkbalance.planning.intervals.mtm:MTMAware",
-       doc="key-group intervals planned by MTM-aware SSM (Ding et al.); keyed state only",
+       defaults={"gamma": 0.8, "tau": 0.2},
+       doc="key-group intervals planned by MTM-aware SSM (Ding et al. §4.2); keyed state only",
        state_only=True),
-    _S("pkg", "split", "sparkbalance.routing.pkg:fit_pkg", False,
+    _S("pkg", "split", f"{_X}:fit_pkg", False,
        doc="Partial Key Grouping, two choices (Nasir et al. 2015)"),
-    _S("dchoices", "split", "sparkbalance.routing.choices:fit_dchoices", True,
+    _S("dchoices", "split", f"{_X}:fit_dchoices", True,
+       defaults={"threshold": None, "method": "exact", "headroom": 0.25},
        doc="D-Choices for heavy hitters (Nasir et al. 2016)"),
-    _S("wchoices", "split", "sparkbalance.routing.choices:fit_wchoices", True,
+    _S("wchoices", "split", f"{_X}:fit_wchoices", True,
+       defaults={"threshold": None, "method": "exact"},
        doc="W-Choices for heavy hitters (Nasir et al. 2016)"),
-    _S("tag", "split", "sparkbalance.routing.tag:fit_tag", True,
+    _S("tag", "split", f"{_X}:fit_tag", True,
+       defaults={"epsilon": None, "method": "spacesaving", "seed": 0,
+                 "placement": "systematic"},
        doc="time-aware grouping (Yang et al.)"),
 )
 _REGISTRY: dict[str, Strategy] = {s.name: s for s in _R}
@@ -148,9 +176,24 @@ def _named_params(func: Any, skip: tuple[str, ...]) -> tuple[set[str], bool]:
 
 
 def accepted_params(name: str) -> list[str]:
-    """Sorted parameter names strategy ``name`` accepts (fitter and planner constructor)."""
+    """Sorted parameter names strategy ``name`` accepts.
+
+    The fitter's keyword parameters, plus the planner constructor's when the fitter passes
+    ``**params`` on; a state-only strategy ("mtm") accepts its planner constructor's
+    parameters (the keyed-state operator builds the planner itself).
+
+    Example
+    -------
+    >>> accepted_params("keygroups")
+    ['min_load', 'num_groups', 'tau']
+    >>> accepted_params("mtm")[:3]
+    ['gamma', 'matrix', 'max_iter']
+    """
     s = get(name)
-    names, var_kw = _named_params(s.load(), _POSITIONAL)
+    if s.state_only:
+        names, var_kw = set(), True
+    else:
+        names, var_kw = _named_params(s.load(), _POSITIONAL)
     if var_kw and s.planner:
         for cls in s.planner_class().__mro__:
             init = cls.__dict__.get("__init__")

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ...routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, KeyGroupPartitioner,
+from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, KeyGroupPartitioner,
                                   equal_bounds, key_groups)
-from .model import IntervalPlan, check_count, plan_from_partition
-from .ssm import SSM
+from ..planning.intervals.model import IntervalPlan, check_count, plan_from_partition
+from ..planning.intervals.ssm import SSM
+from ..stats.keystats import KeyStats
 
 __all__ = ["fit_keygroups", "plan_keygroups", "group_statistics", "DEFAULT_TAU"]
 
@@ -34,7 +35,7 @@ DEFAULT_TAU: float = 0.2
 TIE_BREAK: float = 1e-9
 
 
-def group_statistics(stats: Any, num_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def group_statistics(stats: KeyStats | None, num_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-group work and state size (``cost`` and ``memory`` summed over each group)."""
     m = check_count(num_groups, "num_groups")
     if stats is None or len(stats) == 0:
@@ -45,7 +46,7 @@ def group_statistics(stats: Any, num_groups: int) -> tuple[np.ndarray, np.ndarra
     return w, s
 
 
-def plan_keygroups(stats: Any, num_partitions: int, *, current: Any = None,
+def plan_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any = None,
                    num_groups: int | None = None, tau: float = DEFAULT_TAU,
                    min_load: float | None = None) -> tuple[KeyGroupPartitioner, IntervalPlan]:
     """Like :func:`fit_keygroups` but also returns the :class:`IntervalPlan` (costs, loads)."""
@@ -71,7 +72,7 @@ def plan_keygroups(stats: Any, num_partitions: int, *, current: Any = None,
     return KeyGroupPartitioner(n2, m, plan.bounds), plan
 
 
-def fit_keygroups(stats: Any, num_partitions: int, *, current: Any = None,
+def fit_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any = None,
                   num_groups: int | None = None, tau: float = DEFAULT_TAU,
                   min_load: float | None = None) -> KeyGroupPartitioner:
     """Fit a :class:`KeyGroupPartitioner` whose boundaries SSM plans from key statistics.

@@ -1,4 +1,4 @@
-"""Fitters for the strategy registry: key statistics -> RoutingTablePartitioner.
+"""Fitters of the routing-table strategies: key statistics -> RoutingTablePartitioner.
 
 Shape (see :mod:`sparkbalance.strategies`)::
 
@@ -14,22 +14,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner
+from ..planning.llfd_planner import LLFD
+from ..planning.minmig import MinMig
+from ..planning.mintable import MinTable
+from ..planning.mixed import Mixed, MixedBF
 from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.table import RoutingTable, RoutingTablePartitioner
 from ..stats.keystats import KeyStats
 from ..stats.workload import Workload
-from .base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner
-from .llfd import LLFD
-from .minmig import MinMig
-from .mintable import MinTable
-from .mixed import Mixed, MixedBF
 
 __all__ = ["fit_mixed", "fit_mintable", "fit_minmig", "fit_readj", "fit_mixedbf",
            "fit_planner", "plan_from_stats", "PLANNERS"]
 
 
 def _readj_cls():
-    from .readj import Readj
+    from ..planning.readj import Readj
     return Readj
 
 

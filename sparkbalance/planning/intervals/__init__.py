@@ -2,8 +2,8 @@
 
 Tasks (key groups) ``0..m-1`` are owned by nodes (partitions) in contiguous intervals; the
 planners move interval boundaries so that every node's work is at most ``(1+tau) W / n'``
-while moving as little state as possible. Pure numpy; PMC can use a SparkContext if given
-(pyspark is never imported here).
+while moving as little state as possible. Pure numpy; PMC can spread its cost matrices over
+executors through an injected ``map_fn`` (pyspark is never imported here).
 
 Example
 -------
@@ -14,7 +14,6 @@ Example
 from __future__ import annotations
 
 from .baselines import ConsistentHashing, StormDefault, TaskPlan
-from .fit import fit_keygroups, plan_keygroups
 from .model import IntervalPlan, capacity, match_intervals
 from .mtm import MTMAware, PMCResult, pmc, transition_matrix
 from .oms import OMS
@@ -26,4 +25,4 @@ from .ssm import SSM
 __all__ = ["IntervalPlan", "SSM", "SimpleSSM", "OMS", "MTMAware", "PMCResult", "pmc",
            "transition_matrix", "StormDefault", "ConsistentHashing", "TaskPlan",
            "brute_force", "capacity", "match_intervals", "enumerate_partitionings",
-           "pairwise_costs", "TooManyPartitionings", "fit_keygroups", "plan_keygroups"]
+           "pairwise_costs", "TooManyPartitionings"]

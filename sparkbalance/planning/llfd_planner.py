@@ -1,0 +1,35 @@
+"""LLFD as a planner (Fang et al. §3.1 and Fig. 4, left): no cleaning, keys taken off the
+overloaded partitions by highest cost first, then LLFD (:func:`sparkbalance.planning.llfd.run_llfd`).
+
+It balances, but cannot control the table size; it is the baseline the other planners of
+Fang et al. are measured against and Theorem 2's reference (``Planner._no_worse_than_llfd``).
+"""
+from __future__ import annotations
+
+from .base import Planner, PlanningContext, Trial
+
+__all__ = ["LLFD"]
+
+
+class LLFD(Planner):
+    """Planner: no cleaning, keys taken off overloaded partitions by highest c first, LLFD.
+
+    This is Fang et al. Fig. 4 (left): it balances, but cannot control the table size.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from sparkbalance.planning import Workload
+    >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
+    ...              home=[0, 1, 1, 1, 1, 1], current=[0, 0, 0, 1, 1, 1], num_partitions=2)
+    >>> p = LLFD(theta=0.0).plan(w)
+    >>> p.loads_after.tolist(), p.table_size
+    ([10.0, 10.0], 4)
+    """
+
+    name = "LLFD"
+    criterion = "c"
+    default_max_table = None
+
+    def _solve(self, ctx: PlanningContext) -> Trial:
+        return ctx.trial(n_back=0)
