@@ -33,8 +33,11 @@ _EXPORTS: dict[str, str] = {
     "KeyStats": "sparkbalance.stats.keystats",
     "Workload": "sparkbalance.stats.workload",
     "SpaceSaving": "sparkbalance.stats.spacesaving",
+    "heavy_hitters": "sparkbalance.stats.heavy",
     # strategies
     "fit": "sparkbalance.strategies",
+    "DEFAULT_STRATEGY": "sparkbalance.strategies",
+    "fit_keygroups": "sparkbalance.strategies.keygroups",
     # spark adapters (RDD)
     "partition_by": "sparkbalance.spark.rdd",
     "reduce_by_key": "sparkbalance.spark.rdd",
@@ -68,7 +71,6 @@ _EXPORTS: dict[str, str] = {
     "ConsistentHashing": "sparkbalance.planning.intervals",
     "StormDefault": "sparkbalance.planning.intervals",
     "transition_matrix": "sparkbalance.planning.intervals",
-    "fit_keygroups": "sparkbalance.planning.intervals",
     # routing-table planners (Fang et al.)
     "Plan": "sparkbalance.planning",
     "Move": "sparkbalance.planning",

@@ -1,5 +1,5 @@
 """LLFD as a planner (Fang et al. §3.1 and Fig. 4, left): no cleaning, keys taken off the
-overloaded partitions by highest cost first, then LLFD (:func:`sparkbalance.planning.llfd.run_llfd`).
+overloaded partitions by highest cost first, then LLFD (:func:`.llfd.run_llfd`).
 
 It balances, but cannot control the table size; it is the baseline the other planners of
 Fang et al. are measured against and Theorem 2's reference (``Planner._no_worse_than_llfd``).

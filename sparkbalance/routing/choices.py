@@ -38,7 +38,8 @@ from ..hashing import hash_family
 from .pkg import pkg_candidates
 from .splitting import SplittingPartitioner
 
-__all__ = ["ChoicesPartitioner", "dchoices_d", "spread_candidates", "HEAVY_THRESHOLD_FACTOR", "DCHOICES_HEADROOM"]
+__all__ = ["ChoicesPartitioner", "dchoices_d", "spread_candidates", "HEAVY_THRESHOLD_FACTOR",
+           "DCHOICES_HEADROOM"]
 
 #: θ = HEAVY_THRESHOLD_FACTOR / n (Nasir et al. Thm 5.1's p_1 <= 1/(5n); Yang et al. §3.3.2).
 HEAVY_THRESHOLD_FACTOR: float = 0.2

@@ -16,8 +16,10 @@ special case per name:
   ``join`` splits the left side and replicates each right record to every candidate
   partition of its key, so every left record meets every right record exactly once.
 
-Statistics are gathered only when the strategy needs them (``spec.needs_stats``), under the
-job group ``sparkbalance-stats``.
+A strategy is a registry name (None: :data:`sparkbalance.strategies.DEFAULT_STRATEGY`, the
+default of every adapter) or an already fitted partition function. Names and parameters are
+checked against the registry before any Spark job runs. Statistics are gathered only when
+the strategy needs them (``spec.needs_stats``), under the job group ``sparkbalance-stats``.
 """
 from __future__ import annotations
 
@@ -88,36 +90,43 @@ def _time_weighted(stats: KeyStats, tasks: list[Any], current: PartitionFunction
     return weighted
 
 
-def fit_partitioner(rdd: Any, num_partitions: int, strategy: str = "hash", *,
-                    weights: str = "count", listener: Any = None, stats: KeyStats | None = None,
-                    sample_fraction: float | None = None, stats_method: str | None = None,
-                    current: PartitionFunction | None = None, **params: Any
-                    ) -> PartitionFunction:
+def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = None,
+                    weights: str = "count", listener: Any = None,
+                    sample_fraction: float | None = None,
+                    current: PartitionFunction | None = None, stats: KeyStats | None = None,
+                    stats_method: str | None = None, **params: Any) -> PartitionFunction:
     """Fit ``strategy`` on ``rdd``'s keys; gathers statistics only when the strategy needs them.
+
+    The strategy name and its parameters are checked against the registry before any Spark
+    job runs: an unknown name raises ``ValueError``, an unknown parameter ``TypeError``
+    (naming it and the valid ones).
 
     Parameters
     ----------
     rdd : pair RDD.
     num_partitions : int >= 1.
-    strategy : a name of :func:`sparkbalance.strategies.available`.
+    strategy : a name of :func:`sparkbalance.strategies.available`; None (default) is
+        :data:`sparkbalance.strategies.DEFAULT_STRATEGY`.
     weights : {"count", "time"}
         Key cost = records, or records x measured seconds per record ("time": needs
         ``listener`` holding the task records of the previous run of this stage, routed by
         ``current``; see :func:`sparkbalance.stats.timeweights.time_weighted_stats`).
+    listener : a :class:`~sparkbalance.spark.listener.TaskMetricsListener` (``weights="time"``).
+    sample_fraction : fraction of records the statistics job reads (None: all).
+    current : the partition function in use today (planners minimise migration from it).
     stats : KeyStats, optional
         Precomputed statistics (skips the statistics job).
-    sample_fraction, stats_method :
-        How to gather statistics (:func:`sparkbalance.spark.keystats.gather_key_stats`).
-    current : the partition function in use today (planners minimise migration from it).
-    **params : passed to the strategy's fitter.
+    stats_method : how to gather statistics (:func:`sparkbalance.spark.keystats.gather_key_stats`).
+    **params : the strategy's parameters (:func:`sparkbalance.strategies.accepted_params`).
 
     Example
     -------
-    >>> f = fit_partitioner(rdd, 8, "mixed")  # doctest: +SKIP
-    >>> rdd.partitionBy(8, f)                 # doctest: +SKIP
+    >>> f = fit_partitioner(rdd, 8, strategy="mixed", theta=0.1)  # doctest: +SKIP
+    >>> rdd.partitionBy(8, f)                                    # doctest: +SKIP
     """
     n = check_num_partitions(num_partitions)
-    spec = strategies.get(strategy)
+    # Name, parameters and weights are checked before any job: a typo costs no stage.
+    spec = strategies.resolve(strategy, params)
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
     if spec.needs_stats or weights == "time":
@@ -128,12 +137,12 @@ def fit_partitioner(rdd: Any, num_partitions: int, strategy: str = "hash", *,
         if stats is None:
             stats = gather_key_stats(rdd, method=stats_method, sample_fraction=sample_fraction)
         if tasks is not None:
-            stats = _time_weighted(stats, tasks, current, n, strategy, params)
-    return strategies.fit(strategy, stats if spec.needs_stats else None, n, current=current,
+            stats = _time_weighted(stats, tasks, current, n, spec.name, params)
+    return strategies.fit(spec.name, stats if spec.needs_stats else None, n, current=current,
                           **params)
 
 
-def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction,
+def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction | None,
              params: dict[str, Any]) -> PartitionFunction:
     if num_partitions is None and isinstance(strategy, PartitionFunction):
         num_partitions = strategy.num_partitions
@@ -150,7 +159,7 @@ def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunc
             raise ValueError(f"partition function has {strategy.num_partitions} partitions; "
                              f"expected num_partitions={n}")
         return strategy
-    return fit_partitioner(rdd, n, strategy, **params)
+    return fit_partitioner(rdd, n, strategy=strategy, **params)
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,7 +204,8 @@ def _split_combine(rdd: Any, f: PartitionFunction, create: Callable, merge_value
 # ---------------------------------------------------------------------------------------
 # Public adapters
 # ---------------------------------------------------------------------------------------
-def partition_by(rdd: Any, num_partitions: int, strategy: str | PartitionFunction = "hash", *,
+def partition_by(rdd: Any, num_partitions: int,
+                 strategy: str | PartitionFunction | None = None, *,
                  stats: KeyStats | None = None, sample_fraction: float | None = None,
                  current: PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.partitionBy(num_partitions)`` routed by ``strategy``.
@@ -219,7 +229,7 @@ def partition_by(rdd: Any, num_partitions: int, strategy: str | PartitionFunctio
 
 
 def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int | None = None,
-                  strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+                  strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.reduceByKey(func, num_partitions)`` with balanced routing; same result.
 
     Example
@@ -240,7 +250,7 @@ def _identity(x: Any) -> Any:
 
 def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: Callable,
                      num_partitions: int | None = None,
-                     strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+                     strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.aggregateByKey(zero_value, seq_func, comb_func, num_partitions)``; same result.
 
     Example
@@ -279,7 +289,7 @@ def _as_result_iterable(values: list) -> Any:
 
 
 def group_by_key(rdd: Any, num_partitions: int | None = None,
-                 strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+                 strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.groupByKey(num_partitions)``: (key, iterable of values); same groups.
 
     With a splitting strategy each (key, partition) builds a partial list where its
@@ -323,7 +333,7 @@ def _tag_routed_left(kv: tuple[tuple[Any, int], Any]) -> tuple[tuple[Any, int], 
 
 
 def join(rdd: Any, other: Any, num_partitions: int | None = None,
-         strategy: str | PartitionFunction = "hash", **params: Any) -> Any:
+         strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.join(other, num_partitions)`` (inner join) with balanced routing; same pairs.
 
     Statistics (when needed) are gathered on ``rdd``, the side whose skew matters. With a

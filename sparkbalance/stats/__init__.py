@@ -6,11 +6,13 @@ from .._lazy import lazy_getattr
 from .keystats import KeyStats
 from .workload import Workload, imbalance, imbalance_lower_bound
 
-__all__ = ["KeyStats", "Workload", "imbalance", "imbalance_lower_bound", "SpaceSaving"]
+__all__ = ["KeyStats", "Workload", "imbalance", "imbalance_lower_bound", "SpaceSaving",
+           "heavy_hitters"]
 
 # Modules written alongside (SpaceSaving, time weights...) are exposed lazily by name.
 _LAZY = {
     "SpaceSaving": "sparkbalance.stats.spacesaving",
+    "heavy_hitters": "sparkbalance.stats.heavy",
 }
 
 

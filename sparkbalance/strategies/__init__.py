@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:
-    from .routing.base import PartitionFunction
-    from .stats.keystats import KeyStats
+    from ..routing.base import PartitionFunction
+    from ..stats.keystats import KeyStats
 
-__all__ = ["Strategy", "StrategySpec", "fit", "fit_hash", "get", "available", "check_params",
-           "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING", "KINDS"]
+__all__ = ["Strategy", "StrategySpec", "fit", "fit_hash", "get", "resolve", "available",
+           "check_params", "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING",
+           "KINDS"]
 
 KINDS = ("hash", "table", "keygroups", "split")
 #: The strategy every adapter (RDD, DataFrame, CLI) uses when the caller names none.
@@ -224,6 +225,26 @@ def check_params(name: str, params: Mapping[str, Any]) -> None:
                         f"{', '.join(repr(b) for b in bad)}; valid: {', '.join(valid) or 'none'}")
 
 
+def resolve(name: str | None, params: Mapping[str, Any] | None = None) -> Strategy:
+    """The record an adapter fits: ``name`` (None: :data:`DEFAULT_STRATEGY`), checked.
+
+    Everything the registry can refuse without data is refused here, so adapters call it
+    before any Spark job: an unknown name (``ValueError``), an unknown parameter
+    (``TypeError``, :func:`check_params`), a state-only strategy (``ValueError``).
+
+    Example
+    -------
+    >>> resolve(None).name, resolve("none", {}).name
+    ('mixed', 'hash')
+    """
+    spec = get(DEFAULT_STRATEGY if name is None else name)
+    check_params(spec.name, params or {})
+    if spec.state_only:
+        raise ValueError(f"strategy {spec.name!r} plans the keyed state only "
+                         f"(KeyedStateOperator(planner={spec.name!r})); use 'keygroups' here")
+    return spec
+
+
 def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
         current: "PartitionFunction | None" = None, **params: Any) -> "PartitionFunction":
     """Fit strategy ``name`` on ``stats`` and return its partition function.
@@ -233,11 +254,7 @@ def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
     >>> fit("hash", None, 4).num_partitions
     4
     """
-    spec = get(name)
-    check_params(spec.name, params)
+    spec = resolve(name, params)
     if spec.needs_stats and stats is None:
         raise ValueError(f"strategy {spec.name!r} needs key statistics; got stats=None")
-    if spec.state_only:
-        raise ValueError(f"strategy {spec.name!r} plans the keyed state only "
-                         f"(KeyedStateOperator(planner={spec.name!r})); use 'keygroups' here")
     return spec.load()(stats, num_partitions, current=current, **params)

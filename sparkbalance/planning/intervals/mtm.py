@@ -23,16 +23,17 @@ own plans between node counts. The values are then exact for the MDP restricted 
 candidates, an approximation of Fig. 6; the online choice always also considers SSM's
 plan, scored with one exact Bellman backup, so gamma -> 0 still gives SSM.
 
-PMC is embarrassingly parallel over ``P``: pass a SparkContext (``sc=``) and the rows of the
-cost matrices are computed by executors (``sc.parallelize``); the value iteration itself is
-cheap and runs on the driver. This module never imports pyspark.
+PMC is embarrassingly parallel over ``P``: pass ``map_fn(func, items) -> list`` and the
+rows of the cost matrices are computed through it (the Spark caller passes
+``lambda f, xs: sc.parallelize(xs, k).map(f).collect()``, so executors do the work); the value
+iteration itself is cheap and runs on the driver. This module never touches Spark.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -113,7 +114,7 @@ class PMCResult:
     exact: bool                            # all balanced partitionings were enumerated
     seconds: float
     cost_seconds: float                    # time of the pairwise cost matrices
-    used_spark: bool = False
+    used_map_fn: bool = False              # the cost rows went through the caller's map_fn
     sizes_prefix: np.ndarray = field(default_factory=lambda: np.zeros(1))
 
     @property
@@ -174,10 +175,26 @@ def _candidates(w: np.ndarray, s: np.ndarray, tau: float, counts: list[int],
     return out, False
 
 
+@dataclass(frozen=True)
+class _CostRows:
+    """Rows ``i0:i1`` of the cost matrices from node count ``n`` (one task of ``map_fn``).
+
+    A module-level, picklable callable: ``map_fn`` may ship it to other processes.
+    """
+
+    sc_prefix: np.ndarray
+    parts: dict[int, np.ndarray]
+    succ: dict[int, list[int]]
+
+    def __call__(self, task: tuple[int, int, int]
+                 ) -> tuple[tuple[int, int, int], dict[int, np.ndarray]]:
+        return _cost_rows(task, self.sc_prefix, self.parts, self.succ)
+
+
 def _cost_rows(task: tuple[int, int, int], sc_prefix: np.ndarray,
                parts: dict[int, np.ndarray], succ: dict[int, list[int]]
                ) -> tuple[tuple[int, int, int], dict[int, np.ndarray]]:
-    """Rows ``i0:i1`` of the cost matrices from node count ``n`` (one Spark task)."""
+    """Rows ``i0:i1`` of the cost matrices from node count ``n``."""
     n, i0, i1 = task
     olds = parts[n][i0:i1]
     return task, {n2: pairwise_costs(sc_prefix, olds, parts[n2])
@@ -187,11 +204,15 @@ def _cost_rows(task: tuple[int, int, int], sc_prefix: np.ndarray,
 def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
         tau: float = 0.2, *, node_counts: Sequence[int] | None = None,
         max_partitionings: int = DEFAULT_MAX_PARTITIONINGS, samples: int = DEFAULT_SAMPLES,
-        seed: int = 0, tol: float = 1e-9, max_iter: int = 1000, sc: Any = None,
+        seed: int = 0, tol: float = 1e-9, max_iter: int = 1000,
+        map_fn: Callable[[Callable[[Any], Any], list], list] | None = None,
         candidates: Mapping[int, Any] | None = None) -> PMCResult:
     """PMC (Ding et al. Fig. 6): projected migration cost of every balanced partitioning.
 
-    ``sc``: an optional SparkContext; the cost matrices are then computed by executors.
+    ``map_fn(func, items) -> [func(x) for x in items]``, optional: how the rows of the cost
+    matrices are computed (in any order); e.g.
+    ``lambda f, xs: sc.parallelize(xs, k).map(f).collect()`` to use Spark executors. Default:
+    a plain loop on this process.
     ``candidates``: extra partitionings ``{n: rows of n+1 cut points}`` for the candidate
     set used when exact enumeration exceeds ``max_partitionings`` (e.g. the layouts past
     migrations went through); unbalanced rows are ignored.
@@ -220,12 +241,11 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
     tasks = [(n, i0, min(i0 + _ROWS_PER_TASK, parts[n].shape[0]))
              for n in counts if n in succ for i0 in range(0, parts[n].shape[0], _ROWS_PER_TASK)]
     t1 = time.perf_counter()
-    if sc is not None:
-        # Spark branch: only here do we touch the SparkContext (no pyspark import needed).
-        bc = sc.broadcast((base.sc, parts, succ))
-        rows = (sc.parallelize(tasks, max(1, min(len(tasks), sc.defaultParallelism * 4)))
-                .map(lambda task: _cost_rows(task, *bc.value)).collect())
-        bc.unpersist()
+    if map_fn is not None:
+        rows = list(map_fn(_CostRows(base.sc, parts, succ), tasks))
+        if len(rows) != len(tasks):
+            raise ValueError(f"map_fn returned {len(rows)} results for {len(tasks)} items; "
+                             "expected one per item")
     else:
         rows = [_cost_rows(task, base.sc, parts, succ) for task in tasks]
     costs: dict[tuple[int, int], np.ndarray] = {}
@@ -252,7 +272,7 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
             converged = True
             break
     return PMCResult(parts, values, it, converged, exact, time.perf_counter() - t0,
-                     cost_seconds, sc is not None, base.sc)
+                     cost_seconds, map_fn is not None, base.sc)
 
 
 class MTMAware:
@@ -292,12 +312,14 @@ class MTMAware:
         self.pmc_: PMCResult | None = None
         self._fitted_on: tuple[np.ndarray, np.ndarray] | None = None
 
-    def precompute(self, weights: Any, sizes: Any, sc: Any = None,
+    def precompute(self, weights: Any, sizes: Any,
+                   map_fn: Callable[[Callable[[Any], Any], list], list] | None = None,
                    candidates: Mapping[int, Any] | None = None) -> PMCResult:
-        """Run PMC for these task weights and sizes (optionally on Spark; see :func:`pmc`)."""
+        """Run PMC for these task weights and sizes (``map_fn``: see :func:`pmc`)."""
         self.pmc_ = pmc(weights, sizes, self.matrix, self.gamma, self.tau,
                         max_partitionings=self.max_partitionings, samples=self.samples,
-                        seed=self.seed, max_iter=self.max_iter, sc=sc, candidates=candidates)
+                        seed=self.seed, max_iter=self.max_iter, map_fn=map_fn,
+                        candidates=candidates)
         self._fitted_on = (np.asarray(weights, dtype=np.float64).copy(),
                            np.asarray(sizes, dtype=np.float64).copy())
         return self.pmc_
