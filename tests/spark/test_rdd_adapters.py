@@ -110,7 +110,7 @@ def test_partition_by_keeps_every_record_and_splits_only_when_allowed(data, stat
 
 def test_default_partitions_and_fitted_function(sc, data):
     left, _ = data
-    f = sbr.fit_partitioner(left, N, "dchoices")
+    f = sbr.fit_partitioner(left, N, strategy="dchoices")
     assert f.splits_keys and HOT in f.heavy_keys
     out = sbr.reduce_by_key(left, operator.add, None, "hash")
     assert out.getNumPartitions() == left._defaultReducePartitions()
@@ -146,7 +146,7 @@ def test_bad_keys_raise_clear_errors_on_the_driver(sc, bad, exc, match):
     with pytest.raises(exc, match=match):
         spacesaving_summary(rdd, 4)
     with pytest.raises(exc, match=match):
-        sbr.fit_partitioner(rdd, 2, "wchoices")
+        sbr.fit_partitioner(rdd, 2, strategy="wchoices")
 
 
 def test_bad_keys_in_routing_name_the_type(sc):
@@ -159,8 +159,8 @@ def test_bad_keys_in_routing_name_the_type(sc):
 @pytest.mark.parametrize("call, exc, match", [
     (lambda r: sbr.partition_by(r, 0), ValueError, "num_partitions=0"),
     (lambda r: sbr.partition_by(r, 2, "nope"), ValueError, "strategy='nope'"),
-    (lambda r: sbr.fit_partitioner(r, 2, "hash", weights="x"), ValueError, "weights='x'"),
-    (lambda r: sbr.fit_partitioner(r, 2, "mixed", weights="time"), ValueError, "listener"),
+    (lambda r: sbr.fit_partitioner(r, 2, strategy="hash", weights="x"), ValueError, "weights='x'"),
+    (lambda r: sbr.fit_partitioner(r, 2, strategy="mixed", weights="time"), ValueError, "listener"),
     (lambda r: sbr.partition_by(r, 2, "pkg", bogus=1), TypeError, "bogus"),
 ])
 def test_bad_arguments(sc, call, exc, match):

@@ -1,4 +1,4 @@
-"""OMS, MTM-aware/PMC, baselines and the "keygroups" strategy (seed 003 §4, §6)."""
+"""OMS, MTM-aware/PMC, baselines and the "keygroups" strategy (Ding et al. §4, §6)."""
 from __future__ import annotations
 
 import sys
@@ -241,7 +241,7 @@ def test_keygroups_strategy_registered_and_balances():
 
 
 def test_keygroups_change_of_partition_count_uses_current_layout():
-    from sparkbalance.planning.intervals.fit import group_statistics, plan_keygroups
+    from sparkbalance.strategies.keygroups import group_statistics, plan_keygroups
     stats = _stats(1)
     f, p0 = plan_keygroups(stats, 6, num_groups=96, tau=0.3)
     for n2 in (6, 8, 4):
@@ -262,7 +262,7 @@ def test_keygroups_change_of_partition_count_uses_current_layout():
 
 
 def test_keygroups_no_stats_and_infeasible():
-    from sparkbalance.planning.intervals.fit import plan_keygroups
+    from sparkbalance.strategies.keygroups import plan_keygroups
     from sparkbalance.stats.keystats import KeyStats
     f, plan = plan_keygroups(KeyStats([], []), 4, num_groups=8)
     assert f.bounds.tolist() == [0, 2, 4, 6, 8] and plan.migration_cost == 0

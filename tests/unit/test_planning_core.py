@@ -1,4 +1,4 @@
-"""Routing-table planners (seed 000): toy example, theorems, invariants, fitters, errors."""
+"""Routing-table planners (Fang et al.): toy example, theorems, invariants, fitters, errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +23,7 @@ def fig4_table() -> RoutingTable:
     return RoutingTable({"k2": 0, "k3": 0}, version=7)
 
 
-# -- seed 000 Fig. 4 ------------------------------------------------------------------------
+# -- Fang et al. Fig. 4 ------------------------------------------------------------------------
 
 def test_fig4_llfd_balances_but_grows_the_table_to_four_entries():
     p = LLFD(theta=0.0).plan(fig4_workload(), fig4_table())
@@ -336,7 +336,7 @@ def test_hlhe_total_deviation_is_within_one_gap():
 # -- fitters and registry ------------------------------------------------------------------
 
 def test_fitters_return_routing_table_partitioners_and_continue_from_current():
-    from sparkbalance.planning.fit import fit_minmig, fit_mintable, fit_mixed, plan_from_stats
+    from sparkbalance.strategies.tables import fit_minmig, fit_mintable, fit_mixed, plan_from_stats
     from sparkbalance.stats.keystats import KeyStats
     counts = {f"k{i}": (300 if i < 3 else 1 + i % 7) for i in range(400)}
     stats = KeyStats.from_counts(counts)

@@ -38,9 +38,9 @@ def _stats_and_tasks(n=2):
 
 def test_time_weights_make_keys_on_slow_partitions_costlier():
     stats, tasks, home = _stats_and_tasks()
-    f = fit_partitioner(None, 2, "mixed", weights="time", listener=FakeListener(tasks),
+    f = fit_partitioner(None, 2, strategy="mixed", weights="time", listener=FakeListener(tasks),
                         stats=stats)
-    g = fit_partitioner(None, 2, "mixed", weights="count", stats=stats)
+    g = fit_partitioner(None, 2, strategy="mixed", weights="count", stats=stats)
     assert f.num_partitions == 2 and g.num_partitions == 2
     # With time weights, fewer keys stay on the slow partition 1 than with counts.
     slow_time = int((f.assign(stats.keys) == 1).sum())
@@ -50,7 +50,7 @@ def test_time_weights_make_keys_on_slow_partitions_costlier():
 
 def test_time_weights_give_tag_its_completion_times():
     stats, tasks, _ = _stats_and_tasks()
-    f = fit_partitioner(None, 2, "tag", weights="time", listener=FakeListener(tasks), stats=stats)
+    f = fit_partitioner(None, 2, strategy="tag", weights="time", listener=FakeListener(tasks), stats=stats)
     t = f.completion_times
     assert t[1] / t[0] == pytest.approx(4.0, rel=0.05)
 
@@ -58,6 +58,6 @@ def test_time_weights_give_tag_its_completion_times():
 def test_time_weights_need_a_listener_with_tasks():
     stats, _, _ = _stats_and_tasks()
     with pytest.raises(ValueError, match="listener"):
-        fit_partitioner(None, 2, "mixed", weights="time", stats=stats)
+        fit_partitioner(None, 2, strategy="mixed", weights="time", stats=stats)
     with pytest.raises(ValueError, match="no successful task"):
-        fit_partitioner(None, 2, "mixed", weights="time", listener=FakeListener([]), stats=stats)
+        fit_partitioner(None, 2, strategy="mixed", weights="time", listener=FakeListener([]), stats=stats)
