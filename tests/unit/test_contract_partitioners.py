@@ -197,6 +197,53 @@ def test_fitters_find_heavy_keys():
         strategies.fit("tag", None, 5)
 
 
+# --- the registry's records -------------------------------------------------------------
+
+def _fitter_defaults(name: str) -> dict:
+    import inspect
+    sig = inspect.signature(strategies.get(name).load())
+    return {k: p.default for k, p in sig.parameters.items()
+            if p.kind is p.KEYWORD_ONLY and k != "current"}
+
+
+@pytest.mark.parametrize("name", strategies.available())
+def test_record_defaults_are_the_fitters(name):
+    """The documented defaults of a record (θ, A_max, τ, ...) are what its fitter uses."""
+    spec = strategies.get(name)
+    have = _fitter_defaults(name)
+    assert set(spec.defaults) <= set(strategies.accepted_params(name))
+    for k, v in spec.defaults.items():
+        assert have[k] == v, (name, k)
+
+
+def test_documented_defaults_and_the_default_strategy():
+    assert strategies.DEFAULT_STRATEGY in strategies.available()
+    assert strategies.get("mixed").defaults == {"theta": 0.08, "max_table": 3000, "beta": 1.5}
+    assert strategies.get("keygroups").defaults["tau"] == 0.2
+    assert strategies.resolve(None).name == strategies.DEFAULT_STRATEGY
+
+
+def test_mtm_accepts_the_mtmaware_constructor_parameters():
+    import inspect
+    from sparkbalance.planning.intervals.mtm import MTMAware
+    init = set(inspect.signature(MTMAware.__init__).parameters) - {"self"}
+    assert set(strategies.accepted_params("mtm")) == init
+    strategies.check_params("mtm", {"matrix": {2: {3: 1.0}}, "gamma": 0.5})
+    with pytest.raises(TypeError, match="'num_groups'"):
+        strategies.check_params("mtm", {"num_groups": 8})
+    assert "mtm" in strategies.available(state=True) and "mtm" not in strategies.available()
+    with pytest.raises(ValueError, match="keyed state only"):
+        strategies.fit("mtm", _stats(), 4)
+
+
+@pytest.mark.parametrize("name", strategies.available())
+def test_unknown_parameter_names_the_valid_ones(name):
+    with pytest.raises(TypeError) as e:
+        strategies.resolve(name, {"no_such_param": 1})
+    assert "'no_such_param'" in str(e.value)
+    assert all(p in str(e.value) for p in strategies.accepted_params(name))
+
+
 def test_tag_systematic_placement_covers_every_partition_for_a_hot_key():
     # p = 0.383 over n = 8 is 15 segments: systematic placement puts one on every partition,
     # i.i.d. draws (the paper's literal reading) may miss some.

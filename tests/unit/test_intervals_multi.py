@@ -126,6 +126,26 @@ def test_transition_matrix_learned_from_history():
     assert mtm == {2: {3: 1.0}, 3: {4: 0.5, 2: 0.5}, 4: {3: 1.0}}
 
 
+def test_pmc_map_fn_is_only_a_way_to_compute_the_rows():
+    """An injected map_fn (here: out of order, as executors may return) gives the same PMC."""
+    w = [1.0, 2.0, 1.0, 3.0, 1.0, 2.0, 1.0, 1.0]
+    mtm = {2: {3: 0.5, 4: 0.5}, 3: {2: 1.0}, 4: {3: 1.0}}
+    calls = []
+
+    def map_fn(f, xs):
+        calls.append(len(xs))
+        return [f(x) for x in reversed(xs)]
+
+    local = pmc(w, w, mtm, gamma=0.7, tau=0.3)
+    mapped = pmc(w, w, mtm, gamma=0.7, tau=0.3, map_fn=map_fn)
+    assert calls and mapped.used_map_fn and not local.used_map_fn
+    for n in local.partitionings:
+        np.testing.assert_array_equal(local.partitionings[n], mapped.partitionings[n])
+        np.testing.assert_allclose(local.projected[n], mapped.projected[n], atol=1e-12)
+    with pytest.raises(ValueError, match="map_fn returned"):
+        pmc(w, w, mtm, gamma=0.7, tau=0.3, map_fn=lambda f, xs: [])
+
+
 def test_pmc_value_iteration_fixed_point():
     w = [1.0] * 8
     mtm = {2: {3: 0.5, 4: 0.5}, 3: {2: 1.0}, 4: {3: 1.0}}

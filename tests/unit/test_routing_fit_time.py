@@ -50,7 +50,8 @@ def test_time_weights_make_keys_on_slow_partitions_costlier():
 
 def test_time_weights_give_tag_its_completion_times():
     stats, tasks, _ = _stats_and_tasks()
-    f = fit_partitioner(None, 2, strategy="tag", weights="time", listener=FakeListener(tasks), stats=stats)
+    f = fit_partitioner(None, 2, strategy="tag", weights="time", listener=FakeListener(tasks),
+                        stats=stats)
     t = f.completion_times
     assert t[1] / t[0] == pytest.approx(4.0, rel=0.05)
 
@@ -60,4 +61,27 @@ def test_time_weights_need_a_listener_with_tasks():
     with pytest.raises(ValueError, match="listener"):
         fit_partitioner(None, 2, strategy="mixed", weights="time", stats=stats)
     with pytest.raises(ValueError, match="no successful task"):
-        fit_partitioner(None, 2, strategy="mixed", weights="time", listener=FakeListener([]), stats=stats)
+        fit_partitioner(None, 2, strategy="mixed", weights="time", listener=FakeListener([]),
+                        stats=stats)
+
+
+def test_refusals_come_before_any_job():
+    """rdd=None: gathering statistics would fail, so these errors come from the registry."""
+    with pytest.raises(TypeError, match="'thetaa'.*valid: beta"):
+        fit_partitioner(None, 2, strategy="mixed", thetaa=0.1)
+    with pytest.raises(ValueError, match="strategy='nope'"):
+        fit_partitioner(None, 2, strategy="nope")
+    with pytest.raises(ValueError, match="keyed state only"):
+        fit_partitioner(None, 2, strategy="mtm")
+    with pytest.raises(TypeError, match="positional"):
+        fit_partitioner(None, 2, "mixed")  # strategy is keyword-only
+
+
+def test_no_strategy_is_the_registry_default(monkeypatch):
+    from sparkbalance import strategies
+    from sparkbalance.spark import rdd as sbr
+    stats, _, _ = _stats_and_tasks()
+    f = fit_partitioner(None, 2, stats=stats)
+    assert type(f).__name__ == "RoutingTablePartitioner"  # "mixed"
+    monkeypatch.setattr(strategies, "DEFAULT_STRATEGY", "pkg")
+    assert type(sbr.fit_partitioner(None, 2)).__name__ == "PKGPartitioner"
