@@ -48,8 +48,8 @@ def _timeweights_module() -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != "sparkbalance.stats.timeweights":
             raise
-        raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights "
-                                  ", which is not installed") from exc
+        raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights, "
+                                  "which is not installed") from exc
     return timeweights
 
 
@@ -116,7 +116,8 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
     current : the partition function in use today (planners minimise migration from it).
     stats : KeyStats, optional
         Precomputed statistics (skips the statistics job).
-    stats_method : how to gather statistics (:func:`sparkbalance.spark.keystats.gather_key_stats`).
+    stats_method : how to gather statistics
+        (:func:`sparkbalance.spark.keystats.gather_key_stats`).
     **params : the strategy's parameters (:func:`sparkbalance.strategies.accepted_params`).
 
     Example
@@ -178,7 +179,8 @@ class _Router:
 
     def __call__(self, records: Iterator[Any]) -> Iterator[Any]:
         fresh = getattr(self.f, "fresh", None)
-        g = fresh() if fresh is not None else self.f  # own local loads per task (Nasir et al. §3.2)
+        # Own local loads per task (Nasir et al. 2015 §3.2).
+        g = fresh() if fresh is not None else self.f
         for k, v in records:
             yield (k, g(k)), v
 
