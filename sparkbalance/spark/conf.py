@@ -5,14 +5,11 @@ adapter (DataFrame, RDD, keyed state) resolves a setting the same way:
 
     explicit argument  >  the session's conf key  >  the default of the table
 
-========================= ================================== ===============================
-name                      conf key                           default
-========================= ================================== ===============================
-``strategy``              ``spark.sparkbalance.strategy``    :data:`~sparkbalance.strategies.DEFAULT_STRATEGY`
-``theta``                 ``spark.sparkbalance.theta``       unset: the planner's θ_max
-``max_table``             ``spark.sparkbalance.maxTable``    unset: the planner's A_max
-``sample_fraction``       ``spark.sparkbalance.sampleFraction``  unset: exact statistics
-========================= ================================== ===============================
+* ``strategy``: ``spark.sparkbalance.strategy``, default
+  :data:`sparkbalance.strategies.DEFAULT_STRATEGY`;
+* ``theta``: ``spark.sparkbalance.theta``, unset: the planner's θ_max;
+* ``max_table``: ``spark.sparkbalance.maxTable``, unset: the planner's A_max;
+* ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics.
 
 ``theta`` and ``max_table`` apply only to strategies of kind ``"table"`` (Fang et al.'s
 routing-table planners); :func:`resolve_strategy` adds them to those strategies' parameters
