@@ -58,6 +58,8 @@ __all__ = [
     "P",
     "FAMILY_SEED",
     "HASH_FAMILY_SIZE",
+    "GROUP_HASH",
+    "family_constants",
     "raw_hash",
     "stable_hash",
     "hash_family",
@@ -86,6 +88,26 @@ _B: tuple[int, ...] = (
 #: Number of independent hash functions available to choices-based partitioners.
 HASH_FAMILY_SIZE: int = len(_A)
 _A0, _B0 = _A[0], _B[0]  # stable_hash is the hot path: no tuple indexing per call
+#: Family member of key groups (``key_group = h_1 mod m``): independent of the home hash
+#: ``h_0``, so key groups and hash partitions are not aligned.
+GROUP_HASH: int = 1
+
+
+def family_constants(i: int) -> tuple[int, int]:
+    """``(A[i], B[i])`` of family member ``h_i = (raw * A[i] + B[i]) mod P``.
+
+    For code that spells the affine step in another language (the Spark SQL form in
+    :mod:`sparkbalance.spark.sqlhash`); Python callers use :func:`hash_family`.
+
+    Example
+    -------
+    >>> a, b = family_constants(0)
+    >>> (raw_hash("k") * a + b) % P == stable_hash("k")
+    True
+    """
+    if not 0 <= i < HASH_FAMILY_SIZE:
+        raise ValueError(f"hash index i={i}; expected 0 <= i < {HASH_FAMILY_SIZE}")
+    return _A[i], _B[i]
 
 # Tuple folding: a prime just below 2**32 and a multiplier < 2**31 (r * M + raw < 2**63).
 TUPLE_MOD: int = (1 << 32) - 5

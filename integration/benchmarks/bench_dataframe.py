@@ -43,7 +43,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import sparkbalance as sb  # noqa: E402
+from sparkbalance.planning.split import plan_split  # noqa: E402
 from sparkbalance.spark import dataframe as sbdf  # noqa: E402
+from sparkbalance.spark.df_keystats import key_stats  # noqa: E402
 
 ZIPF = (1.0, 1.5)
 
@@ -158,7 +160,7 @@ def bench_aggregation(spark, args, out):
         }
         for strategy in args.strategies:
             t0 = time.perf_counter()
-            stats = sbdf.key_stats(df, "k")
+            stats = key_stats(df, "k")
             t1 = time.perf_counter()
             f = sbdf.fit_partitioner(df, n, "k", strategy=strategy, stats=stats)
             stats_s = time.perf_counter() - t0
@@ -215,8 +217,8 @@ def bench_join(spark, args, out):
                                            depth).alias("h"))
 
         t0 = time.perf_counter()
-        stats = sbdf.key_stats(left, "k")
-        plan = sbdf.plan_split(stats, n)
+        stats = key_stats(left, "k")
+        plan = plan_split(stats, n)
         stats_s = time.perf_counter() - t0
         methods = {
             "plain SMJ, AQE skew-join": (lambda: costly(left.join(right, "k")), 0.0),

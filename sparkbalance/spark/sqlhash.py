@@ -15,7 +15,7 @@ and the executors (JVM) agree. This module spells the *same* formula in Spark SQ
    a multi-column key is the Python tuple of its values and folds as in hashing.py:
    ``r = TUPLE_SEED; r = pmod(r * TUPLE_MUL + raw(e), TUPLE_MOD)``.
 3. ``h_i = pmod(raw * A[i] + B[i], P)`` with ``P = 2**61 - 1``, computed exactly in BIGINT
-   by the same Mersenne split as the numpy form (:func:`sparkbalance.hashing._affine_array`).
+   by the same Mersenne split as the numpy form of :mod:`sparkbalance.hashing`.
 
 ANSI mode (on by default since Spark 4.0) raises on BIGINT overflow, so every intermediate
 must stay below ``2**63``. ``A[i]`` is a 61-bit multiplier (a proper Carter-Wegman family,
@@ -54,8 +54,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ..hashing import HASH_FAMILY_SIZE, P, TUPLE_MOD, TUPLE_MUL, TUPLE_SEED, _A, _B
-from ..routing.keygroups import _GROUP_HASH
+from ..hashing import (GROUP_HASH, HASH_FAMILY_SIZE, P, TUPLE_MOD, TUPLE_MUL, TUPLE_SEED,
+                       family_constants)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -82,6 +82,7 @@ SUPPORTED_TYPES = ("tinyint", "smallint", "int", "bigint", "boolean", "string", 
 # Overflow guard (ANSI mode): the largest intermediate of each step, in exact Python ints.
 _RAW_MAX = (1 << 32) - 1
 # Affine step in BIGINT: A = A_hi * 2**31 + A_lo (see the module docstring).
+_A, _B = zip(*(family_constants(i) for i in range(HASH_FAMILY_SIZE)))
 _A_HI = tuple(a >> 31 for a in _A)
 _A_LO = tuple(a & ((1 << 31) - 1) for a in _A)
 assert max(_A) < P and max(_B) < P, "family constants must lie in [0, P)"
@@ -188,7 +189,8 @@ def affine(raw: "Column", i: int) -> "Column":
 
     Example
     -------
-    >>> # df.select(affine(F.col("raw"), 1)) == [(r * _A[1] + _B[1]) % P for r in raws]
+    >>> # a, b = hashing.family_constants(1)
+    >>> # df.select(affine(F.col("raw"), 1)) == [(r * a + b) % P for r in raws]
     """
     F = _F()
     if not 0 <= i < HASH_FAMILY_SIZE:
@@ -235,7 +237,7 @@ def home_partition(df: "DataFrame", cols: Sequence[str] | str, num_partitions: i
 def key_group(df: "DataFrame", cols: Sequence[str] | str, num_groups: int) -> "Column":
     """:func:`sparkbalance.routing.key_group`: ``h_1 mod m`` as an INT column."""
     m = _check_count(num_groups, "num_groups")
-    return _F().pmod(hash_family(df, cols, _GROUP_HASH), _F().lit(m)).cast("int")
+    return _F().pmod(hash_family(df, cols, GROUP_HASH), _F().lit(m)).cast("int")
 
 
 def any_null(df: "DataFrame", cols: Sequence[str]) -> "Column":

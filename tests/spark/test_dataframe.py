@@ -12,6 +12,8 @@ from pyspark.testing import assertDataFrameEqual
 from sparkbalance import strategies
 from sparkbalance.routing import (HashPartitioner, KeyGroupPartitioner, RoutingTable,
                                   RoutingTablePartitioner)
+from sparkbalance.planning.split import plan_split
+from sparkbalance.spark import conf, df_install, df_join, df_keystats, sqlroute
 from sparkbalance.spark import dataframe as sbdf
 
 N = 4
@@ -50,7 +52,7 @@ def skewed(spark):
 def _placement(df, key, f):
     rows = df.select(key, F.spark_partition_id().alias("pid")).collect()
     for r in rows:
-        want = sbdf.NULL_PARTITION if r[0] is None else f(bytes(r[0]) if isinstance(
+        want = sqlroute.NULL_PARTITION if r[0] is None else f(bytes(r[0]) if isinstance(
             r[0], bytearray) else r[0])
         assert r["pid"] == want, (r[0], r["pid"], want)
     return rows
@@ -94,7 +96,7 @@ def test_rows_land_where_the_partition_function_says(spark):
         ktype, pname = r["case"].split("/")
         seen[r["case"]] += 1
         key = None if r["k"] is None else (r["k"] if ktype == "string" else int(r["k"]))
-        want = sbdf.NULL_PARTITION if key is None else PARTITIONERS[pname](key)
+        want = sqlroute.NULL_PARTITION if key is None else PARTITIONERS[pname](key)
         assert r["pid"] == want, (r["case"], key, r["pid"], want)
     assert seen == sizes
 
@@ -126,7 +128,7 @@ def test_multi_column_and_binary_keys(spark):
 
 @pytest.fixture(scope="module")
 def stats_k(skewed):
-    return sbdf.key_stats(skewed, "k")
+    return df_keystats.key_stats(skewed, "k")
 
 
 def AGGS():
@@ -179,7 +181,7 @@ def test_balanced_group_by_plans_one_exchange(skewed):
     plan = out._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange ") == 1, plan
     assert "shufflepartitionidpassthrough" in plan
-    assert sbdf.PID_COL not in out.columns
+    assert sqlroute.PID_COL not in out.columns
     out.collect()  # after AQE's final plan still one exchange
     final = out._jdf.queryExecution().executedPlan().toString().split("Initial Plan")[0]
     assert "isFinalPlan=true" in final and final.count("Exchange ") == 1, final
@@ -190,7 +192,7 @@ def test_null_keys_go_to_the_documented_partition(spark):
     out = sbdf.repartition(df, N, "k", strategy="hash")
     pids = {r["pid"] for r in out.where("k is null").select(
         F.spark_partition_id().alias("pid")).collect()}
-    assert pids == {sbdf.NULL_PARTITION}
+    assert pids == {sqlroute.NULL_PARTITION}
     assertDataFrameEqual(sbdf.group_by(df, "k", num_partitions=N, strategy="hash").count(),
                          df.groupBy("k").count())
 
@@ -227,7 +229,7 @@ def plain_joins(sides):
 @pytest.fixture(scope="module")
 def join_stats(sides):
     left, right = sides
-    return sbdf._join_stats(left, right, ["k"], None)
+    return df_keystats.join_stats(left, right, ["k"])
 
 
 #: One strategy per SQL routing form gets every join type; the other table planners
@@ -240,7 +242,7 @@ def test_co_partitioned_join_equals_plain(sides, plain_joins, join_stats, strate
     """Join types in one Spark job per strategy (a union of the results)."""
     left, right = sides
     hows = JOIN_TYPES if strategy in ALL_TYPES_FOR else ["inner", "full"]
-    got = _union([_normal(sbdf.join(left, right, "k", how, num_partitions=N, strategy=strategy,
+    got = _union([_normal(df_join.join_df(left, right, "k", how, num_partitions=N, strategy=strategy,
                                     stats=join_stats), how) for how in hows])
     assertDataFrameEqual(got, [r for r in plain_joins if r["case"] in hows])
 
@@ -257,18 +259,18 @@ def test_hot_key_split_join_equals_plain(sides):
         if side == "right":
             left, right = right, left  # the skewed side is the split side
         case = f"{how}/{side}"
-        got.append(_normal(sbdf.join(left, right, "k", how, num_partitions=N, strategy="split",
+        got.append(_normal(df_join.join_df(left, right, "k", how, num_partitions=N, strategy="split",
                                      split_side=side), case))
         want.append(_normal(left.join(right, "k", how), case))
     assertDataFrameEqual(_union(got), _union(want))
 
 
 def test_split_plan_spreads_heavy_keys(skewed):
-    stats = sbdf.key_stats(skewed, "k")
-    plan = sbdf.plan_split(stats, N)
+    stats = df_keystats.key_stats(skewed, "k")
+    plan = plan_split(stats, N)
     assert 0 in plan.pieces and len(plan.pieces[0]) >= 2
     assert "heavy keys" in plan.explain()
-    got = sbdf.join(skewed.select("k", "v"), skewed.select("k").distinct(), "k",
+    got = df_join.join_df(skewed.select("k", "v"), skewed.select("k").distinct(), "k",
                     num_partitions=N, strategy="split", stats=stats)
     sizes = got.rdd.glom().map(len).collect()
     assert max(sizes) / (sum(sizes) / N) < 1.5, sizes
@@ -280,14 +282,14 @@ def test_split_plan_spreads_heavy_keys(skewed):
 def test_split_join_refuses_inexact_types(sides, how, side):
     left, right = sides
     with pytest.raises(ValueError, match="would duplicate rows"):
-        sbdf.join(left, right, "k", how, num_partitions=N, strategy="split", split_side=side)
+        df_join.join_df(left, right, "k", how, num_partitions=N, strategy="split", split_side=side)
 
 
 def test_join_plans_one_exchange_per_side(sides, spark):
     left, right = sides
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     try:
-        got = sbdf.join(left, right, "k", num_partitions=N, strategy="hash")
+        got = df_join.join_df(left, right, "k", num_partitions=N, strategy="hash")
         plan = got._jdf.queryExecution().executedPlan().toString()
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
@@ -311,7 +313,7 @@ def test_bad_input_errors_are_clear(skewed):
     with pytest.raises(ValueError, match="at least one"):
         sbdf.repartition(skewed, N)
     with pytest.raises(ValueError, match="how='sideways'"):
-        sbdf.join(skewed, skewed, "k", "sideways")
+        df_join.join_df(skewed, skewed, "k", "sideways")
     with pytest.raises(ValueError, match="partitioner has 4 partitions"):
         sbdf.repartition(skewed, 5, "k", partitioner=HashPartitioner(4))
     with pytest.raises(ValueError, match="sample_fraction"):
@@ -319,30 +321,76 @@ def test_bad_input_errors_are_clear(skewed):
 
 
 def test_conf_keys_choose_strategy_and_explicit_wins(spark, skewed):
-    spark.conf.set(sbdf.CONF_STRATEGY, "hash")
+    spark.conf.set(conf.CONF_STRATEGY, "hash")
     try:
         assert type(sbdf.group_by(skewed, "k", num_partitions=N).partitioner) is HashPartitioner
         g = sbdf.group_by(skewed, "k", num_partitions=N, strategy="keygroups")
         assert type(g.partitioner) is KeyGroupPartitioner
     finally:
-        spark.conf.unset(sbdf.CONF_STRATEGY)
-    spark.conf.set(sbdf.CONF_SAMPLE_FRACTION, "0.5")
+        spark.conf.unset(conf.CONF_STRATEGY)
+    spark.conf.set(conf.CONF_SAMPLE_FRACTION, "0.5")
+    spark.conf.set(conf.CONF_THETA, "0.2")
     try:
-        s, frac, _ = sbdf._resolve(skewed, None, None, {})
-        assert (s, frac) == (sbdf.DEFAULT_STRATEGY, 0.5)
-        assert sbdf._resolve(skewed, None, 1.0, {})[1] is None  # explicit: exact
+        assert conf.resolve(skewed, "strategy") == strategies.DEFAULT_STRATEGY
+        assert conf.resolve_sample_fraction(skewed, None) == 0.5
+        assert conf.resolve_sample_fraction(skewed, 1.0) is None  # explicit: exact
+        assert conf.resolve_strategy(spark, "mintable", {})[1] == {"theta": 0.2}
+        assert conf.resolve_strategy(skewed, "mintable", {"theta": 0.1})[1] == {"theta": 0.1}
+        assert conf.resolve_strategy(skewed, "keygroups", {})[1] == {}  # table kind only
+        assert conf.resolve(skewed.rdd, "theta") == 0.2  # an RDD reads the session too
     finally:
-        spark.conf.unset(sbdf.CONF_SAMPLE_FRACTION)
+        spark.conf.unset(conf.CONF_SAMPLE_FRACTION)
+        spark.conf.unset(conf.CONF_THETA)
+
+
+def test_unknown_parameters_are_refused_before_any_job(spark, skewed):
+    sc = spark.sparkContext
+    sc.setJobGroup("sb-refuse", "unknown parameter check")
+    try:
+        with pytest.raises(TypeError, match="'thetaa'"):
+            sbdf.repartition(skewed, N, "k", strategy="mixed", thetaa=0.1)
+        with pytest.raises(TypeError, match="'thetaa'"):
+            df_join.join_df(skewed, skewed, "k", num_partitions=N, strategy="mixed", thetaa=1)
+        with pytest.raises(TypeError, match="'thetaa'"):
+            df_join.join_df(skewed, skewed, "k", num_partitions=N, strategy="split", thetaa=1)
+        with pytest.raises(ValueError, match="keyed state only"):
+            sbdf.fit_partitioner(skewed, N, "k", strategy="mtm")
+        assert list(sc.statusTracker().getJobIdsForGroup("sb-refuse")) == []
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+
+
+def test_time_weights_need_the_function_the_measured_stage_ran_with(skewed, stats_k):
+    with pytest.raises(ValueError, match="needs current="):
+        sbdf.fit_partitioner(skewed, N, "k", weights="time", listener=object())
+    with pytest.raises(ValueError, match="weights='nope'"):
+        sbdf.fit_partitioner(skewed, N, "k", weights="nope")
+
+    class Recorded:  # the tasks of a balanced run placed by `current` (5x slower on 0)
+        def __init__(self, current):
+            from types import SimpleNamespace as T
+            self._tasks = [T(stage_id=7, stage_attempt=0, partition_id=p, successful=True,
+                             finish_time_ms=1, run_time_ms=500 if p == 0 else 100,
+                             executor_id="0", job_group=None) for p in range(N)]
+
+        def tasks(self, successful_only=False):
+            return self._tasks
+
+    current = sbdf.fit_partitioner(skewed, N, "k", strategy="hash")
+    f = sbdf.fit_partitioner(skewed, N, "k", strategy=FITTED, weights="time",
+                             listener=Recorded(current), current=current, stats=stats_k)
+    assert f.num_partitions == N
 
 
 def test_sampled_statistics_scale_counts(skewed):
-    exact = sbdf.key_stats(skewed, "k").as_dict()
-    sampled = sbdf.key_stats(skewed, "k", sample_fraction=0.5).as_dict()
+    exact = df_keystats.key_stats(skewed, "k").as_dict()
+    sampled = df_keystats.key_stats(skewed, "k", sample_fraction=0.5).as_dict()
     assert abs(sampled[0] - exact[0]) / exact[0] < 0.25
 
 
 def test_dataframe_methods_and_transform(skewed):
-    names = sbdf.install_dataframe_methods()
+    names = df_install.install_dataframe_methods()
     try:
         assert names == ["balancedRepartition", "balancedGroupBy", "balancedJoin"]
         out = skewed.balancedRepartition(N, "k", strategy="hash")
@@ -354,12 +402,12 @@ def test_dataframe_methods_and_transform(skewed):
         assertDataFrameEqual(skewed.balancedJoin(small, "k", num_partitions=N,
                                                  strategy="hash"), skewed.join(small, "k"))
     finally:
-        sbdf.uninstall_dataframe_methods()
+        df_install.uninstall_dataframe_methods()
     assert not hasattr(skewed, "balancedRepartition")
-    got = skewed.transform(sbdf.balanced_agg("k", F.sum("v").alias("t"), num_partitions=N,
+    got = skewed.transform(df_install.balanced_agg("k", F.sum("v").alias("t"), num_partitions=N,
                                              strategy="hash"))
     assertDataFrameEqual(got, skewed.groupBy("k").agg(F.sum("v").alias("t")))
-    assert skewed.transform(sbdf.balanced_repartition(3, "k", strategy="hash")
+    assert skewed.transform(df_install.balanced_repartition(3, "k", strategy="hash")
                             ).rdd.getNumPartitions() == 3
 
 
