@@ -55,11 +55,11 @@ _EXPORTS: dict[str, str] = {
     # dataframe
     "repartition": "sparkbalance.spark.dataframe",
     "group_by": "sparkbalance.spark.dataframe",
-    "join_df": "sparkbalance.spark.dataframe",
-    "install_dataframe_methods": "sparkbalance.spark.dataframe",
-    "balanced_repartition": "sparkbalance.spark.dataframe",
-    "balanced_agg": "sparkbalance.spark.dataframe",
-    "balanced_join": "sparkbalance.spark.dataframe",
+    "join_df": "sparkbalance.spark.df_join",
+    "install_dataframe_methods": "sparkbalance.spark.df_install",
+    "balanced_repartition": "sparkbalance.spark.df_install",
+    "balanced_agg": "sparkbalance.spark.df_install",
+    "balanced_join": "sparkbalance.spark.df_install",
     # keyed state
     "KeyedStateOperator": "sparkbalance.state.operator",
     # interval planners (Ding et al.)

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..hashing import hash_family, hash_family_array
+from ..hashing import GROUP_HASH, hash_family, hash_family_array
 from .base import PartitionFunction, check_num_partitions
 
 __all__ = ["KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",
@@ -27,7 +27,6 @@ DEFAULT_GROUPS_PER_PARTITION: int = 16
 
 # Key groups use a hash independent of the home hash h_0 (family member 1), so that groups
 # and hash partitions are not aligned.
-_GROUP_HASH = 1
 
 
 def key_group(key: Any, num_groups: int) -> int:
@@ -38,12 +37,12 @@ def key_group(key: Any, num_groups: int) -> int:
     >>> 0 <= key_group("k", 64) < 64
     True
     """
-    return hash_family(key, _GROUP_HASH) % num_groups
+    return hash_family(key, GROUP_HASH) % num_groups
 
 
 def key_groups(keys: Iterable[Any] | np.ndarray, num_groups: int) -> np.ndarray:
     """Vectorised :func:`key_group` (``int64``)."""
-    return (hash_family_array(keys, _GROUP_HASH) % np.uint64(num_groups)).astype(np.int64)
+    return (hash_family_array(keys, GROUP_HASH) % np.uint64(num_groups)).astype(np.int64)
 
 
 def equal_bounds(num_groups: int, num_partitions: int) -> np.ndarray:
@@ -102,7 +101,7 @@ class KeyGroupPartitioner(PartitionFunction):
         self._owner = owner.tolist()  # list indexing beats numpy scalar access per record
 
     def partition(self, key: Any) -> int:
-        return self._owner[hash_family(key, _GROUP_HASH) % self.num_groups]
+        return self._owner[hash_family(key, GROUP_HASH) % self.num_groups]
 
     def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
         return self.owner_of_group[key_groups(keys, self.num_groups)]

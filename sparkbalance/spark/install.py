@@ -3,7 +3,7 @@
 ``install()`` adds ``rdd.balancedPartitionBy``, ``balancedReduceByKey``,
 ``balancedAggregateByKey``, ``balancedGroupByKey`` and ``balancedJoin`` (thin wrappers of
 :mod:`sparkbalance.spark.rdd`), and the DataFrame methods of
-:mod:`sparkbalance.spark.dataframe` when that module is present. Idempotent.
+:mod:`sparkbalance.spark.df_install` when that module is present. Idempotent.
 
 Example
 -------
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import dataframe as _dataframe
+from . import df_install as _df_install
 from . import rdd as _rdd
 
 __all__ = ["install", "uninstall", "RDD_METHODS"]
@@ -55,7 +55,7 @@ def install() -> list[str]:
                                "refusing to replace it")
         setattr(RDD, name, _method(func))
         added.append(name)
-    added.extend(_dataframe.install_dataframe_methods())
+    added.extend(_df_install.install_dataframe_methods())
     return added
 
 
@@ -66,4 +66,4 @@ def uninstall() -> None:
     for name in RDD_METHODS:
         if getattr(getattr(RDD, name, None), "_sparkbalance", False):
             delattr(RDD, name)
-    _dataframe.uninstall_dataframe_methods()
+    _df_install.uninstall_dataframe_methods()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..routing.base import PartitionFunction
     from ..stats.keystats import KeyStats
 
-__all__ = ["Strategy", "StrategySpec", "fit", "fit_hash", "get", "resolve", "available",
+__all__ = ["Strategy", "fit", "fit_hash", "get", "resolve", "available",
            "check_params", "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING",
            "KINDS"]
 
@@ -70,7 +70,6 @@ class Strategy:
         return _load(self.planner) if self.planner else None
 
 
-StrategySpec = Strategy  # older name
 
 
 def fit_hash(stats: Any, num_partitions: int, *, current: Any = None) -> "PartitionFunction":

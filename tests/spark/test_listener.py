@@ -209,7 +209,7 @@ def test_fit_partitioner_time_weights_reads_the_listener(spark):
 
     with open_listener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
         rdd.partitionBy(4, h).mapPartitionsWithIndex(work).collect()
-    f = fit_partitioner(rdd, 4, "tag", weights="time", listener=lst, current=h)
+    f = fit_partitioner(rdd, 4, strategy="tag", weights="time", listener=lst, current=h)
     assert int(np.argmax(f.completion_times)) == slow
 
 
