@@ -227,7 +227,7 @@ def test_dropped_events_are_counted_and_reported(spark, caplog):
     conf.set(key, "4")
     try:
         lst = TaskMetricsListener(spark, decode="accessors")
-        with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.listener"):
+        with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.recorder"):
             with lst:
                 spark.range(0, 200, 1, 200).write.format("noop").mode("overwrite").save()
     finally:
