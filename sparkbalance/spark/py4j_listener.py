@@ -89,8 +89,9 @@ def quiet_py4j_callbacks() -> None:
     """Log py4j's per-callback lines at DEBUG instead of INFO (idempotent).
 
     Each listener event reaches Python as one py4j callback, and py4j logs each at INFO:
-    with ``logging.basicConfig(level=logging.INFO)`` a job of N tasks would print ~3 N
-    lines. :class:`TaskMetricsListener` calls this when it attaches.
+    with ``logging.basicConfig(level=logging.INFO)`` a job of N tasks would print at least
+    2 N lines (task start and end). :class:`TaskMetricsListener` calls this when it attaches;
+    other py4j messages (server start, errors) keep their level.
 
     Examples
     --------
