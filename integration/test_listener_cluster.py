@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparkbalance.spark import jvm
+from sparkbalance.spark.bridge import bridge_available
+from sparkbalance.spark.jvm_recorder import JvmTaskMetricsListener
 from sparkbalance.spark.listener import TaskMetricsListener, open_listener, sparkbalance_job_group
 from sparkbalance.stats.timeweights import seconds_per_record_by_executor
 
@@ -50,10 +51,10 @@ def test_executor_ids_and_tasks_under_local_cluster(cluster_spark):
 
 
 def test_both_recorders_agree_under_local_cluster(cluster_spark):
-    if not jvm.bridge_available(cluster_spark):
+    if not bridge_available(cluster_spark):
         pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
     sc = cluster_spark.sparkContext
-    with TaskMetricsListener(sc, GROUP) as a, jvm.JvmTaskMetricsListener(sc, GROUP) as b:
+    with TaskMetricsListener(sc, GROUP) as a, JvmTaskMetricsListener(sc, GROUP) as b:
         with sparkbalance_job_group(sc, GROUP):
             (sc.parallelize(range(200), 4).map(lambda v: (v % 5, 1))
              .reduceByKey(lambda x, y: x + y, 3).collect())
@@ -65,7 +66,7 @@ def test_both_recorders_agree_under_local_cluster(cluster_spark):
 _STOP_SCRIPT = textwrap.dedent("""
     import sys, time
     from pyspark.sql import SparkSession
-    from sparkbalance.spark.jvm import session_builder_with_bridge
+    from sparkbalance.spark.bridge import session_builder_with_bridge
     from sparkbalance.spark.listener import TaskMetricsListener, open_listener
     b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
     spark = session_builder_with_bridge(b).getOrCreate()

@@ -1,4 +1,4 @@
-"""Benchmark the task-metrics listeners and time-aware TAG (issue 5).
+"""Benchmark the task-metrics listeners and time-aware grouping (TAG, Yang et al.).
 
 Part 1 - listener overhead: a JVM-only job of N tiny tasks (``spark.range(N, N
 partitions)`` written to the ``noop`` sink: one stage, no Python workers, so the
@@ -31,12 +31,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sparkbalance.spark import jvm  # noqa: E402
+from sparkbalance.spark.bridge import bridge_available, session_builder_with_bridge  # noqa: E402
+from sparkbalance.spark.jvm_recorder import JvmTaskMetricsListener  # noqa: E402
 from sparkbalance.spark.listener import (  # noqa: E402
     TaskMetricsListener, dropped_listener_events, open_listener, sparkbalance_job_group)
 from sparkbalance.stats.timeweights import completion_times  # noqa: E402
 
-SLOW_FACTOR = 4.0          # issue 5: "some partitions 4x slower per record"
+SLOW_FACTOR = 4.0          # heterogeneous executors: some partitions 4x slower per record
 BASE_SECONDS = 0.002       # per-record sleep on a fast partition (dominates task overhead)
 GROUP = "sparkbalance-bench-listener"
 
@@ -48,7 +49,7 @@ def make_session(slots: int):
     b = (SparkSession.builder.master(f"local[{slots}]").appName("bench_listener")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.memory", "2g"))
-    spark = jvm.session_builder_with_bridge(b).getOrCreate()
+    spark = session_builder_with_bridge(b).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -56,7 +57,7 @@ def make_session(slots: int):
 # ----------------------------------------------------------------------------- part 1
 def run_overhead(spark, n_tasks: int, repeats: int) -> list[dict]:
     sc = spark.sparkContext
-    kinds = ["none", "py4j", "py4j-acc"] + (["jvm"] if jvm.bridge_available(spark) else [])
+    kinds = ["none", "py4j", "py4j-acc"] + (["jvm"] if bridge_available(spark) else [])
     df = spark.range(0, n_tasks, 1, n_tasks)
     for _ in range(2):  # warm-up (JIT, classes)
         df.write.format("noop").mode("overwrite").save()
@@ -70,7 +71,7 @@ def run_overhead(spark, n_tasks: int, repeats: int) -> list[dict]:
             elif kind == "py4j-acc":
                 lst = TaskMetricsListener(spark, decode="accessors")
             elif kind == "jvm":
-                lst = jvm.JvmTaskMetricsListener(spark)
+                lst = JvmTaskMetricsListener(spark)
             before = sum(dropped_listener_events(spark).values())
             if lst is not None:
                 lst.attach()
@@ -157,7 +158,7 @@ def run_makespan(spark, n: int, num_records: int, repeats: int) -> tuple[list[di
     sc.parallelize(range(4 * n), 2 * n).map(lambda v: v).count()  # warm the Python workers
     uniq, cnt = np.unique(keys, return_counts=True)
     stats = KeyStats(uniq.astype(np.int64), cnt.astype(float))
-    # Ideal makespan: all partitions finish together, m_i proportional to 1/t_i (seed 004 eq. 3).
+    # Ideal makespan: all partitions finish together, m_i proportional to 1/t_i (Yang et al., TAG, eq. 3).
     l_star = num_records * BASE_SECONDS / float(np.sum(1.0 / t_true))
     l_bar = num_records * BASE_SECONDS / n      # mean load at fast speed (count view)
     lb_ratio = max(1.0, float(cnt.max()) * BASE_SECONDS / l_bar)
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     n_part = 4
     spark = make_session(n_part)
     try:
-        print(f"bridge jar on classpath: {jvm.bridge_available(spark)}")
+        print(f"bridge jar on classpath: {bridge_available(spark)}")
         if not a.skip_overhead:
             print(f"\n== listener overhead: {n_tasks} tiny tasks, {repeats} repeats ==")
             rows = run_overhead(spark, n_tasks, repeats)

@@ -8,15 +8,16 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from sparkbalance.spark import jvm
+from sparkbalance.spark.bridge import bridge_available, class_available
+from sparkbalance.spark.jobs import JOB_DESCRIPTION_PROPERTY, JOB_GROUP_PROPERTY
+from sparkbalance.spark.jvm_recorder import JvmTaskMetricsListener
 from sparkbalance.spark.listener import (
-    JOB_GROUP_PROPERTY,
-    SPARK_LISTENER_INTERFACE_METHODS,
+    Recorder,
     TaskMetricsListener,
-    _Py4jSparkListener,
     open_listener,
     sparkbalance_job_group,
 )
+from sparkbalance.spark.py4j_listener import SPARK_LISTENER_INTERFACE_METHODS, Py4jSparkListener
 from sparkbalance.stats.timeweights import completion_times, seconds_per_record_by_partition
 
 GROUP = "sparkbalance-test-listener"
@@ -25,8 +26,8 @@ GROUP = "sparkbalance-test-listener"
 def _recorders(spark):
     out = [("py4j", lambda g=None: TaskMetricsListener(spark, g)),
            ("py4j-accessors", lambda g=None: TaskMetricsListener(spark, g, decode="accessors"))]
-    if jvm.bridge_available(spark):
-        out.append(("jvm", lambda g=None: jvm.JvmTaskMetricsListener(spark, g)))
+    if bridge_available(spark):
+        out.append(("jvm", lambda g=None: JvmTaskMetricsListener(spark, g)))
     return out
 
 
@@ -43,7 +44,7 @@ def test_python_listener_implements_every_interface_method(spark):
     names = {m.getName() for m in jcls.getMethods()}
     assert names == set(SPARK_LISTENER_INTERFACE_METHODS)
     for name in names:
-        assert callable(getattr(_Py4jSparkListener, name))
+        assert callable(getattr(Py4jSparkListener, name))
 
 
 @pytest.mark.parametrize("kind", ["py4j", "py4j-accessors", "jvm"])
@@ -72,12 +73,12 @@ def test_every_task_recorded_once_with_valid_fields(spark, kind):
 
 
 def test_all_recorders_agree_on_the_same_job(spark):
-    if not jvm.bridge_available(spark):
+    if not bridge_available(spark):
         pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
     sc = spark.sparkContext
     a = TaskMetricsListener(spark, GROUP, decode="json")
     b = TaskMetricsListener(spark, GROUP, decode="accessors")
-    c = jvm.JvmTaskMetricsListener(spark, GROUP)
+    c = JvmTaskMetricsListener(spark, GROUP)
     assert (a.decode, b.decode) == ("json", "accessors")
     with a, b, c, sparkbalance_job_group(sc, GROUP):
         _shuffle_job(sc, 2, 3)
@@ -111,12 +112,15 @@ def test_job_group_filter_and_helper_restores_the_old_group(spark):
     try:
         with TaskMetricsListener(spark, GROUP) as lst:
             sc.parallelize(range(10), 2).count()  # "outer": not recorded
-            with sparkbalance_job_group(sc, GROUP):
+            with sparkbalance_job_group(sc, GROUP, "ours"):
                 assert sc.getLocalProperty(JOB_GROUP_PROPERTY) == GROUP
+                assert sc.getLocalProperty(JOB_DESCRIPTION_PROPERTY) == "ours"
                 sc.parallelize(range(10), 3).count()
             assert sc.getLocalProperty(JOB_GROUP_PROPERTY) == "outer"
+            assert sc.getLocalProperty(JOB_DESCRIPTION_PROPERTY) == "outer jobs"
     finally:
         sc.setLocalProperty(JOB_GROUP_PROPERTY, None)
+        sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, None)
     assert sorted(t.partition_id for t in lst.tasks()) == [0, 1, 2]
     assert sc.getLocalProperty(JOB_GROUP_PROPERTY) is None
 
@@ -174,7 +178,8 @@ def test_open_listener_logs_one_line_naming_the_recorder(spark, caplog):
         lst = open_listener(spark)
     lines = [r for r in caplog.records if r.name == "sparkbalance.spark.listener"]
     assert len(lines) == 1
-    assert lst.kind == ("jvm" if jvm.bridge_available(spark) else "py4j")
+    assert lst.kind == ("jvm" if bridge_available(spark) else "py4j")
+    assert isinstance(lst, Recorder)
     assert ("JVM recorder" if lst.kind == "jvm" else "pure-py4j") in lines[0].getMessage()
     assert open_listener(spark, prefer="py4j").kind == "py4j"
     with pytest.raises(ValueError, match="prefer="):
@@ -191,8 +196,8 @@ def test_no_py4j_object_reaches_the_user(spark):
 
 
 def test_fit_partitioner_time_weights_reads_the_listener(spark):
-    # The issue-2 adapter calls timeweights.time_weighted_stats/completion_times with our
-    # records: the slow partition must get the largest t_i.
+    # fit_partitioner(weights="time") calls timeweights.time_weighted_stats/completion_times
+    # with our records: the slow partition must get the largest t_i (Yang et al., TAG).
     fit_partitioner = pytest.importorskip("sparkbalance.spark.rdd").fit_partitioner
     from sparkbalance.routing.hash import HashPartitioner
 
@@ -222,7 +227,7 @@ def test_dropped_events_are_counted_and_reported(spark, caplog):
     conf.set(key, "4")
     try:
         lst = TaskMetricsListener(spark, decode="accessors")
-        with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.listener"):
+        with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.recorder"):
             with lst:
                 spark.range(0, 200, 1, 200).write.format("noop").mode("overwrite").save()
     finally:
@@ -230,3 +235,19 @@ def test_dropped_events_are_counted_and_reported(spark, caplog):
     assert lst.dropped_since_attach > 0
     assert len(lst.tasks()) < 200
     assert any("dropped on queue 'sparkbalance'" in r.getMessage() for r in caplog.records)
+
+
+def test_class_available_answers_for_loaded_and_missing_classes(spark):
+    assert class_available(spark, "org.apache.spark.SparkContext")
+    assert not class_available(spark.sparkContext, "io.sparkbalance.bridge.NoSuchClass")
+    assert bridge_available(spark) == class_available(spark, "io.sparkbalance.bridge.TaskRecorder")
+
+
+def test_py4j_callbacks_do_not_log_at_info(spark, caplog):
+    sc = spark.sparkContext
+    with caplog.at_level(logging.INFO):
+        with TaskMetricsListener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):
+            sc.parallelize(range(4), 2).count()
+    assert len(lst.tasks()) == 2
+    assert not [r for r in caplog.records if r.name.startswith("py4j")
+                and r.getMessage().startswith("Received command")]

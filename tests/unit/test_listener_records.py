@@ -1,16 +1,22 @@
-"""Spark-free checks of the listener records and the JVM bridge's row format."""
+"""Spark-free checks of the listener records, the JVM bridge's row format and jar lookup."""
 from __future__ import annotations
+
+import logging
 
 import pytest
 
-from sparkbalance.spark.jvm import (
-    _unesc,
-    bridge_jar_path,
+from sparkbalance.spark import bridge
+from sparkbalance.spark.bridge import bridge_jar_path, session_builder_with_bridge, spark_context
+from sparkbalance.spark.py4j_listener import SPARK_LISTENER_INTERFACE_METHODS, quiet_py4j_callbacks
+from sparkbalance.spark.records import (
+    StageRecord,
+    TaskRecord,
     parse_executor_rows,
     parse_stage_rows,
     parse_task_rows,
+    task_record_from_event_json,
+    unescape_field,
 )
-from sparkbalance.spark.listener import SPARK_LISTENER_INTERFACE_METHODS, StageRecord, TaskRecord
 
 
 def _esc(s: str | None) -> str:
@@ -22,11 +28,11 @@ def _esc(s: str | None) -> str:
 
 @pytest.mark.parametrize("s", ["", "plain", "a\tb", "line\nbreak", "back\\slash", "\\N", "x\r"])
 def test_escape_round_trip(s):
-    assert _unesc(_esc(s)) == s
+    assert unescape_field(_esc(s)) == s
 
 
 def test_null_marker_is_none():
-    assert _unesc("\\N") is None
+    assert unescape_field("\\N") is None
 
 
 def test_task_row_parses_into_the_record_field_order():
@@ -56,3 +62,83 @@ def test_bridge_jar_path_is_none_or_a_jar(monkeypatch, tmp_path):
     jar.write_bytes(b"PK")
     monkeypatch.setenv("SPARKBALANCE_BRIDGE_JAR", str(jar))
     assert bridge_jar_path() == str(jar)
+
+
+def test_bridge_jar_path_finds_a_jar_shipped_in_the_package(monkeypatch, tmp_path):
+    monkeypatch.delenv("SPARKBALANCE_BRIDGE_JAR", raising=False)
+    pkg = tmp_path / "sparkbalance"
+    (pkg / "jars").mkdir(parents=True)
+    monkeypatch.setattr(bridge, "_PACKAGE_DIR", pkg)
+    assert bridge_jar_path() is None  # no checkout build next to it, nothing shipped
+    jar = pkg / "jars" / "sparkbalance-bridge.jar"
+    jar.write_bytes(b"PK")
+    assert bridge_jar_path() == str(jar)
+    built = tmp_path / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"PK")
+    assert bridge_jar_path() == str(built)  # a checkout's fresh build wins over the shipped one
+
+
+class _Builder:
+    def __init__(self, **options):
+        self._options = dict(options)
+
+    def config(self, key, value):
+        self._options[key] = value
+        return self
+
+
+def test_session_builder_keeps_the_users_jars(monkeypatch, tmp_path):
+    jar = tmp_path / "sparkbalance-bridge.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setenv("SPARKBALANCE_BRIDGE_JAR", str(jar))
+    b = session_builder_with_bridge(_Builder(**{"spark.jars": "/opt/a.jar,/opt/b.jar"}))
+    assert b._options["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{jar}"
+    assert session_builder_with_bridge(b)._options["spark.jars"].count(str(jar)) == 1
+    assert session_builder_with_bridge(_Builder())._options["spark.jars"] == str(jar)
+
+
+def test_session_builder_without_a_jar_warns_and_changes_nothing(monkeypatch, tmp_path, caplog):
+    monkeypatch.delenv("SPARKBALANCE_BRIDGE_JAR", raising=False)
+    monkeypatch.setattr(bridge, "_PACKAGE_DIR", tmp_path / "sparkbalance")
+    with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.bridge"):
+        b = session_builder_with_bridge(_Builder())
+    assert b._options == {} and "jar not found" in caplog.text
+
+
+def test_spark_context_refuses_what_is_not_a_live_context():
+    with pytest.raises(ValueError, match="spark=None; expected an active SparkSession"):
+        spark_context(None)
+
+
+def test_task_record_from_event_json_sums_local_and_remote_shuffle_bytes():
+    d = {"Task Info": {"Task ID": 9, "Partition ID": 2, "Attempt": 1, "Executor ID": "1",
+                       "Host": "h", "Launch Time": 10, "Finish Time": 40, "Failed": True},
+         "Task Metrics": {"Shuffle Read Metrics": {"Total Records Read": 5,
+                                                   "Remote Bytes Read": 3, "Local Bytes Read": 4}}}
+    t = task_record_from_event_json(d, (4, 1), "g")
+    assert (t.stage_id, t.stage_attempt, t.attempt, t.duration_ms) == (4, 1, 1, 30)
+    assert (t.shuffle_records_read, t.shuffle_bytes_read) == (5, 7)
+    assert not t.successful and t.job_group == "g"
+
+
+def test_py4j_callback_lines_are_demoted_to_debug():
+    quiet_py4j_callbacks()
+    quiet_py4j_callbacks()  # idempotent: one filter per logger
+    log = logging.getLogger("py4j.clientserver")
+    assert len([f for f in log.filters if type(f).__name__ == "_DemoteToDebug"]) == 1
+    chatter = logging.LogRecord(log.name, logging.INFO, "", 0,
+                                "Received command c on object id p0", None, None)
+    other = logging.LogRecord(log.name, logging.INFO, "", 0, "Callback Server Starting",
+                              None, None)
+    old = log.level
+    try:
+        log.setLevel(logging.INFO)
+        assert not log.filter(chatter) and chatter.levelno == logging.DEBUG
+        assert log.filter(other) and other.levelno == logging.INFO
+        log.setLevel(logging.DEBUG)
+        again = logging.LogRecord(log.name, logging.INFO, "", 0,
+                                  "Received command c on object id p0", None, None)
+        assert log.filter(again) and again.levelname == "DEBUG"
+    finally:
+        log.setLevel(old)
