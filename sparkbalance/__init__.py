@@ -47,10 +47,12 @@ _EXPORTS: dict[str, str] = {
     "fit_partitioner": "sparkbalance.spark.rdd",
     "install": "sparkbalance.spark.install",
     # listener
-    "TaskMetricsListener": "sparkbalance.spark.listener",
+    "TaskMetricsListener": "sparkbalance.spark.py4j_listener",
     "open_listener": "sparkbalance.spark.listener",
-    "sparkbalance_job_group": "sparkbalance.spark.listener",
-    "TaskRecord": "sparkbalance.spark.listener",
+    "sparkbalance_job_group": "sparkbalance.spark.jobs",
+    "TaskRecord": "sparkbalance.spark.records",
+    "Recorder": "sparkbalance.spark.recorder",
+    "session_builder_with_bridge": "sparkbalance.spark.bridge",
     "time_weighted_stats": "sparkbalance.stats.timeweights",
     # dataframe
     "repartition": "sparkbalance.spark.dataframe",

@@ -104,7 +104,7 @@ def _to_stats(rows: list[tuple[Any, float]], scale: float = 1.0) -> KeyStats:
 
 
 def _job_group(rdd: Any, description: str):
-    from .listener import sparkbalance_job_group
+    from .jobs import sparkbalance_job_group
     return sparkbalance_job_group(rdd.context, STATS_JOB_GROUP, description)
 
 
