@@ -3,36 +3,41 @@
 Modules, one concept each:
 
 - :mod:`.window` — a key's entry and how a batch's values fold into it (window w, S(k));
-- :mod:`.blocks` — one block (dict) per partition: group a batch, merge, split stays/moved;
+- :mod:`.blocks` — one block (dict) per partition: group a batch, merge it into a block;
+- :mod:`.frames` — the state as frames (one pickled block per key group, fixed header);
+- :mod:`.frame_rdds` — frame RDDs: select/concat in the JVM (bridge jar) or in Python;
+- :mod:`.framed` — :class:`FramedState`, the state as one object: merge a batch, read
+  statistics, state and outputs (the operator's only view of the frames);
 - :mod:`.layout` — the versioned partition function of the state (routing table or
   key-group intervals) and its physical partitions;
-- :mod:`.controller` — measure loads, decide (λ > 1 + θ), plan (pure);
-- :mod:`.migration` — move only Δ: stays narrow, moved keys shuffled, zip-merged;
-- :mod:`.checkpoint` — atomic durable checkpoints, resume, clear errors;
+- :mod:`.controller` — measure loads, decide (λ > 1 + θ), plan (pure; planner names
+  from :mod:`sparkbalance.strategies`);
+- :mod:`.migration` — move only Δ: stays narrow, moved keys shuffled, concatenated;
+- :mod:`.records` — :class:`BatchRecord` (``history``) and :class:`MigrationRecord`;
+- :mod:`.inputs` — a batch (RDD or DataFrame) into validated ``(key, value)`` pairs;
+- :mod:`.timing` — measured task seconds of a batch's merge (listener attached);
+- :mod:`.caching` — which RDDs stay cached, lineage truncation;
+- :mod:`.store`, :mod:`.checkpoint` — atomic durable checkpoints, resume, clear errors;
 - :mod:`.streaming` — ``foreach_batch`` helpers (exactly-once over restarts);
-- :mod:`.operator` — :class:`KeyedStateOperator`, tying them together;
-- :mod:`.shifting` — the shifting Zipf stream of seed 000 §5 (tests, demo, benchmark).
-
-Why the merge stays narrow: the state RDD has exactly one element (a dict) per partition
-and each batch is routed by the same function and grouped into one dict per partition, so
-``state.zip(batch).map(merge)`` is a ``ZippedPartitionsRDD2`` with two one-to-one
-dependencies: only the batch is shuffled (PySpark's ``union``/``cogroup``/``join`` would
-re-shuffle the state because the JVM does not see a common partitioner).
+- :mod:`.operator` — :class:`KeyedStateOperator`: merge → measure → decide → migrate →
+  record;
+- :mod:`.shifting` — the shifting Zipf stream of Fang et al. §5 (tests, demo, benchmark).
 """
 from __future__ import annotations
 
 from .._lazy import lazy_getattr
 
 __all__ = ["KeyedStateOperator", "BatchRecord", "MigrationRecord", "CheckpointError",
-           "StateFold", "PLANNER_NAMES"]
+           "StateFold", "FramedState", "state_planners"]
 
 _LAZY = {
     "KeyedStateOperator": "sparkbalance.state.operator",
-    "BatchRecord": "sparkbalance.state.operator",
-    "MigrationRecord": "sparkbalance.state.operator",
+    "BatchRecord": "sparkbalance.state.records",
+    "MigrationRecord": "sparkbalance.state.records",
     "CheckpointError": "sparkbalance.state.checkpoint",
     "StateFold": "sparkbalance.state.window",
-    "PLANNER_NAMES": "sparkbalance.state.controller",
+    "FramedState": "sparkbalance.state.framed",
+    "state_planners": "sparkbalance.state.controller",
 }
 
 

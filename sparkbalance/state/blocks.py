@@ -10,44 +10,16 @@ the unit tests exercise them without a SparkContext.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 
-from ..hashing import validate_key
 from .window import StateFold
 
-__all__ = ["check_pairs", "group_block", "merge_blocks", "BlockStats"]
+__all__ = ["group_block", "merge_blocks", "BlockStats"]
 
 #: Per-block statistics: (pid, keys, cost, memory, num_keys).
 BlockStats = tuple
-
-
-def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-    """Validate batch records: each a ``(key, value)`` pair with a routable key.
-
-    Example
-    -------
-    >>> list(check_pairs([("a", 1), ["b", 2]]))
-    [('a', 1), ('b', 2)]
-    >>> list(check_pairs([("a", 1, 2)]))
-    Traceback (most recent call last):
-    ...
-    ValueError: batch record ('a', 1, 2) has 3 fields; expected a (key, value) pair
-    """
-    for rec in it:
-        if not isinstance(rec, (tuple, list)):
-            raise TypeError(f"batch record {rec!r} is a {type(rec).__name__}; expected a "
-                            "(key, value) pair")
-        if len(rec) != 2:
-            raise ValueError(f"batch record {rec!r} has {len(rec)} fields; expected a "
-                             "(key, value) pair")
-        k = rec[0]
-        if k is None:
-            raise TypeError(f"batch record {rec!r} has key None; keys must be non-null "
-                            "(int, float, str, bytes, bool or tuples of them)")
-        validate_key(k)
-        yield (k, rec[1])
 
 
 def group_block(it: Iterable[tuple[Any, Any]]) -> list[dict[Any, list]]:

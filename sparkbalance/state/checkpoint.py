@@ -21,11 +21,15 @@ import hashlib
 import json
 import pickle
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from .frame_rdds import FrameOps
+    from .framed import FramedState
 
 __all__ = ["CheckpointError", "Manifest", "MANIFEST", "FORMAT", "write_manifest",
            "read_manifest", "write_layout", "read_layout", "check_compatible",
-           "clean_stale"]
+           "clean_stale", "save_checkpoint", "restore_checkpoint", "Restored"]
 
 MANIFEST = "manifest.json"
 #: Format version of the checkpoint files; bump on incompatible changes.
@@ -164,3 +168,99 @@ def clean_stale(directory: Directory, m: Manifest) -> None:
             continue
         if name.startswith(("state-", "layout-")) or name.endswith(".tmp"):
             st.remove(name)
+
+
+# --------------------------------------------------------------------------- save / restore
+def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id: int | None,
+                    planner: str, window: int | None, num_keys: int, state_bytes: float
+                    ) -> Manifest:
+    """Commit ``state`` (frames, layout with version) and the last applied batch id
+    atomically to ``store`` (:mod:`~sparkbalance.state.store`); return the manifest.
+
+    The state files and the layout are written first; the manifest's atomic replace is the
+    commit; older checkpoints are removed after it.
+
+    Example
+    -------
+    >>> save_checkpoint(store, op_state, seq=4, last_batch_id=3, planner="mixed",
+    ...                 window=None, num_keys=10, state_bytes=400.0)   # doctest: +SKIP
+    """
+    state_dir = f"state-{seq:08d}"
+    if store.exists(state_dir):
+        store.remove(state_dir)
+    state.save(store.uri(state_dir))
+    layout = state.layout
+    layout_file, sha = write_layout(store, seq, layout)
+    man = Manifest(seq=seq, last_batch_id=last_batch_id, num_partitions=layout.num_partitions,
+                   num_physical=layout.num_physical, planner=planner, window=window,
+                   layout_kind=layout.kind, layout_version=layout.version,
+                   layout_file=layout_file, layout_sha256=sha, state_dir=state_dir,
+                   num_keys=num_keys, state_bytes=state_bytes, num_groups=state.num_groups)
+    write_manifest(store, man)
+    clean_stale(store, man)
+    return man
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A checkpoint read back: the state (cached, validated) and where the stream was."""
+
+    state: "FramedState"
+    seq: int
+    last_batch_id: int | None
+    num_keys: int
+    state_bytes: float
+
+
+def _same_strategy(a: str, b: str) -> bool:
+    from .. import strategies
+    try:
+        return strategies.get(a).name == strategies.get(b).name
+    except ValueError:
+        return a == b
+
+
+def restore_checkpoint(store: Any, ops: "FrameOps", *, planner: str, window: int | None,
+                       num_partitions: int, storage_level: Any) -> Restored | None:
+    """The committed checkpoint of ``store``, validated against the operator's settings;
+    None when the store holds none yet. A corrupt, incomplete or mismatched checkpoint is a
+    :class:`CheckpointError` naming the file (never an empty state). ``planner`` matches
+    when both names give the same registry strategy (``"ssm"`` and ``"keygroups"``).
+
+    Example
+    -------
+    >>> restore_checkpoint(store, frame_ops(sc), planner="mixed", window=None,
+    ...                    num_partitions=4, storage_level=level)       # doctest: +SKIP
+    """
+    from .framed import FramedState
+
+    man = read_manifest(store)
+    if man is None:
+        return None
+    check_compatible(store, man, {
+        "planner": man.planner if _same_strategy(man.planner, planner) else planner,
+        "window": window, "num_partitions": num_partitions})
+    layout = read_layout(store, man)
+    if (layout.num_physical != man.num_physical
+            or layout.num_partitions != man.num_partitions):
+        raise CheckpointError(f"{store.display(man.layout_file)}: layout has "
+                              f"{layout.num_partitions}/{layout.num_physical} partitions; "
+                              f"the manifest says {man.num_partitions}/{man.num_physical}")
+    G = man.num_groups
+    if getattr(layout, "num_groups", G) != G:
+        raise CheckpointError(f"{store.display(MANIFEST)}: frames of {G} groups; the layout "
+                              f"{store.display(man.layout_file)} has {layout.num_groups}")
+    path = store.display(man.state_dir)
+    try:
+        state = FramedState.load(ops, store.uri(man.state_dir), layout, G, storage_level)
+        rows = state.summaries()
+    except Exception as e:  # noqa: BLE001 - Py4J/Python errors: report the file
+        raise CheckpointError(f"{path}: cannot load the checkpointed state "
+                              f"({str(e).strip().splitlines()[-1][:300]})") from e
+    num_keys = sum(r[1] for r in rows)
+    if num_keys != man.num_keys:
+        state.rdd.unpersist()
+        raise CheckpointError(f"{path}: holds {num_keys} keys; the manifest "
+                              f"{store.display(MANIFEST)} records {man.num_keys}")
+    return Restored(state, man.seq, man.last_batch_id, num_keys,
+                    float(sum(r[2] for r in rows)))

@@ -1,4 +1,4 @@
-"""The rebalancing controller of seed 000 §4 (Fig. 5), without the data movement.
+"""The rebalancing controller of Fang et al. §4 (Fig. 5), without the data movement.
 
 Per batch: measure the loads from the per-block statistics (c(k) = records of the key in
 the batch, or records × seconds-per-record of its partition when a task-metrics listener
@@ -7,58 +7,79 @@ configured planner → a new :mod:`layout <sparkbalance.state.layout>`. The oper
 migrates only the keys whose partition changed, and switches to the new layout (version)
 after the move: the stage boundary is Fig. 5's pause.
 
+Planner names come from the strategy registry (:mod:`sparkbalance.strategies`): the keyed
+state runs the strategies of kinds :data:`STATE_KINDS` (one partition per key); a split
+strategy (a key on several partitions) has no single home for its state and is refused.
+
 Pure (no pyspark): a planner runs on numpy arrays gathered from the executors.
 """
 from __future__ import annotations
 
-import importlib
-import inspect
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .. import strategies
 from ..routing.base import check_num_partitions
 from ..routing.hash import home_partitions
 from ..routing.table import RoutingTable
 from ..stats.keystats import as_key_array
+from ..stats.timeweights import cost_from_partition_seconds
 from ..stats.workload import Workload, imbalance
 from .layout import GroupLayout, TableLayout
 
-__all__ = ["TABLE_PLANNERS", "GROUP_PLANNERS", "PLANNER_NAMES", "DEFAULT_THETA",
-           "DEFAULT_MAX_TABLE", "check_planner", "check_theta", "Measurement", "Decision",
-           "Controller", "initial_layout"]
+__all__ = ["STATE_KINDS", "DEFAULT_THETA", "DEFAULT_MAX_TABLE", "state_strategy",
+           "state_planners", "check_theta", "Measurement", "Decision", "Controller",
+           "initial_layout", "layout_group_moves"]
 
-#: θ_max, seed 000 Table 2 default tolerance on load imbalance.
+#: θ_max, Fang et al. Table 2 default tolerance on load imbalance.
 DEFAULT_THETA: float = 0.08
-#: A_max, routing-table size bound used by the planners (issue 3 call shape default).
+#: A_max, routing-table size bound used by the planners (Fang et al. §5 setting).
 DEFAULT_MAX_TABLE: int = 3000
-
-#: name -> class in sparkbalance.planning (routing tables, seed 000 / Gedik 2014).
-TABLE_PLANNERS: dict[str, str] = {
-    "mixed": "Mixed", "mintable": "MinTable", "minmig": "MinMig", "mixedbf": "MixedBF",
-    "readj": "Readj",
-}
-#: name -> class in sparkbalance.planning.intervals (key groups, seed 003).
-GROUP_PLANNERS: dict[str, str] = {"ssm": "SSM", "mtm": "MTMAware"}
-PLANNER_NAMES: tuple[str, ...] = ("none",) + tuple(TABLE_PLANNERS) + tuple(GROUP_PLANNERS)
+#: Layout kinds the keyed state can hold: one partition per key.
+STATE_KINDS: tuple[str, ...] = ("hash", "table", "keygroups")
 
 
-def check_planner(planner: Any) -> str:
-    """Validate a planner name (case-insensitive).
+def state_planners() -> list[str]:
+    """Registry names the keyed state accepts (``"mtm"`` included; aliases ``"none"``
+    and ``"ssm"`` are accepted too).
 
     Example
     -------
-    >>> check_planner("Mixed")
-    'mixed'
+    >>> state_planners()[:2]
+    ['hash', 'mixed']
     """
+    return [n for n in strategies.available(state=True)
+            if strategies.get(n).kind in STATE_KINDS]
+
+
+def state_strategy(planner: Any) -> strategies.Strategy:
+    """The registry record of ``planner`` (case-insensitive; aliases ``none`` → hash,
+    ``ssm`` → keygroups) if the keyed state can run it.
+
+    Example
+    -------
+    >>> state_strategy("SSM").name, state_strategy("none").kind
+    ('keygroups', 'hash')
+    >>> state_strategy("pkg")
+    Traceback (most recent call last):
+    ...
+    ValueError: planner='pkg' splits keys over several partitions (kind 'split'); the keyed state keeps each key on one partition: expected one of hash, mixed, mixedbf, mintable, minmig, readj, keygroups, mtm (or the aliases none, ssm)
+    """
+    valid = f"{', '.join(state_planners())} (or the aliases none, ssm)"
     if not isinstance(planner, str):
-        raise TypeError(f"planner={planner!r}; expected one of {PLANNER_NAMES}")
-    name = planner.lower()
-    if name not in PLANNER_NAMES:
-        raise ValueError(f"planner={planner!r}; expected one of {PLANNER_NAMES}")
-    return name
+        raise TypeError(f"planner={planner!r}; expected one of {valid}")
+    try:
+        spec = strategies.get(planner)
+    except ValueError:
+        raise ValueError(f"planner={planner!r}; expected one of {valid}") from None
+    if spec.kind not in STATE_KINDS:
+        raise ValueError(f"planner={planner!r} splits keys over several partitions (kind "
+                         f"{spec.kind!r}); the keyed state keeps each key on one partition: "
+                         f"expected one of {valid}")
+    return spec
 
 
 def check_theta(theta: Any) -> float:
@@ -71,9 +92,15 @@ def check_theta(theta: Any) -> float:
 
 def initial_layout(planner: str, num_partitions: int, num_groups: int | None = None
                    ) -> TableLayout | GroupLayout:
-    """Layout of a fresh operator: plain hash (empty table) or equal key-group intervals."""
+    """Layout of a fresh operator: plain hash (empty table) or equal key-group intervals.
+
+    Example
+    -------
+    >>> initial_layout("ssm", 2, 8).kind, initial_layout("mixed", 2).kind
+    ('groups', 'table')
+    """
     n = check_num_partitions(num_partitions)
-    if planner in GROUP_PLANNERS:
+    if state_strategy(planner).kind == "keygroups":
         return GroupLayout.initial(n, num_groups)
     return TableLayout(n, n, RoutingTable())
 
@@ -107,54 +134,49 @@ class Decision:
     candidates: frozenset | None = None   # keys whose partition may change (None: any)
 
 
-def _filter_kwargs(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
-    sig = inspect.signature(cls.__init__)
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return dict(params)
-    return {k: v for k, v in params.items() if k in sig.parameters}
-
-
 class Controller:
     """Decides and plans; never touches data.
 
     Parameters
     ----------
-    planner : one of :data:`PLANNER_NAMES`.
-    theta : θ_max of seed 000 (τ of seed 003 for key-group planners).
+    planner : a registry name the keyed state runs (:func:`state_planners`; aliases
+        ``"none"``, ``"ssm"``; case-insensitive). ``name`` keeps it as spelt (lower
+        case), ``strategy`` is the registry record (canonical ``strategy.name``).
+    theta : θ_max of Fang et al. (τ of Ding et al. for key-group planners).
     max_table : A_max for routing-table planners (None: unbounded).
     beta : β of MinMig/Mixed (None: the planner's default, 1.5).
     planner_params : extra constructor arguments of the planner (e.g. MTM ``matrix``,
-        ``gamma``; ``compact=True`` for the routing-table planners).
+        ``gamma``; ``compact=True`` for the routing-table planners). An unknown name is a
+        ``TypeError`` (:func:`sparkbalance.strategies.check_params`), never dropped.
 
     Example
     -------
     >>> c = Controller("none", 0.08)
-    >>> c.planner is None
-    True
+    >>> c.planner is None, c.strategy.name
+    (True, 'hash')
     """
 
     def __init__(self, planner: str, theta: float = DEFAULT_THETA,
                  max_table: int | None = DEFAULT_MAX_TABLE, beta: float | None = None,
                  planner_params: Mapping[str, Any] | None = None) -> None:
-        self.name = check_planner(planner)
+        self.strategy = state_strategy(planner)
+        self.name = planner.lower()
         self.theta = check_theta(theta)
         self.max_table = max_table
         self.beta = beta
         self.params = dict(planner_params or {})
+        strategies.check_params(self.strategy.name, self.params)
         self.planner: Any = None
-        if self.name in TABLE_PLANNERS:
-            mod = importlib.import_module("sparkbalance.planning")
-            cls = getattr(mod, TABLE_PLANNERS[self.name])
+        kind, cls = self.strategy.kind, self.strategy.planner_class()
+        if kind == "table":
             kw: dict[str, Any] = {"theta": self.theta, "max_table": max_table}
             if beta is not None:
                 kw["beta"] = beta
             kw.update(self.params)
-            self.planner = cls(**_filter_kwargs(cls, kw))
-        elif self.name == "ssm":
-            from ..planning.intervals import SSM
-            self.planner = SSM(**_filter_kwargs(SSM, {"tau": self.theta, **self.params}))
-        elif self.name == "mtm":
-            self._mtm_cls = importlib.import_module("sparkbalance.planning.intervals.mtm").MTMAware
+            self.planner = cls(**kw)
+        elif kind == "keygroups" and self.strategy.name != "mtm":
+            self.planner = cls(**{"tau": self.theta, **self.params})
+        self._planner_class = cls   # MTM: built per plan, its matrix needs the new n
 
     # ------------------------------------------------------------------ measuring
     def measure(self, stats: Sequence[tuple], layout: TableLayout | GroupLayout,
@@ -182,7 +204,7 @@ class Controller:
             g2p = layout.group_to_partition()
             loads = np.bincount(g2p, weights=cost, minlength=P).astype(np.float64)
             if partition_seconds is not None:
-                cost = _time_weighted(cost, g2p, loads, partition_seconds)
+                cost = cost_from_partition_seconds(cost, g2p, loads, partition_seconds)
                 loads = np.bincount(g2p, weights=cost, minlength=P).astype(np.float64)
             active = np.sort(layout.phys)
             return Measurement(loads, active, imbalance(loads[active]), None, cost, mem, None,
@@ -203,15 +225,15 @@ class Controller:
         wh = np.concatenate(where) if where else np.zeros(0, dtype=np.int64)
         loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
         if partition_seconds is not None:
-            cost = _time_weighted(cost, wh, loads, partition_seconds)
+            cost = cost_from_partition_seconds(cost, wh, loads, partition_seconds)
             loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
         active = np.arange(layout.num_partitions)
         return Measurement(loads, active, imbalance(loads[active]), as_key_array(keys), cost,
                            mem, wh, nkeys, total)
 
     def should_rebalance(self, m: Measurement) -> bool:
-        """Seed 000 §4 step 2: rebalance when λ exceeds 1 + θ_max."""
-        return self.name != "none" and m.imbalance > 1.0 + self.theta + 1e-12
+        """Fang et al. §4 step 2: rebalance when λ exceeds 1 + θ_max."""
+        return self.strategy.kind != "hash" and m.imbalance > 1.0 + self.theta + 1e-12
 
     # ------------------------------------------------------------------ planning
     def plan(self, m: Measurement, layout: TableLayout | GroupLayout,
@@ -263,10 +285,10 @@ class Controller:
 
     def _plan_groups(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
                      ) -> Decision:
-        if self.name == "mtm":
+        if self.strategy.name == "mtm":
             matrix = self.params.get("matrix") or {n_new: {n_new: 1.0}}
-            kw = {k: v for k, v in self.params.items() if k != "matrix"}
-            planner = self._mtm_cls(matrix, tau=self.theta, **kw)
+            kw = {"tau": self.theta, **{k: v for k, v in self.params.items() if k != "matrix"}}
+            planner = self._planner_class(matrix, **kw)
         elif self.planner is not None:
             planner = self.planner
         else:
@@ -292,13 +314,3 @@ def layout_group_moves(old: GroupLayout, new: GroupLayout) -> np.ndarray:
 def _table_imbalance(cost: np.ndarray, assignment: np.ndarray, n: int) -> float:
     return imbalance(np.bincount(assignment, weights=cost, minlength=n)[:n])
 
-
-def _time_weighted(cost: np.ndarray, where: np.ndarray, records: np.ndarray,
-                   seconds: np.ndarray) -> np.ndarray:
-    """c(k) = records(k) × seconds-per-record of the partition the key ran on."""
-    seconds = np.asarray(seconds, dtype=np.float64)
-    per_rec = np.divide(seconds[: records.shape[0]], records,
-                        out=np.zeros_like(records), where=records > 0)
-    mean_rate = seconds.sum() / max(records.sum(), 1.0)
-    per_rec = np.where(per_rec > 0, per_rec, mean_rate)
-    return cost * per_rec[where]

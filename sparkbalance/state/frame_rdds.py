@@ -23,7 +23,7 @@ import numpy as np
 
 from . import frames as fr
 
-__all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of"]
+__all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
 
 _LOG = logging.getLogger(__name__)
 _CLASS = "io.sparkbalance.bridge.StateFrames"
@@ -48,6 +48,11 @@ def mask_of(pairs: Iterable[tuple[int, int]], num_physical: int, num_groups: int
     for p, g in pairs:
         m[p * num_groups + g] = 1
     return m.tobytes()
+
+
+def summaries(rdd: Any) -> list[tuple[int, int, float]]:
+    """``(pid, keys, Σ S(k))`` per partition of a frames RDD, from the frame headers."""
+    return rdd.mapPartitionsWithIndex(lambda pid, it: [fr.frames_summary(pid, it)]).collect()
 
 
 class FrameOps:

@@ -2,9 +2,9 @@
 
 Two layouts:
 
-- :class:`TableLayout` — Mixed routing (seed 000): ``F(k) = R[k] if k in R else h(k)``
+- :class:`TableLayout` — Mixed routing (Fang et al.): ``F(k) = R[k] if k in R else h(k)``
   over ``n`` logical partitions (a :class:`~sparkbalance.routing.RoutingTablePartitioner`).
-- :class:`GroupLayout` — key groups in contiguous intervals (seed 003): interval ``j`` of
+- :class:`GroupLayout` — key groups in contiguous intervals (Ding et al.): interval ``j`` of
   ``bounds`` lives on physical partition ``phys[j]``.
 
 Logical vs physical partitions. The state RDD holds one block per *physical* partition and
@@ -169,7 +169,7 @@ class GroupLayout:
         return np.repeat(np.arange(self.num_partitions, dtype=np.int64), np.diff(self.bounds))
 
     def after_plan(self, new_bounds: np.ndarray, owners: np.ndarray) -> "GroupLayout":
-        """Layout after an interval plan (SSM ``bounds``/``owners``, seed 003 §3).
+        """Layout after an interval plan (SSM ``bounds``/``owners``, Ding et al. §3).
 
         New interval ``j`` stays on the physical partition of its owner when the owner is
         an old node, so the overlap does not move; new nodes get the lowest free physical

@@ -1,4 +1,4 @@
-"""Delta migration of the keyed state (seed 000 §4 Fig. 5 steps 3-7, in Spark terms).
+"""Delta migration of the keyed state (Fang et al. §4, Fig. 5 steps 3-7, in Spark terms).
 
 The state is an RDD of frames, each the entries of one key group on one partition
 (:mod:`sparkbalance.state.frames`). Given the layout ``F`` the state is placed by and a
@@ -23,6 +23,7 @@ after the arrivals are materialised: the stage boundary is the paper's pause/res
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +31,12 @@ import numpy as np
 
 from ..routing.keygroups import key_group
 from . import frames as fr
-from .frame_rdds import FrameOps, as_frames, mask_of
-from .layout import GroupLayout
+from .frame_rdds import FrameOps, as_frames, mask_of, summaries
+from .framed import FramedState
+from .layout import GroupLayout, TableLayout
+from .records import MigrationRecord
 
-__all__ = ["MigrationResult", "migrate", "full_repartition", "summaries"]
+__all__ = ["MigrationResult", "migrate_state", "migrate", "full_repartition"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,45 @@ class MigrationResult:
     #                                     map-stage count: a re-run task may add twice)
 
 
-def summaries(rdd: Any) -> list[tuple[int, int, float]]:
-    """``(pid, keys, Σ S(k))`` per partition of a frames RDD, from the frame headers."""
-    return rdd.mapPartitionsWithIndex(lambda pid, it: [fr.frames_summary(pid, it)]).collect()
+def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, seq: int,
+                  reason: str, planned_bytes: float, candidates: frozenset | None = None,
+                  storage_level: Any = None) -> tuple[FramedState, MigrationRecord]:
+    """Move ``state`` to ``new_layout``, shuffling only the keys whose partition changes.
+
+    Parameters
+    ----------
+    state : the state, placed by its own layout.
+    new_layout : F', the layout to move to.
+    seq : batches applied so far (recorded). reason : "imbalance" or "scale" (recorded).
+    planned_bytes : the planner's migration cost M (recorded beside the bytes moved).
+    candidates : for a routing table with an unchanged n, the only keys whose partition can
+        change (the table delta); None = any key.
+    storage_level : where the arrivals are cached (default ``MEMORY_AND_DISK``).
+
+    Returns
+    -------
+    The new state (lazy narrow view: stays ∪ arrivals, the arrivals cached and listed in
+    its ``cached``) and the :class:`~sparkbalance.state.records.MigrationRecord`.
+
+    Example
+    -------
+    >>> new, rec = migrate_state(state, decision.layout, seq=3, reason="imbalance",
+    ...                          planned_bytes=decision.planned_bytes)   # doctest: +SKIP
+    >>> rec.keys_moved                                                   # doctest: +SKIP
+    12
+    """
+    if storage_level is None:
+        from pyspark import StorageLevel
+        storage_level = StorageLevel.MEMORY_AND_DISK
+    t0 = time.perf_counter()
+    old = state.layout
+    res = migrate(state.ops, state.rdd, old, new_layout, state.num_groups, storage_level,
+                  candidates=candidates)
+    new = FramedState(state.ops, res.rdd, new_layout, state.num_groups, res.cached)
+    rec = MigrationRecord(seq, reason, old.num_partitions, new_layout.num_partitions,
+                          res.keys_moved, res.bytes_moved, planned_bytes,
+                          time.perf_counter() - t0, new_layout.version, res.frames_touched)
+    return new, rec
 
 
 def _identity(pid: int) -> int:

@@ -1,109 +1,58 @@
 """KeyedStateOperator: keyed state across batches, rebalanced by moving only the delta.
 
-State lives in a persisted RDD of *frames* — the entries (``key -> entry``) of one key group
-on one partition, as raw bytes (:mod:`~sparkbalance.state.frames`) — placed by the current
-layout ``F`` (routing table of seed 000, or key-group intervals of seed 003). Per batch
-(seed 000 §4, Fig. 5):
+State lives in a persisted RDD of *frames* (:class:`~sparkbalance.state.framed.FramedState`)
+placed by the current layout ``F`` (routing table of Fang et al., or key-group intervals of
+Ding et al.). Per batch (Fang et al. §4, Fig. 5), :meth:`KeyedStateOperator.process` is
+five calls:
 
-1. the batch is routed with ``F`` and grouped into one block per partition (its shuffle);
-2. ``concat(state, batch)`` (partition ``i`` of both, in the JVM) then a Python merge
-   updates the state — narrow on the state (a ``ZippedPartitionsRDD2``; ``union``/
-   ``cogroup`` would re-shuffle it in PySpark). Only the groups the batch touches are
-   unpickled; the other frames pass through as bytes;
-3. the per-key (or per-key-group) costs and sizes of the batch are collected (one small
-   job that also materialises the cache) and the controller checks λ > 1 + θ;
-4. if so, the planner gives ``F'`` and :func:`~sparkbalance.state.migration.migrate`
-   moves only the keys with ``F'(k) != F(k)``: the frames that can hold them are selected
-   in the JVM, Δ is shuffled, and the new state is untouched frames + stays + arrivals,
-   concatenated per partition (``migration_seconds``); ``F'`` is used from the next batch;
-5. optionally a durable checkpoint (state + layout + version + last batch id) is committed.
+1. **merge** — the batch is routed with ``F`` and merged into the state, narrow on the
+   state (:meth:`FramedState.merge <sparkbalance.state.framed.FramedState.merge>`);
+2. **measure** — one small job runs the merge, caches it and collects the per-key (or
+   per-key-group) costs and sizes (with a listener: measured task seconds,
+   :mod:`~sparkbalance.state.timing`); the controller turns them into loads;
+3. **decide** — λ > 1 + θ? then the planner gives ``F'``
+   (:class:`~sparkbalance.state.controller.Controller`);
+4. **migrate** — only the keys with ``F'(k) != F(k)`` move
+   (:func:`~sparkbalance.state.migration.migrate_state`); ``F'`` is used from the next batch;
+5. **record** — a :class:`~sparkbalance.state.records.BatchRecord`, and optionally a
+   durable checkpoint (:func:`~sparkbalance.state.checkpoint.save_checkpoint`).
 
-Lineage is truncated every ``truncate_every`` batches: when the SparkContext has a
-checkpoint directory (``sc.setCheckpointDir``, the user's choice: we do not change global
-settings) by ``RDD.checkpoint()`` — reliable, survives the loss of an executor; otherwise by
-``RDD.localCheckpoint()`` — fast, but a lost executor then loses cached blocks that cannot be
-recomputed and the job fails with Spark's "checkpoint block not found" error (no silent
-loss); an operator with a ``checkpoint_dir`` is then restarted from its last durable
-checkpoint. On clusters where executors come and go, set ``sc.setCheckpointDir``.
+Lineage is truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.caching`);
+on clusters where executors come and go, set ``sc.setCheckpointDir``; an operator with a
+``checkpoint_dir`` is restarted from its last durable checkpoint.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..routing.base import check_num_partitions
 from ..routing.table import RoutingTable
-from . import checkpoint as ck
-from . import frames as fr
-from .blocks import check_pairs, group_block
-from .frame_rdds import as_frames, frame_ops
 from ..spark.listener import sparkbalance_job_group
-from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Measurement,
+from .caching import BatchCache
+from .checkpoint import restore_checkpoint, save_checkpoint
+from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Decision, Measurement,
                          initial_layout)
+from .frame_rdds import frame_ops
+from .frames import DEFAULT_TABLE_GROUPS
+from .framed import FramedState, Merged
+from .inputs import as_pairs, spark_context
 from .layout import GroupLayout, TableLayout
-from .migration import MigrationResult, migrate, summaries
+from .migration import migrate_state
+from .records import BatchRecord, MigrationRecord, batch_record
 from .store import store_for
 from .streaming import already_applied, check_batch_id
+from .timing import merge_seconds
 from .window import StateFold
 
-__all__ = ["KeyedStateOperator", "BatchRecord", "MigrationRecord", "DEFAULT_TRUNCATE_EVERY"]
+__all__ = ["KeyedStateOperator", "DEFAULT_TRUNCATE_EVERY"]
 
 #: Batches between lineage truncations: long lineages make task serialisation and
 #: recovery slow; 10 keeps them short at one extra job per 10 batches.
 DEFAULT_TRUNCATE_EVERY: int = 10
-
-
-@dataclass(frozen=True)
-class BatchRecord:
-    """One processed batch (``history`` row)."""
-
-    seq: int
-    batch_id: int | None
-    imbalance_before: float      # λ of this batch under the layout it was routed with
-    imbalance_after: float       # λ of this batch's costs under the layout used next
-    keys_moved: int
-    bytes_moved: float           # Σ S(k) of the keys whose state moved
-    table_size: int              # |R| after the batch (0 for key groups)
-    plan_seconds: float
-    migration_seconds: float
-    batch_seconds: float         # whole process() call, migration included
-    rebalanced: bool
-    layout_version: int
-    num_keys: int
-    state_bytes: float
-    records: float
-    max_load: float
-    mean_load: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class MigrationRecord:
-    """One migration (rebalancing after a batch, or a ``scale()``)."""
-
-    seq: int
-    reason: str                  # "imbalance" or "scale"
-    num_partitions_before: int
-    num_partitions_after: int
-    keys_moved: int
-    bytes_moved: float
-    planned_bytes: float
-    seconds: float
-    layout_version: int
-    frames_touched: int = -1     # state frames a Python worker read (the rest stayed in the JVM)
-
-
-def _spark_context(spark: Any) -> Any:
-    sc = getattr(spark, "sparkContext", spark)
-    if not hasattr(sc, "parallelize"):
-        raise TypeError(f"spark={spark!r}; expected a SparkSession or SparkContext")
-    return sc
 
 
 def _check_positive_int(value: Any, name: str) -> int:
@@ -125,14 +74,18 @@ class KeyedStateOperator:
     update_values : ``update_values(state, values) -> (new_state, outputs)``, general form
         over one key's values of a batch (give this or ``update``). A state of ``None``
         deletes the key.
-    planner : "none" (plain hash, never rebalances), "mixed", "mintable", "minmig",
-        "mixedbf", "readj" (routing table, seed 000) or "ssm", "mtm" (key groups, seed 003).
+    planner : a strategy name of the registry (:mod:`sparkbalance.strategies`) of kind
+        hash, table or keygroups: "none"/"hash" (plain hash, never rebalances), "mixed",
+        "mintable", "minmig", "mixedbf", "readj" (routing table, Fang et al.) or
+        "ssm"/"keygroups", "mtm" (key groups, Ding et al.); case-insensitive. A split
+        strategy ("pkg", ...) is refused. ``planner`` keeps the name as spelt (lower
+        case; also in checkpoints); ``strategy`` is the registry record.
     theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM).
     max_table : A_max, bound on the routing table (routing-table planners).
     window : None = state over all batches (default); w >= 1 = state of each key over its
-        last w batches (seed 000 §2.1; older contributions expire, see ``state.window``).
-        The issue sketch defaulted to 1, which under these semantics makes the state
-        per-batch only; we default to the unbounded running state instead.
+        last w batches (Fang et al. §2.1; older contributions expire, see
+        ``state.window``). w = 1 would make the state per-batch only, hence the unbounded
+        running state as the default.
     checkpoint_dir : directory for durable checkpoints: a local path, or a Hadoop URI
         (``hdfs://...``, ``s3a://...``; a shared file system on a cluster). An existing
         checkpoint there is resumed (and validated) when the operator is created.
@@ -141,8 +94,10 @@ class KeyedStateOperator:
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
     partition; for routing tables, G, the frame groups the state is cut into, default
     :data:`~sparkbalance.state.frames.DEFAULT_TABLE_GROUPS`), ``checkpoint_every``
-    (batches), ``truncate_every`` (lineage truncation), ``listener`` (a :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become
-    measured task seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params``.
+    (batches), ``truncate_every`` (lineage truncation), ``listener`` (a
+    :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become measured task
+    seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params`` (planner
+    constructor arguments; an unknown one is a ``TypeError``).
 
     Example
     -------
@@ -166,7 +121,7 @@ class KeyedStateOperator:
                  planner_params: Mapping[str, Any] | None = None) -> None:
         from pyspark import StorageLevel
 
-        self.sc = _spark_context(spark)
+        self.sc = spark_context(spark)
         n = check_num_partitions(num_partitions)
         self._fold = StateFold(update, initial, update_values, window, state_size)
         self._controller = Controller(planner, theta, max_table, beta, planner_params)
@@ -178,13 +133,12 @@ class KeyedStateOperator:
         self.listener = listener
         self.key_col, self.value_col = key_col, value_col
         self._level = StorageLevel.MEMORY_AND_DISK
-        self._layout: TableLayout | GroupLayout = initial_layout(self.planner, n, num_groups)
-        if isinstance(self._layout, GroupLayout):
-            self._groups = self._layout.num_groups
+        layout = initial_layout(self.planner, n, num_groups)
+        if isinstance(layout, GroupLayout):
+            groups = layout.num_groups
         else:
-            self._groups = (fr.DEFAULT_TABLE_GROUPS if num_groups is None
-                            else _check_positive_int(num_groups, "num_groups"))
-        self._ops = frame_ops(self.sc)
+            groups = (DEFAULT_TABLE_GROUPS if num_groups is None
+                      else _check_positive_int(num_groups, "num_groups"))
         self._seq = 0
         self.last_batch_id: int | None = None
         self.history: list[BatchRecord] = []
@@ -192,92 +146,66 @@ class KeyedStateOperator:
         self._num_keys = 0
         self._state_bytes = 0.0
         self._last: Measurement | None = None
-        self._to_release: list[Any] = []     # cached RDDs of the previous batch
-        self._pinned: Any = None             # last lineage-truncated RDD (kept cached)
+        self._cache = BatchCache(self.sc, self._level)
+        self._state = FramedState.empty(frame_ops(self.sc), layout, groups)
+        self._state.rdd.persist(self._level)
+        self._cache.hold(self._state.rdd)
         self.checkpoint_dir = checkpoint_dir
         self._store = None if checkpoint_dir is None else store_for(self.sc, checkpoint_dir)
         if self._store is not None:
             self._store.mkdirs()
-        self._state = self._empty_state(self._layout.num_physical)
-        self._to_release.append(self._state)
-        if self._store is not None:
             self._resume(n)
 
     # ------------------------------------------------------------------ properties
     @property
+    def strategy(self) -> Any:
+        """The registry record of the planner (:func:`sparkbalance.strategies.get`)."""
+        return self._controller.strategy
+
+    @property
     def num_partitions(self) -> int:
         """n: partitions the layout routes to."""
-        return self._layout.num_partitions
+        return self._state.layout.num_partitions
 
     @property
     def layout(self) -> TableLayout | GroupLayout:
-        return self._layout
+        return self._state.layout
 
     @property
     def partition_function(self) -> Any:
         """The current (versioned) partition function F."""
-        return self._layout.fn
+        return self._state.layout.fn
 
     @property
     def table(self) -> RoutingTable | None:
         """The routing table (routing-table planners) or None (key groups)."""
-        return self._layout.table if isinstance(self._layout, TableLayout) else None
+        layout = self._state.layout
+        return layout.table if isinstance(layout, TableLayout) else None
 
     @property
     def version(self) -> int:
-        return self._layout.version
+        return self._state.layout.version
 
     @property
     def state_rdd(self) -> Any:
         """``(key, state)`` pairs of the current state (lazy; for big states)."""
-        return self._state.mapPartitions(
-            lambda it: ((k, e[0]) for k, e in fr.entries_of(it)))
+        return self._state.pairs()
 
     @property
     def blocks_rdd(self) -> Any:
         """One ``{key: entry}`` block per physical partition (entry = ``[state, S(k),
         window segments]``; lazy, decodes every frame)."""
-        return self._state.mapPartitions(lambda it: [fr.frames_to_block(it)])
+        return self._state.blocks()
 
     @property
     def frames_rdd(self) -> Any:
         """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames`)."""
-        return self._state
+        return self._state.rdd
 
     def collect_state(self) -> dict:
         """``{key: state}`` on the driver (tests and small states). A key stored twice is
         a ``RuntimeError`` (a broken layout), never silently merged."""
-        out: dict = {}
-        for k, e in self._state.mapPartitions(fr.entries_of).collect():
-            if k in out:
-                raise RuntimeError(f"key {k!r} is stored twice in the state; the state layout "
-                                   "is inconsistent")
-            out[k] = e[0]
-        return out
-
-    # ------------------------------------------------------------------ input
-    def _pairs(self, batch: Any) -> Any:
-        from pyspark import RDD
-        if isinstance(batch, RDD):
-            rdd = batch
-        elif hasattr(batch, "columns") and hasattr(batch, "select"):
-            cols = list(batch.columns)
-            if self.key_col in cols and self.value_col in cols:
-                sel = batch.select(self.key_col, self.value_col)
-            elif len(cols) == 2:
-                sel = batch
-            else:
-                raise ValueError(f"DataFrame has columns {cols}; expected columns "
-                                 f"{self.key_col!r} and {self.value_col!r} (key_col=, "
-                                 "value_col=) or exactly two columns (key, value)")
-            rdd = sel.rdd.map(lambda r: (r[0], r[1]))
-        else:
-            raise TypeError(f"batch is a {type(batch).__name__}; expected an RDD of (key, "
-                            "value) pairs or a DataFrame with key/value columns")
-        return rdd.mapPartitions(check_pairs)
-
-    def _empty_state(self, num_physical: int) -> Any:
-        return self._ops.empty(num_physical).persist(self._level)
+        return self._state.collect()
 
     # ------------------------------------------------------------------ one batch
     def process(self, batch: Any, batch_id: int | None = None) -> Any:
@@ -287,64 +215,15 @@ class KeyedStateOperator:
         for best performance (later it is recomputed from lineage, with the same result).
         """
         t0 = time.perf_counter()
-        if batch_id is not None:
-            batch_id = check_batch_id(batch_id)
-        layout, seq = self._layout, self._seq
-        P = layout.num_physical
-        merged = self.merge_rdd(batch)
-        merged.persist(self._level)
-        truncated = (seq + 1) % self.truncate_every == 0
-        if truncated:
-            self._truncate(merged)
-        group = f"sparkbalance-state-{id(self)}-{seq}"
-        ops = self._ops
-        with sparkbalance_job_group(self.sc, group, f"sparkbalance keyed state batch {seq}"):
-            stats = ops.select(merged, fr.TAG_STATS).map(fr.frame_payload).collect()
-        if len(stats) != P:
-            raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
-                               f"expected {P}")
-        release, self._to_release = self._to_release, []
-        if truncated:
-            release.append(self._pinned)
-            self._pinned = merged
-        else:
-            self._to_release.append(merged)
-        self._state = ops.select(merged, fr.TAG_STATE)
-        m = self._controller.measure(stats, layout, self._partition_seconds(group, P))
-        self._last = m
-        self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
-        plan_s = mig_s = 0.0
-        keys_moved, bytes_moved, after, rebalanced = 0, 0.0, m.imbalance, False
-        if self._controller.should_rebalance(m):
-            decision = self._controller.plan(m, layout)
-            plan_s = decision.seconds
-            if decision.layout != layout and decision.imbalance_after < m.imbalance - 1e-12:
-                t1 = time.perf_counter()
-                res = self._migrate(decision.layout, "imbalance", decision.planned_bytes,
-                                   decision.candidates)
-                mig_s = time.perf_counter() - t1
-                keys_moved, bytes_moved = res.keys_moved, res.bytes_moved
-                after, rebalanced = decision.imbalance_after, True
-        for rdd in release:
-            if rdd is not None and rdd is not self._pinned:
-                rdd.unpersist()
-        self._seq += 1
-        if batch_id is not None:
-            self.last_batch_id = batch_id
-        if self._store is not None and self._seq % self.checkpoint_every == 0:
-            self.save_checkpoint()
-        active = m.loads[m.active]
-        self.history.append(BatchRecord(
-            seq=seq, batch_id=batch_id, imbalance_before=m.imbalance, imbalance_after=after,
-            keys_moved=keys_moved, bytes_moved=bytes_moved,
-            table_size=self._layout.table_size, plan_seconds=plan_s,
-            migration_seconds=mig_s, batch_seconds=time.perf_counter() - t0,
-            rebalanced=rebalanced, layout_version=self._layout.version,
-            num_keys=self._num_keys, state_bytes=self._state_bytes,
-            records=float(m.cost.sum()) if self.listener is None else float("nan"),
-            max_load=float(active.max()) if active.size else 0.0,
-            mean_load=float(active.mean()) if active.size else 0.0))
-        return ops.select(merged, fr.TAG_OUTPUTS).flatMap(fr.frame_payload)
+        batch_id = None if batch_id is None else check_batch_id(batch_id)
+        seq = self._seq
+        merged = self._state.merge(as_pairs(batch, self.key_col, self.value_col),
+                                   self._fold, seq)
+        m = self._measure(merged)
+        decision = self._decide(m)
+        migration = self._migrate(decision, "imbalance")
+        self._record(seq, batch_id, m, decision, migration, t0)
+        return merged.outputs()
 
     def merge_rdd(self, batch: Any) -> Any:
         """The lazy merge of ``batch`` into the state (no job runs): per partition the new
@@ -352,21 +231,64 @@ class KeyedStateOperator:
         runs it; exposed to inspect the lineage (``merge_rdd(b)._jrdd.rdd().toDebugString()``:
         a ``ZippedPartitionsRDD2`` whose state side is narrow down to the cached frames).
         """
-        layout = self._layout
-        fn, P = layout.fn, layout.num_physical
-        pairs = self._pairs(batch)
-        batch_frames = as_frames(pairs.partitionBy(P, fn).mapPartitions(
-            lambda it: [fr.data_frame(fr.TAG_BATCH, group_block(it)[0])],
-            preservesPartitioning=True))
-        fold, seq, G = self._fold, self._seq, self._groups
-        per_group = isinstance(layout, GroupLayout)
-        # Per-key statistics of the batch's keys and the table's: a key with no records in
-        # the batch adds no load, and only a table key can move without adding load, so the
-        # planner needs no other key (and a big state costs no per-key driver work).
-        watch = None if per_group else frozenset(layout.table.routes)
-        return self._ops.map_frames(
-            self._ops.concat(self._state, batch_frames),
-            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group, watch))
+        return self._state.merge(as_pairs(batch, self.key_col, self.value_col), self._fold,
+                                 self._seq).rdd
+
+    def _measure(self, merged: Merged) -> Measurement:
+        """Run the merge (one job, cached; the state becomes the merged one) and measure
+        the batch's loads under the layout it was routed with."""
+        seq = self._seq
+        truncated = (seq + 1) % self.truncate_every == 0
+        self._cache.persist(merged.rdd, truncated)
+        group = f"sparkbalance-state-{id(self)}-{seq}"
+        with sparkbalance_job_group(self.sc, group, f"sparkbalance keyed state batch {seq}"):
+            stats = merged.stats()
+        self._cache.begin(merged.rdd, truncated)
+        self._state = merged.state()
+        layout = self._state.layout
+        m = self._controller.measure(stats, layout,
+                                     merge_seconds(self.listener, group, layout.num_physical))
+        self._last = m
+        self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
+        return m
+
+    def _decide(self, m: Measurement) -> Decision | None:
+        """The planned layout when λ > 1 + θ and the plan improves λ; else None."""
+        if not self._controller.should_rebalance(m):
+            return None
+        layout = self._state.layout
+        decision = self._controller.plan(m, layout)
+        if decision.layout == layout or decision.imbalance_after >= m.imbalance - 1e-12:
+            return Decision(layout, m.imbalance, 0, 0.0, decision.seconds, decision.feasible,
+                            layout.table_size)   # planned, but nothing worth moving
+        return decision
+
+    def _migrate(self, decision: Decision | None, reason: str) -> MigrationRecord | None:
+        """Move the state to ``decision.layout`` (nothing when it is the current one)."""
+        if decision is None or decision.layout == self._state.layout:
+            return None
+        self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
+                                         reason=reason, planned_bytes=decision.planned_bytes,
+                                         candidates=decision.candidates,
+                                         storage_level=self._level)
+        self._cache.hold(*self._state.cached)
+        self.migrations.append(rec)
+        return rec
+
+    def _record(self, seq: int, batch_id: int | None, m: Measurement,
+                decision: Decision | None, migration: MigrationRecord | None,
+                t0: float) -> None:
+        self._cache.end()
+        self._seq += 1
+        if batch_id is not None:
+            self.last_batch_id = batch_id
+        if self._store is not None and self._seq % self.checkpoint_every == 0:
+            self.save_checkpoint()
+        after = m.imbalance if migration is None else decision.imbalance_after
+        self.history.append(batch_record(
+            seq, batch_id, m, self._state.layout, migration, after,
+            0.0 if decision is None else decision.seconds, time.perf_counter() - t0,
+            timed=self.listener is not None))
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.
@@ -379,168 +301,68 @@ class KeyedStateOperator:
             return None
         return self.process(df, batch_id=batch_id)
 
-    # ------------------------------------------------------------------ rebalancing
-    def _migrate(self, new_layout: TableLayout | GroupLayout, reason: str,
-                 planned_bytes: float, candidates: frozenset | None = None
-                 ) -> MigrationResult:
-        t0 = time.perf_counter()
-        old = self._layout
-        res = migrate(self._ops, self._state, old, new_layout, self._groups, self._level,
-                      candidates=candidates)
-        self._to_release.extend(res.cached)
-        self._state = res.rdd                      # lazy narrow view: stays ∪ arrivals
-        self._layout = new_layout                  # switch only after the move
-        self.migrations.append(MigrationRecord(
-            self._seq, reason, old.num_partitions, new_layout.num_partitions, res.keys_moved,
-            res.bytes_moved, planned_bytes, time.perf_counter() - t0, new_layout.version,
-            res.frames_touched))
-        return res
-
+    # ------------------------------------------------------------------ scaling
     def scale(self, num_partitions: int) -> MigrationRecord:
         """Change the number of partitions to ``num_partitions``, moving only what must move.
 
-        Key groups (SSM/MTM): the optimal interval migration of seed 003 (new nodes take
+        Key groups (SSM/MTM): the optimal interval migration of Ding et al. (new nodes take
         over sub-intervals; removed nodes hand theirs over). Routing tables: h(k) = hash
         mod n changes with n, so most keys move (that is what key groups avoid). Shrinking
         keeps the emptied physical partitions as empty blocks (see ``state.layout``).
         """
         n_new = check_num_partitions(num_partitions)
+        layout = self._state.layout
         m = self._last if self._last is not None else self._measure_state()
-        if isinstance(self._layout, GroupLayout):
+        if isinstance(layout, GroupLayout):
             m = self._measure_state(cost=m.cost)
-        decision = self._controller.plan(m, self._layout, n_new)
-        if decision.layout == self._layout:
-            rec = MigrationRecord(self._seq, "scale", self.num_partitions, n_new, 0, 0.0, 0.0,
-                                  decision.seconds, self._layout.version)
+        decision = self._controller.plan(m, layout, n_new)
+        rec = self._migrate(decision, "scale")
+        if rec is None:
+            rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0, 0.0,
+                                  0.0, decision.seconds, layout.version)
             self.migrations.append(rec)
             return rec
-        self._migrate(decision.layout, "scale", decision.planned_bytes)
         self._last = None
         if self._store is not None:
             self.save_checkpoint()
-        return self.migrations[-1]
+        return rec
 
     def _measure_state(self, cost: np.ndarray | None = None) -> Measurement:
         """Sizes of the current state (cost: the given per-group cost, else zero)."""
-        layout = self._layout
-        G, per_group = self._groups, isinstance(layout, GroupLayout)
-        stats = self._state.mapPartitionsWithIndex(
-            lambda pid, it: [fr.frames_stats(pid, it, G, per_group)]).collect()
-        m = self._controller.measure(stats, layout)
+        layout = self._state.layout
+        m = self._controller.measure(self._state.stats(), layout)
         if cost is not None and isinstance(layout, GroupLayout):
             m = Measurement(m.loads, m.active, m.imbalance, None, np.asarray(cost), m.memory,
                             None, m.num_keys, m.state_bytes)
         return m
 
-    def _partition_seconds(self, group: str, P: int) -> np.ndarray | None:
-        """Task seconds per partition of the merge stage, from the attached listener."""
-        lst = self.listener
-        if lst is None:
-            return None
-        try:
-            tasks = [t for t in lst.tasks(successful_only=True) if t.job_group == group]
-        except Exception:  # noqa: BLE001 - a broken listener must not break the batch
-            return None
-        if not tasks:
-            return None
-        last_stage = max(t.stage_id for t in tasks)
-        secs = np.zeros(P)
-        for t in tasks:
-            if t.stage_id == last_stage and 0 <= t.partition_id < P:
-                secs[t.partition_id] = t.run_time_ms / 1000.0
-        return secs if secs.sum() > 0 else None
-
-    def _truncate(self, rdd: Any) -> None:
-        if self.sc.getCheckpointDir() is not None:
-            rdd.checkpoint()          # reliable: survives executor loss
-        else:
-            rdd.localCheckpoint()     # fast; cached blocks are the only copy
-
     # ------------------------------------------------------------------ durability
     def save_checkpoint(self) -> None:
         """Commit state + layout + version + last batch id atomically to checkpoint_dir."""
-        d = self._store
-        if d is None:
+        if self._store is None:
             raise ValueError("checkpoint_dir=None; give the operator a checkpoint_dir")
-        seq = self._seq
-        state_dir = f"state-{seq:08d}"
-        if d.exists(state_dir):
-            d.remove(state_dir)
-        (self._state.mapPartitionsWithIndex(lambda pid, it: [(pid, b) for b in it])
-         .saveAsPickleFile(d.uri(state_dir)))
-        layout_file, sha = ck.write_layout(d, seq, self._layout)
-        man = ck.Manifest(seq=seq, last_batch_id=self.last_batch_id,
-                          num_partitions=self.num_partitions,
-                          num_physical=self._layout.num_physical, planner=self.planner,
-                          window=self.window, layout_kind=self._layout.kind,
-                          layout_version=self._layout.version, layout_file=layout_file,
-                          layout_sha256=sha, state_dir=state_dir, num_keys=self._num_keys,
-                          state_bytes=self._state_bytes, num_groups=self._groups)
-        ck.write_manifest(d, man)
-        ck.clean_stale(d, man)
+        save_checkpoint(self._store, self._state, seq=self._seq,
+                        last_batch_id=self.last_batch_id, planner=self.planner,
+                        window=self.window, num_keys=self._num_keys,
+                        state_bytes=self._state_bytes)
 
     def _resume(self, num_partitions: int) -> None:
-        d = self._store
-        man = ck.read_manifest(d)
-        if man is None:
+        got = restore_checkpoint(self._store, self._state.ops, planner=self.planner,
+                                 window=self.window, num_partitions=num_partitions,
+                                 storage_level=self._level)
+        if got is None:
             return
-        ck.check_compatible(d, man, {"planner": self.planner, "window": self.window,
-                                     "num_partitions": num_partitions})
-        layout = ck.read_layout(d, man)
-        if (layout.num_physical != man.num_physical
-                or layout.num_partitions != man.num_partitions):
-            raise ck.CheckpointError(f"{d.display(man.layout_file)}: layout has "
-                                     f"{layout.num_partitions}"
-                                     f"/{layout.num_physical} partitions; the manifest says "
-                                     f"{man.num_partitions}/{man.num_physical}")
-        P, G = man.num_physical, man.num_groups
-        if isinstance(layout, GroupLayout) and layout.num_groups != G:
-            raise ck.CheckpointError(f"{d.display(ck.MANIFEST)}: frames of {G} groups; the "
-                                     f"layout {d.display(man.layout_file)} has "
-                                     f"{layout.num_groups}")
-        path = d.display(man.state_dir)
-        fn = layout.fn
-
-        def _check(pid: int, it: Iterable) -> Iterable:
-            for p, f in it:
-                if p != pid:
-                    raise ValueError(f"a frame of partition {p} read as partition {pid}")
-                fr.check_state_frame(f, pid, G, fn)
-                yield f
-
-        try:
-            rdd = as_frames(self.sc.pickleFile(d.uri(man.state_dir)).partitionBy(P, lambda pid: pid)
-                            .mapPartitionsWithIndex(_check, preservesPartitioning=True))
-            rdd.persist(self._level)
-            rows = summaries(rdd)
-        except Exception as e:  # noqa: BLE001 - Py4J/Python errors: report the file
-            raise ck.CheckpointError(f"{path}: cannot load the checkpointed state "
-                                     f"({str(e).strip().splitlines()[-1][:300]})") from e
-        num_keys = sum(r[1] for r in rows)
-        if num_keys != man.num_keys:
-            rdd.unpersist()
-            raise ck.CheckpointError(f"{path}: holds {num_keys} keys; the manifest "
-                                     f"{d.display(ck.MANIFEST)} records {man.num_keys}")
-        self._state.unpersist()
-        self._state = rdd
-        self._to_release = [rdd]
-        self._layout = layout
-        self._groups = G
-        self._seq = man.seq
-        self.last_batch_id = man.last_batch_id
-        self._num_keys = num_keys
-        self._state_bytes = float(sum(r[2] for r in rows))
+        self._state.rdd.unpersist()
+        self._state = got.state
+        self._cache.reset(*got.state.cached)
+        self._seq = got.seq
+        self.last_batch_id = got.last_batch_id
+        self._num_keys, self._state_bytes = got.num_keys, got.state_bytes
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
         """Release every cached RDD of the operator."""
-        for rdd in self._to_release + [self._pinned, self._state]:
-            if rdd is not None:
-                try:
-                    rdd.unpersist()
-                except Exception:  # noqa: BLE001
-                    pass
-        self._to_release, self._pinned = [], None
+        self._cache.close(self._state.rdd)
 
     def __repr__(self) -> str:
         return (f"KeyedStateOperator(num_partitions={self.num_partitions}, planner="

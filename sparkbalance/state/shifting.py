@@ -1,4 +1,4 @@
-"""A shifting Zipf stream (seed 000 §5) for the keyed-state tests, demo and benchmark.
+"""A shifting Zipf stream (Fang et al. §5) for the keyed-state tests, demo and benchmark.
 
 Interval 0 draws key frequencies ∝ rank^-z over ``num_keys`` integer keys; every next
 interval swaps the frequencies of random key pairs homed on different partitions until the

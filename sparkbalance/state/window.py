@@ -1,4 +1,4 @@
-"""Per-key window state (seed 000 §2.1 memory model) and the fold of one batch into it.
+"""Per-key window state (Fang et al. §2.1 memory model) and the fold of one batch into it.
 
 A key's stored *entry* is a small list ``[state, nbytes, segments]``:
 
@@ -8,7 +8,7 @@ A key's stored *entry* is a small list ``[state, nbytes, segments]``:
 - ``segments``: ``None`` for an unbounded window, else the values of the key in each of the
   last ``window`` batches as ``[(seq, values), ...]``.
 
-Window semantics. Seed 000 keeps, per key, only the state of the last ``w`` intervals
+Window semantics. Fang et al. keep, per key, only the state of the last ``w`` intervals
 ("the task instance erases the state from time interval t-w after finishing interval t");
 S(k) = Σ_{i=t-w+1..t} s_i(k). We implement exactly that: with ``window=w`` the state of a
 key after batch t is the fold of its values of batches t-w+1..t (older contributions are

@@ -284,15 +284,16 @@ def test_migration_reads_only_the_touched_frames(sc, planner):
     op.close()
 
 
-def test_python_fallback_gives_the_same_state(sc):
+def test_python_fallback_gives_the_same_state(sc, monkeypatch):
     """Without the bridge jar the same frames are selected in Python: same results."""
     from sparkbalance.state.frame_rdds import FrameOps
     batches = _stream(n_batches=4)
     ops = FrameOps(sc, jvm=False)
+    monkeypatch.setattr("sparkbalance.state.operator.frame_ops", lambda sc: ops)
     for planner in ("mixed", "ssm"):
         op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
                                 theta=0.05)
-        op._ops = ops
+        assert op.frames_rdd is not None and not ops.jvm
         ref: dict = {}
         for b in batches:
             for k, v in b:

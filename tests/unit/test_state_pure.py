@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state import checkpoint as ck
-from sparkbalance.state.blocks import check_pairs, group_block, merge_blocks
-from sparkbalance.state.controller import Controller, check_planner, initial_layout
+from sparkbalance.state.blocks import group_block, merge_blocks
+from sparkbalance.state.controller import (Controller, initial_layout, state_planners,
+                                           state_strategy)
+from sparkbalance.state.inputs import check_pairs
 from sparkbalance.state.layout import GroupLayout, TableLayout
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
 from sparkbalance.state.streaming import already_applied, check_batch_id
@@ -181,12 +183,25 @@ def test_time_weighted_costs_follow_partition_seconds():
     assert m.loads.tolist() == [4.0, 1.0] and m.imbalance == pytest.approx(1.6)
 
 
-def test_planner_names():
-    assert check_planner("SSM") == "ssm"
-    with pytest.raises(ValueError, match="expected one of"):
-        check_planner("fast")
+def test_planner_names_come_from_the_registry():
+    assert state_strategy("SSM").name == "keygroups" and state_strategy("none").kind == "hash"
+    assert state_planners() == ["hash", "mixed", "mixedbf", "mintable", "minmig", "readj",
+                                "keygroups", "mtm"]
+    with pytest.raises(ValueError, match="planner='fast'; expected one of"):
+        state_strategy("fast")
     with pytest.raises(TypeError):
-        check_planner(None)
+        state_strategy(None)
+    with pytest.raises(ValueError, match="planner='pkg' splits keys"):
+        Controller("pkg")
+    assert Controller("SSM").name == "ssm" and Controller("SSM").strategy.name == "keygroups"
+    assert Controller("mtm").planner is None and initial_layout("mtm", 2).kind == "groups"
+
+
+def test_unknown_planner_parameters_are_refused_not_dropped():
+    with pytest.raises(TypeError, match="unknown parameter 'thetaa'"):
+        Controller("mixed", planner_params={"thetaa": 0.1})
+    c = Controller("mixed", planner_params={"compact": True})
+    assert c.params == {"compact": True}
 
 
 # ----------------------------------------------------------------------------- checkpoint
@@ -273,3 +288,13 @@ def test_store_for_picks_local_or_hadoop_and_rejects_bad_dirs(tmp_path):
         store_for(None, "hdfs://namenode/ck")
     with pytest.raises(TypeError, match="expected a path or a URI"):
         store_for(None, 5)
+
+
+def test_cost_from_partition_seconds_uses_the_mean_rate_where_unmeasured():
+    from sparkbalance.stats.timeweights import cost_from_partition_seconds
+    # partition 1: 2 s over 4 records; partition 2 has no time (NaN) -> mean 4 s / 8 rec
+    c = cost_from_partition_seconds([1.0, 3.0, 4.0], [0, 1, 2], [0.0, 4.0, 4.0],
+                                    [2.0, 2.0, np.nan])
+    assert c.tolist() == [0.5, 1.5, 2.0]
+    with pytest.raises(ValueError, match="where has ids"):
+        cost_from_partition_seconds([1.0], [3], [1.0], [1.0])

@@ -1,0 +1,84 @@
+"""Cache bookkeeping of the keyed-state operator: which RDDs hold cached state, when to
+release them, and lineage truncation.
+
+Batch ``i``'s merge reads batch ``i - 1``'s cached frames; once batch ``i`` is cached
+(its statistics job ran) and migrated, batch ``i - 1``'s RDDs are released. Every
+``truncate_every`` batches the merged RDD's lineage is cut: with the SparkContext's
+checkpoint directory (``sc.setCheckpointDir``, the user's choice: we do not change global
+settings) by ``RDD.checkpoint()`` — reliable, survives the loss of an executor; otherwise
+by ``RDD.localCheckpoint()`` — fast, but a lost executor then loses cached blocks that
+cannot be recomputed and the job fails with Spark's "checkpoint block not found" error (no
+silent loss). A truncated RDD stays cached ("pinned") until the next truncation.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BatchCache"]
+
+
+class BatchCache:
+    """The cached RDDs of one operator.
+
+    Parameters
+    ----------
+    sc : the SparkContext (its checkpoint directory decides how lineage is truncated).
+    storage_level : where cached frames live (``MEMORY_AND_DISK``).
+
+    Example
+    -------
+    >>> cache = BatchCache(sc, StorageLevel.MEMORY_AND_DISK)     # doctest: +SKIP
+    >>> cache.begin(merged_rdd, truncate=False)                  # doctest: +SKIP
+    >>> cache.end()                                              # doctest: +SKIP
+    """
+
+    def __init__(self, sc: Any, storage_level: Any) -> None:
+        self.sc = sc
+        self.level = storage_level
+        self._held: list[Any] = []       # cached RDDs of the current batch
+        self._previous: list[Any] = []   # the previous batch's, released by end()
+        self._pinned: Any = None         # last lineage-truncated RDD (kept cached)
+
+    def hold(self, *rdds: Any) -> None:
+        """Keep ``rdds`` cached until the batch after the current one ends."""
+        self._held.extend(r for r in rdds if r is not None)
+
+    def persist(self, rdd: Any, truncate: bool) -> None:
+        """Cache a batch's merged RDD (lazily), cutting its lineage if ``truncate``."""
+        rdd.persist(self.level)
+        if truncate:
+            if self.sc.getCheckpointDir() is not None:
+                rdd.checkpoint()          # reliable: survives executor loss
+            else:
+                rdd.localCheckpoint()     # fast; cached blocks are the only copy
+
+    def begin(self, rdd: Any, truncated: bool) -> None:
+        """A new batch whose cached merged RDD ``rdd`` is materialised: the RDDs held so
+        far become the previous batch's (released by :meth:`end`)."""
+        self._previous, self._held = self._held, []
+        if truncated:
+            self._previous.append(self._pinned)
+            self._pinned = rdd
+        else:
+            self._held.append(rdd)
+
+    def end(self) -> None:
+        """Release the previous batch's RDDs (never the pinned one)."""
+        for rdd in self._previous:
+            if rdd is not None and rdd is not self._pinned:
+                rdd.unpersist()
+        self._previous = []
+
+    def reset(self, *rdds: Any) -> None:
+        """Forget everything held (a restored state): hold only ``rdds``."""
+        self._held, self._previous = [r for r in rdds if r is not None], []
+
+    def close(self, *also: Any) -> None:
+        """Release every RDD held, pinned or in ``also``."""
+        for rdd in self._held + self._previous + [self._pinned, *also]:
+            if rdd is not None:
+                try:
+                    rdd.unpersist()
+                except Exception:  # noqa: BLE001 - a stopped context must not fail close()
+                    pass
+        self._held, self._previous, self._pinned = [], [], None
