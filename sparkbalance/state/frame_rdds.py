@@ -21,12 +21,12 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ..spark.bridge import STATE_FRAMES_CLASS, class_available
 from . import frames as fr
 
 __all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
 
 _LOG = logging.getLogger(__name__)
-_CLASS = "io.sparkbalance.bridge.StateFrames"
 
 
 def as_frames(rdd: Any) -> Any:
@@ -131,11 +131,7 @@ def frame_ops(sc: Any, prefer_jvm: bool = True) -> FrameOps:
     if ops is None or (ops.jvm and not prefer_jvm):
         jvm = False
         if prefer_jvm:
-            try:
-                sc._jvm.org.apache.spark.util.Utils.classForName(_CLASS, False, False)
-                jvm = True
-            except Exception:  # noqa: BLE001 - py4j raises a Py4JJavaError subclass
-                jvm = False
+            jvm = class_available(sc, STATE_FRAMES_CLASS)
         ops = FrameOps(sc, jvm)
         if prefer_jvm:
             _LOG.info("sparkbalance keyed state: %s", "frames selected in the JVM (bridge jar)"

@@ -11,23 +11,7 @@ from typing import Any, Iterable, Iterator
 
 from ..hashing import validate_key
 
-__all__ = ["spark_context", "as_pairs", "check_pairs"]
-
-
-def spark_context(spark: Any) -> Any:
-    """The SparkContext of ``spark`` (a SparkSession or a SparkContext).
-
-    Example
-    -------
-    >>> spark_context(None)
-    Traceback (most recent call last):
-    ...
-    TypeError: spark=None; expected a SparkSession or SparkContext
-    """
-    sc = getattr(spark, "sparkContext", spark)
-    if not hasattr(sc, "parallelize"):
-        raise TypeError(f"spark={spark!r}; expected a SparkSession or SparkContext")
-    return sc
+__all__ = ["as_pairs", "check_pairs"]
 
 
 def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..routing.base import check_num_partitions
 from ..routing.table import RoutingTable
-from ..spark.listener import sparkbalance_job_group
+from ..spark.jobs import sparkbalance_job_group
 from .caching import BatchCache
 from .checkpoint import restore_checkpoint, save_checkpoint
 from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Decision, Measurement,
@@ -39,7 +39,8 @@ from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Decision,
 from .frame_rdds import frame_ops
 from .frames import DEFAULT_TABLE_GROUPS
 from .framed import FramedState, Merged
-from .inputs import as_pairs, spark_context
+from ..spark.bridge import spark_context
+from .inputs import as_pairs
 from .layout import GroupLayout, TableLayout
 from .migration import migrate_state
 from .records import BatchRecord, MigrationRecord, batch_record

@@ -335,8 +335,8 @@ def _warm_workers(sc, n: int) -> None:
 
 def _listener_cases() -> list:
     """(recorder, planner): both recorders, and both layout kinds (routing table, key groups)."""
-    from sparkbalance.spark import jvm
-    no_jar = pytest.mark.skipif(jvm.bridge_jar_path() is None,
+    from sparkbalance.spark.bridge import bridge_jar_path
+    no_jar = pytest.mark.skipif(bridge_jar_path() is None,
                                 reason="bridge jar not built (jvm_bridge/build.sh)")
     return [pytest.param("py4j", "mixed", id="py4j-mixed"),
             pytest.param("jvm", "mixed", id="jvm-mixed", marks=no_jar),
@@ -350,10 +350,10 @@ def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, 
     sees the imbalance and moves the slow keys off that partition (leaving the *record*
     counts unbalanced on purpose); the state stays exact."""
     from sparkbalance import TaskMetricsListener, open_listener
-    from sparkbalance.spark import jvm
+    from sparkbalance.spark.bridge import bridge_available
 
     n = 3
-    if kind == "jvm" and not jvm.bridge_available(spark):
+    if kind == "jvm" and not bridge_available(spark):
         pytest.skip("bridge jar not on spark.jars of the shared session")
     _warm_workers(sc, n)
     lst = TaskMetricsListener(spark) if kind == "py4j" else open_listener(spark, prefer="jvm")
