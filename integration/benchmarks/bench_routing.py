@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT))
 from sparkbalance import strategies  # noqa: E402
 from sparkbalance.bench.session import local_session  # noqa: E402
 from sparkbalance.bench.workloads import costly_reduce, loops_for_us, zipf_records  # noqa: E402
-from sparkbalance.routing.choices import fit_dchoices, fit_wchoices  # noqa: E402
+from sparkbalance.strategies.splitting import fit_dchoices, fit_wchoices  # noqa: E402
 from sparkbalance.routing.hash import HashPartitioner  # noqa: E402
 from sparkbalance.routing.pkg import PKGPartitioner  # noqa: E402
-from sparkbalance.routing.tag import fit_tag  # noqa: E402
+from sparkbalance.strategies.splitting import fit_tag  # noqa: E402
 from sparkbalance.stats import KeyStats  # noqa: E402
 
 SOURCES = 5  # map tasks ("sources" of Nasir et al.), each with its own local load vector
@@ -128,7 +128,7 @@ def part_a(sc, quick: bool, repeats: int) -> None:
     rdd.count()
     names = registered(("hash", "mixed", "mintable", "minmig", "readj", "keygroups",
                                   "pkg", "dchoices", "wchoices", "tag"))
-    fitted = {name: fit_partitioner(rdd, n, name) for name in names}  # stats/fit not timed
+    fitted = {name: fit_partitioner(rdd, n, strategy=name) for name in names}  # stats/fit not timed
     # Same functions without the per-process memo of PartitionFunction.__call__ (bound
     # .partition): on mostly distinct keys every call is a memo miss, and the miss path
     # (insert, periodic clear) costs more than it saves. Shows what an adaptive memo buys.

@@ -60,7 +60,7 @@ def local_session(slots: int, app: str = "sparkbalance-bench", *, bridge: bool =
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     if bridge:
-        from ..spark.jvm import session_builder_with_bridge
+        from ..spark.bridge import session_builder_with_bridge
         builder = session_builder_with_bridge(builder)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

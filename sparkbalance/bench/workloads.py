@@ -246,7 +246,7 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
     from ..spark.rdd import fit_partitioner
 
     t0 = time.perf_counter()
-    f = fit_partitioner(rdd, num_partitions, strategy, **params)
+    f = fit_partitioner(rdd, num_partitions, strategy=strategy, **params)
     fit_s = time.perf_counter() - t0
     with sparkbalance_job_group(rdd.context, "sparkbalance-demo", f"demo reduce: {strategy}"):
         t1 = time.perf_counter()
