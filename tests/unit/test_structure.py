@@ -8,8 +8,8 @@ The rules (see ``docs/architecture.md``):
   the top-level ``__init__`` and ``__main__`` are exempt (they re-export and dispatch);
 * a module has at most :data:`MAX_LINES` lines unless its first docstring has a line starting
   with ``Long because:`` saying why;
-* code cites papers by author and section, never by the internal file numbers of the paper
-  collection ("seed 000") or tracker numbers ("issue 6");
+* code cites papers by author and section ("Fang et al. §4.2"), never by the file numbers of
+  the project's paper collection or by tracker numbers (:data:`FORBIDDEN_CITATION`);
 * the pure layers (hashing, routing, stats, planning, strategies) never import pyspark at
   module level, so they import and test without a JVM.
 
