@@ -1,10 +1,10 @@
-"""Benchmark of the interval planners of seed 003 (Ding et al.; issue 4).
+"""Benchmark of the interval planners of Ding et al.
 
 1. SSM planning time for m in {64, 256, 1024} tasks and n' in {8, 16, 64} nodes (median of
    repeats) and the measured growth exponents in m and n' (paper: < 2 ms at m = 64, n' = 16
    in Java; O(m^2 n')).
 2. Migration cost of SSM vs MTM-aware vs consistent hashing vs Storm default over 100
-   node-count changes in [8, 16] driven by an hourly series with a daily pattern (seed 003
+   node-count changes in [8, 16] driven by an hourly series with a daily pattern (Ding et al.
    §6: nodes proportional to tweets per hour, MTM learned on the previous month, gamma 0.8,
    m = 64), for tau in {0.1, 0.2, 0.5, 1.2}. Cost = state moved per migration, as a % of the
    total state (Fig. 9's axis); CH averaged over its random seeds.
@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 from sparkbalance.planning.intervals import (SSM, ConsistentHashing, MTMAware,  # noqa: E402
                                              StormDefault, pmc, transition_matrix)
 
-PAPER_M = 64            # seed 003 §6 default number of tasks
-PAPER_GAMMA = 0.8       # seed 003 §6 default discount factor
-NODES = (8, 16)         # seed 003 §6: node counts normalised into [8, 16]
+PAPER_M = 64            # Ding et al. §6 default number of tasks
+PAPER_GAMMA = 0.8       # Ding et al. §6 default discount factor
+NODES = (8, 16)         # Ding et al. §6: node counts normalised into [8, 16]
 
 
 def median_time(fn, repeats: int) -> float:

@@ -1,11 +1,11 @@
-"""Benchmark of the routing-table planners of seed 000 (Fang et al.; issue 3).
+"""Benchmark of the routing-table planners of Fang et al.
 
 1. Plan time of Mixed for K in {10^4, 10^5, 10^6} keys and n in {10, 40} partitions,
    exact keys vs compact records (HLHE degree 8), median of repeats. Scenario of one
    controller step: a balanced table (planned once, untimed), then one interval of Zipf
    z = 0.85 fluctuation f = 1, then Mixed(θ = 0.08, A_max = 3000, β = 1.5) is timed. Goal
-   (issue 3): K = 10^6, n = 40 compact <= 0.3 s (paper's Java: 0.6 s compact, 6 s exact).
-2. 50 intervals of Zipf z = 0.85 with fluctuation f = 1 (seed 000 §5), the same cost series
+   (goal): K = 10^6, n = 40 compact <= 0.3 s (paper's Java: 0.6 s compact, 6 s exact).
+2. 50 intervals of Zipf z = 0.85 with fluctuation f = 1 (Fang et al. §5), the same cost series
    for every planner, with A_max = 3000 and again with a tight A_max = 40: Mixed vs MinTable vs MinMig vs Readj (best σ of several, as the paper
    does) vs MixedBF. Per interval the controller plans only when max L(d) > (1 + θ)·L̄.
    Reported: migration cost (% of all state, summed over intervals, and the ratio to
@@ -35,13 +35,13 @@ from sparkbalance.planning import (MinMig, MinTable, Mixed, MixedBF, Readj,  # n
 from sparkbalance.planning.synthetic import fluctuate, zipf_counts  # noqa: E402
 from sparkbalance.routing.table import RoutingTable  # noqa: E402
 
-Z = 0.85          # seed 000 Table 2 default skew
-F = 1.0           # seed 000 Table 2 default fluctuation rate
-THETA = 0.08      # seed 000 Table 2 default tolerance
-A_MAX = 3000      # seed 000 Table 2 default table size
-BETA = 1.5        # seed 000 Table 2 default migration selection factor
+Z = 0.85          # Fang et al. Table 2 default skew
+F = 1.0           # Fang et al. Table 2 default fluctuation rate
+THETA = 0.08      # Fang et al. Table 2 default tolerance
+A_MAX = 3000      # Fang et al. Table 2 default table size
+BETA = 1.5        # Fang et al. Table 2 default migration selection factor
 TIGHT_A_MAX = 40  # second run of part 2: a table bound the workload presses against
-WINDOW = 5       # seed 000 §5 tests w = 1 and w = 5: S(k) = state of the last w intervals
+WINDOW = 5       # Fang et al. §5 tests w = 1 and w = 5: S(k) = state of the last w intervals
 READJ_SIGMAS = (0.002, 0.005, 0.01, 0.02, 0.05)
 
 

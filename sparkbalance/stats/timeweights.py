@@ -2,7 +2,7 @@
 
 Record counts are not load: a partition whose records are costly, or whose task ran
 on a slow or busy executor, takes longer per record. From the task records of one
-finished stage (``sparkbalance.spark.listener.TaskRecord``, or anything with the same
+finished stage (``sparkbalance.spark.records.TaskRecord``, or anything with the same
 attributes: this module is pure and never imports pyspark) we compute
 
 * seconds per record of each partition (its successful attempt) and of each
@@ -16,6 +16,9 @@ Which attempt counts: per (stage, partition) the successful attempt of the lates
 stage attempt; among several successful attempts (speculation) the one that
 finished first, i.e. the one whose output Spark kept. Failed and killed attempts
 never count, so retries do not inflate the estimate.
+
+Long because: one concept (task times to weights) whose attempt-selection rules every
+function shares; split, the rules would live in two places.
 """
 
 from __future__ import annotations
@@ -26,20 +29,10 @@ import numpy as np
 
 from .keystats import KeyStats
 
-__all__ = [
-    "TIME_FIELDS",
-    "MIN_RELATIVE_RATE",
-    "measured_stage",
-    "successful_attempts",
-    "partition_seconds",
-    "partition_records",
-    "seconds_per_record_by_partition",
-    "seconds_per_record_by_executor",
-    "key_costs",
-    "cost_from_partition_seconds",
-    "completion_times",
-    "time_weighted_stats",
-]
+__all__ = ["TIME_FIELDS", "MIN_RELATIVE_RATE", "measured_stage", "successful_attempts",
+           "partition_seconds", "partition_records", "seconds_per_record_by_partition",
+           "seconds_per_record_by_executor", "key_costs", "cost_from_partition_seconds",
+           "completion_times", "time_weighted_stats"]
 
 #: Which task time is "the time": executor run time (default; for PySpark it includes
 #: the Python worker), wall duration (adds scheduler delay and result fetch), or JVM

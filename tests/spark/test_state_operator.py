@@ -94,7 +94,7 @@ def test_window_keeps_only_the_last_w_batches(sc):
         for k, v in b:
             ref[k] = ref.get(k, 0) + v
     assert op.collect_state() == ref
-    # S(k) grows with the values kept in the window (the seed-000 memory model)
+    # S(k) grows with the values kept in the window (Fang et al.'s memory model)
     sizes = {k: e[1] for blk in op.blocks_rdd.collect() for k, e in blk.items()}
     hot = max(ref, key=ref.get)
     cold = min(ref, key=ref.get)

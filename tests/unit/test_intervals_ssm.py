@@ -1,5 +1,5 @@
-"""SSM / Simple_SSM against a brute-force oracle, the seed-003 Table 3 instance, edge cases
-and plan-validity properties (Definitions 3.1-3.2 of seed 003)."""
+"""SSM / Simple_SSM against a brute-force oracle, Ding et al.'s Table 3 instance, edge cases
+and plan-validity properties (Ding et al., Definitions 3.1-3.2)."""
 from __future__ import annotations
 
 import numpy as np
@@ -120,7 +120,7 @@ def test_positional_variant_is_optimal_among_identity_owners():
             assert got.migration_cost >= SSM(tau).plan(w, s, b, n2).migration_cost - 1e-9
 
 
-# --- seed 003 Table 3 ---------------------------------------------------------------------
+# --- Ding et al. Table 3 -------------------------------------------------------------------
 
 def test_table3_adding_a_node_costs_4():
     plan = SSM(tau=0.4).plan(TABLE3["weights"], TABLE3["sizes"], TABLE3["bounds"], 3)

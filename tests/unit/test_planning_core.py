@@ -10,7 +10,7 @@ from sparkbalance.routing.table import RoutingTable, RoutingTablePartitioner
 
 
 def fig4_workload() -> Workload:
-    """Seed 000 Fig. 4: d1 holds k1..k3 (7, 4, 5), d2 holds k4..k6 (2, 1, 1).
+    """Fang et al. Fig. 4: d1 holds k1..k3 (7, 4, 5), d2 holds k4..k6 (2, 1, 1).
 
     k2 and k3 hash to d2 but sit on d1 through the two entries of the original table.
     """
