@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "aggregate_by_key": "sparkbalance.spark.rdd",
     "group_by_key": "sparkbalance.spark.rdd",
     "join": "sparkbalance.spark.rdd",
-    "fit_partitioner": "sparkbalance.spark.rdd",
+    "fit_partitioner": "sparkbalance.spark.fit",
     "install": "sparkbalance.spark.install",
     # listener
     "TaskMetricsListener": "sparkbalance.spark.py4j_listener",

@@ -23,8 +23,8 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "integration" / "benchmarks"
 def benchmarks(folder: Path = BENCH_DIR) -> list[str]:
     """Names of the benchmarks in ``folder`` (``bench_<name>.py``), sorted.
 
-    Example
-    -------
+    Examples
+    --------
     >>> "state" in benchmarks()          # doctest: +SKIP
     True
     """
@@ -114,8 +114,8 @@ def _run_bench(args: argparse.Namespace, forwarded: list[str],
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns an exit code.
 
-    Example
-    -------
+    Examples
+    --------
     >>> main(["bench", "--list"])        # doctest: +SKIP
     dataframe
     ...

@@ -38,8 +38,8 @@ In Spark SQL the raw hash of a string column ``k`` is ``crc32(concat(X'73', enco
 'UTF-8')))`` and of an integral column ``crc32(concat(X'69', encode(cast(k as string),
 'UTF-8')))``; the affine step is spelled out in :mod:`sparkbalance.spark.sqlhash`.
 
-Example
--------
+Examples
+--------
 >>> stable_hash("user-17") == stable_hash("user-17")
 True
 >>> stable_hash(1) == stable_hash(1.0) == stable_hash(True)
@@ -99,8 +99,8 @@ def family_constants(i: int) -> tuple[int, int]:
     For code that spells the affine step in another language (the Spark SQL form in
     :mod:`sparkbalance.spark.sqlhash`); Python callers use :func:`hash_family`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> a, b = family_constants(0)
     >>> (raw_hash("k") * a + b) % P == stable_hash("k")
     True
@@ -150,8 +150,8 @@ def raw_hash(key: Any) -> int:
     ValueError
         ``key`` is (or contains) NaN.
 
-    Example
-    -------
+    Examples
+    --------
     >>> raw_hash("a") == __import__("zlib").crc32(b"sa")
     True
     """
@@ -186,8 +186,8 @@ def raw_hash(key: Any) -> int:
 def stable_hash(key: Any) -> int:
     """Return ``h_0(key)`` in ``[0, P)``, identical in every process and Python version.
 
-    Example
-    -------
+    Examples
+    --------
     >>> 0 <= stable_hash(("user", 7)) < P
     True
     """
@@ -204,8 +204,8 @@ def stable_hash(key: Any) -> int:
 def hash_family(key: Any, i: int) -> int:
     """Return the ``i``-th independent hash ``h_i(key)`` (``hash_family(k, 0) == stable_hash(k)``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> hash_family("x", 0) == stable_hash("x")
     True
     """
@@ -227,8 +227,8 @@ def validate_key(key: Any) -> None:
 def raw_hash_array(keys: Iterable[Any] | np.ndarray) -> np.ndarray:
     """Vectorised :func:`raw_hash`: a ``uint64`` array, equal element-wise to the scalar form.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> list(raw_hash_array(np.array([1, 2]))) == [raw_hash(1), raw_hash(2)]
     True
@@ -245,8 +245,8 @@ def raw_hash_array(keys: Iterable[Any] | np.ndarray) -> np.ndarray:
 def hash_family_array(keys: Iterable[Any] | np.ndarray, i: int) -> np.ndarray:
     """Vectorised :func:`hash_family`: ``uint64`` array of ``h_i`` for every key.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> int(hash_family_array(np.array(["a"]), 2)[0]) == hash_family("a", 2)
     True
@@ -274,8 +274,8 @@ def _affine_array(raw: np.ndarray, i: int) -> np.ndarray:
     (the bits shifted past bit 63 are ones the mask drops anyway). The sum ``raw * A_lo +
     rot + B < 2**63 + 2**62 + 2**32`` fits in ``uint64``; one ``% P`` at the end.
 
-    Example
-    -------
+    Examples
+    --------
     >>> int(_affine_array(np.array([2**32 - 1], dtype=np.uint64), 3)[0]) == (
     ...     ((2**32 - 1) * _A[3] + _B[3]) % P)
     True
@@ -294,8 +294,8 @@ def _affine_array(raw: np.ndarray, i: int) -> np.ndarray:
 def stable_hash_array(keys: Iterable[Any] | np.ndarray) -> np.ndarray:
     """Vectorised :func:`stable_hash` (``uint64``), identical to the scalar form per key.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> int(stable_hash_array(np.array(["a", "bc"]))[1]) == stable_hash("bc")
     True

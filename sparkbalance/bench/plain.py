@@ -49,8 +49,8 @@ class PlainStateStream:
     difference in batch time is the data flow only. Lineage is truncated every
     ``truncate_every`` batches with ``localCheckpoint`` (as the operator does by default).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.bench.workloads import busy_count
     >>> ps = PlainStateStream(spark, 4, busy_count(0), initial=0, window=3)  # doctest: +SKIP
     >>> ps.process(sc.parallelize([(1, 1), (1, 1)])).collect()           # doctest: +SKIP

@@ -25,8 +25,8 @@ class BatchProfiler:
     driver: ``with prof.batch(name, t): op.process(...)``; :meth:`rows` attributes the
     stages submitted inside the window to it (batches run one at a time on the driver).
 
-    Example
-    -------
+    Examples
+    --------
     >>> prof = BatchProfiler(spark)                           # doctest: +SKIP
     >>> with prof.batch("mixed", 0):                          # doctest: +SKIP
     ...     op.process(rdd)
@@ -128,8 +128,8 @@ def stage_span(stages: list, end_ms: float) -> float:
     end_ms : float
         Completion time of the stages still running (the batch's end), ms.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from types import SimpleNamespace as S
     >>> stage_span([S(submission_time_ms=0, completion_time_ms=1000),
     ...             S(submission_time_ms=3000, completion_time_ms=None)], 3500)
@@ -148,8 +148,8 @@ def stage_union(stages: list, end_ms: float) -> float:
     Parameters as :func:`stage_span`; unlike the span, gaps between stages (driver work)
     do not count.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from types import SimpleNamespace as S
     >>> stage_union([S(submission_time_ms=0, completion_time_ms=1000),
     ...              S(submission_time_ms=500, completion_time_ms=1500),
@@ -209,8 +209,8 @@ def merge_after_migration(rows: list[dict], history: dict[str, list],
 def format_profile(rows: list[dict]) -> str:
     """The rows of :func:`profile_summary` as a text table (seconds are means per batch).
 
-    Example
-    -------
+    Examples
+    --------
     >>> row = dict(planner="mixed", kind="steady", batches=2, wall_s=1.0, jobs=1.0,
     ...            stages=2.0, map_s=0.2, merge_s=0.6, extra_s=0.0, outside_s=0.2,
     ...            critical_s=0.7)
@@ -234,8 +234,8 @@ def profile_means(rows: list[dict], skip: int = WARMUP_BATCHES, field: str = "cr
     :meth:`BatchProfiler.rows`; by default Σ of the slowest task per stage, the
     straggler-bound time.
 
-    Example
-    -------
+    Examples
+    --------
     >>> profile_means([{"name": "a", "seq": 0, "critical_s": 9.0},
     ...                {"name": "a", "seq": 1, "critical_s": 1.0},
     ...                {"name": "a", "seq": 2, "critical_s": 2.0}])

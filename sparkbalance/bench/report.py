@@ -26,8 +26,8 @@ def summarise(histories: dict[str, list], skip: int = WARMUP_BATCHES) -> list[di
     ratio of the mean to "none"'s, mean max/avg load, migrations, moved state, and
     migration/plan seconds per batch.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.bench.plain import PlainRecord
     >>> r = PlainRecord(0, 1.0, 1.5, 1.5, 0, 0.0, 10.0, 3)
     >>> summarise({"plain": [r, r]})[0]["mean_s"]
@@ -63,8 +63,8 @@ def summarise(histories: dict[str, list], skip: int = WARMUP_BATCHES) -> list[di
 def format_table(rows: list[dict]) -> str:
     """The rows of :func:`summarise` as a text table (bytes ratio relative to "mintable").
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.bench.plain import PlainRecord
     >>> r = PlainRecord(0, 1.0, 1.5, 1.5, 0, 0.0, 10.0, 3)
     >>> format_table(summarise({"plain": [r]})).splitlines()[2].split()[:3]
@@ -93,8 +93,8 @@ def plot_stream(histories: dict[str, list], path: Path) -> Path | None:
     optional dependency). The plain-Spark baseline is left out of the middle panel: it
     re-shuffles the whole state every batch, a scale of its own.
 
-    Example
-    -------
+    Examples
+    --------
     >>> plot_stream(histories, Path("demo-out/stream.png"))     # doctest: +SKIP
     PosixPath('demo-out/stream.png')
     """
@@ -131,8 +131,8 @@ def median_rows(runs: list[list[dict]]) -> list[dict]:
     ``runs`` holds one list of rows per repeat, planners in the same order; integer
     fields stay integers.
 
-    Example
-    -------
+    Examples
+    --------
     >>> median_rows([[{"planner": "a", "mean_s": 1.0, "migrations": 1}],
     ...              [{"planner": "a", "mean_s": 3.0, "migrations": 2}],
     ...              [{"planner": "a", "mean_s": 2.0, "migrations": 4}]])
@@ -155,8 +155,8 @@ def format_reduce_table(results: list["RunResult"], num_partitions: int) -> str:
     Columns: records per partition, max/avg of records and of task seconds, the slowest
     task's wall and CPU seconds, the job's wall time, and the fitting time.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.bench.workloads import RunResult
     >>> r = RunResult("hash", [3, 1], [0.3, 0.1], [0.3, 0.1], 0.5, 0.0, {})
     >>> format_reduce_table([r], 2).splitlines()[2].split()[:5]

@@ -39,8 +39,8 @@ def local_session(slots: int, app: str = "sparkbalance-bench", *, bridge: bool =
     conf : mapping, optional
         More Spark settings.
 
-    Example
-    -------
+    Examples
+    --------
     >>> spark = local_session(4, "demo", conf={"spark.driver.memory": "2g"})  # doctest: +SKIP
     >>> spark.sparkContext.master                                           # doctest: +SKIP
     'local[4]'
@@ -83,8 +83,8 @@ def warm_up(spark: Any, num_partitions: int) -> None:
 
     The first measured batches then do not pay for it (one tiny job per call).
 
-    Example
-    -------
+    Examples
+    --------
     >>> warm_up(local_session(4), 4)                                  # doctest: +SKIP
     """
     sc = spark.sparkContext

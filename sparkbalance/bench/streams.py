@@ -26,8 +26,8 @@ def parse_spec(spec: str, theta: float) -> tuple[str, float]:
     thresholds side by side. NAME is :data:`PLAIN` or a strategy of the registry
     (:func:`sparkbalance.strategies.available` with ``state=True``, aliases accepted).
 
-    Example
-    -------
+    Examples
+    --------
     >>> parse_spec("ssm@0.2", 0.08), parse_spec("none", 0.08)
     (('ssm', 0.2), ('none', 0.08))
     """
@@ -102,8 +102,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
     dict
         ``{planner spec: history}`` (one record per batch).
 
-    Example
-    -------
+    Examples
+    --------
     >>> batches = make_batches(40, 2, 3, 200, 1.0, 1.0, seed=2)       # doctest: +SKIP
     >>> h = run_streams(spark, ["none", "plain"], batches, num_partitions=2)  # doctest: +SKIP
     >>> [r.seq for r in h["plain"]]                                  # doctest: +SKIP

@@ -46,8 +46,8 @@ def busy_count(work: int = 200, io_us: float = 0.0) -> Callable[[int, list], tup
     callable
         ``update_values(state, values) -> (state + len(values), [new state])``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> busy_count(work=1)(5, [1, 1])
     (7, [7])
     """
@@ -73,8 +73,8 @@ def busy_count(work: int = 200, io_us: float = 0.0) -> Callable[[int, list], tup
 def busy_work(v: int, loops: int) -> int:
     """About ``loops`` iterations of pure-Python arithmetic, then ``2 v + 1``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> busy_work(3, 1000)
     7
     """
@@ -90,8 +90,8 @@ def loops_for_us(work_us: float) -> int:
     Measured in CPU time, not wall time: on a busy machine wall time would overstate the
     cost per loop.
 
-    Example
-    -------
+    Examples
+    --------
     >>> loops_for_us(30.0) >= 1
     True
     """
@@ -108,8 +108,8 @@ def zipf_records(num_keys: int, skew: float, num_records: int, seed: int = 7) ->
 
     Rank 0 is the hottest key.
 
-    Example
-    -------
+    Examples
+    --------
     >>> keys = zipf_records(100, 1.2, 1000, seed=1)
     >>> len(keys), int(np.bincount(keys).argmax())
     (1000, 0)
@@ -132,8 +132,8 @@ def shifting_batches(num_keys: int, num_partitions: int, num_batches: int, recor
     fresh multinomial sample of ``records`` records from that interval's frequencies.
     The benchmarks' name for :func:`sparkbalance.state.shifting.shifting_zipf_counts`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> it = shifting_batches(50, 4, 4, 500, seed=1, batches_per_interval=2)
     >>> [int(c.sum()) for _, c in it]
     [500, 500, 500, 500]
@@ -148,8 +148,8 @@ def make_batches(num_keys: int, num_partitions: int, num_batches: int, records: 
                  z: float, f: float, seed: int, batches_per_interval: int = 1) -> list[list]:
     """The batches of :func:`shifting_batches` as lists of ``(key, 1)`` records.
 
-    Example
-    -------
+    Examples
+    --------
     >>> [len(b) for b in make_batches(50, 2, 3, 100, 1.0, 1.0, seed=0)]
     [100, 100, 100]
     """
@@ -162,8 +162,8 @@ def make_batches(num_keys: int, num_partitions: int, num_batches: int, records: 
 def batch_loads(batch: Sequence[tuple], num_partitions: int) -> np.ndarray:
     """Records per partition of ``batch`` under plain hashing (``stable_hash(k) % n``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> int(batch_loads([(1, 1), (1, 1), (2, 1)], 4).sum())
     3
     """
@@ -236,8 +236,8 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
     **params
         Parameters of the strategy's fitter.
 
-    Example
-    -------
+    Examples
+    --------
     >>> r = costly_reduce(sc.parallelize([(1, 0), (1, 1)]), 2, "hash", 10)  # doctest: +SKIP
     >>> r.result                                                         # doctest: +SKIP
     {1: 4}

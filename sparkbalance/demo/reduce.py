@@ -48,8 +48,8 @@ OPTIONS: list[tuple[tuple[str, ...], dict]] = [
 def demo_strategies() -> list[str]:
     """The registry's strategies the demo runs by default, baseline first.
 
-    Example
-    -------
+    Examples
+    --------
     >>> demo_strategies()[:2]
     ['hash', 'pkg']
     """
@@ -76,8 +76,8 @@ def main(args: argparse.Namespace) -> int:
 
     Returns a process exit code: 1 if any result differs from plain Spark's.
 
-    Example
-    -------
+    Examples
+    --------
     >>> main(argparse.Namespace(quick=True))                      # doctest: +SKIP
     0
     """

@@ -88,8 +88,8 @@ def main(args: argparse.Namespace) -> int:
 
     ``args`` carries the :data:`OPTIONS` (None: default), ``quick`` and ``out``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> main(argparse.Namespace(quick=True, out="demo-out"))     # doctest: +SKIP
     0
     """

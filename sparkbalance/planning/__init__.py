@@ -23,8 +23,8 @@ Our readings of, and departures from, Fang et al. (each explained where it is im
 * MixedBF tries every n_back up to 129 values (evenly spread plus Algorithm 4's values).
 * Readj tracks keys with c(k) >= σ·L̄ (σ = Readj's knob) and moves/swaps only those.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from sparkbalance.planning import Mixed, Workload
 >>> w = Workload(keys=np.arange(4), cost=[5., 2., 1., 2.], memory=np.ones(4),

@@ -43,8 +43,8 @@ def selection_criterion(c: np.ndarray, S: np.ndarray, criterion: str, beta: floa
 
     γ = c^β / S (Fang et al. §3.2); S = 0 gives +inf (free to move), c = 0 gives 0.
 
-    Example
-    -------
+    Examples
+    --------
     >>> selection_criterion(np.array([4., 1.]), np.array([8., 0.]), "gamma", 1.5).tolist()
     [1.0, inf]
     """

@@ -53,8 +53,8 @@ def _check_degree(degree: float) -> float:
 def hlhe_representatives(vmax: float, degree: float = DEFAULT_DEGREE) -> np.ndarray:
     """Representative values (normalised, ascending, starting at 0, ending >= ``vmax``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> r = hlhe_representatives(5000.0, 256)
     >>> r[:6].tolist(), r[-2:].tolist()
     ([0.0, 1.0, 256.0, 512.0, 768.0, 1024.0], [4882.8125, 6103.515625])
@@ -121,8 +121,8 @@ def _hlhe_index(values: np.ndarray, degree: float) -> tuple[np.ndarray, np.ndarr
 def hlhe(values: np.ndarray, degree: float = DEFAULT_DEGREE) -> np.ndarray:
     """HLHE-discretised copy of ``values`` (same order; zeros stay zero).
 
-    Example
-    -------
+    Examples
+    --------
     >>> v = np.array([100., 90., 7., 3., 1., 1.])
     >>> a = hlhe(v, 4)
     >>> bool(abs(a.sum() - v.sum()) <= 8), bool(np.isin(a, hlhe_representatives(100, 4)).all())
@@ -140,8 +140,8 @@ class Records:
     ``count`` keys share each record. ``key_record[i]`` is the record of key i and
     ``approx_cost``/``approx_memory`` the discretised value of every key.
 
-    Example
-    -------
+    Examples
+    --------
     >>> w = Workload(keys=np.arange(4), cost=[1., 1., 1., 9.], memory=[1., 1., 1., 9.],
     ...              home=[0, 0, 0, 1], current=[0, 0, 0, 1], num_partitions=2)
     >>> r = compact(w, 1)
@@ -190,8 +190,8 @@ def compact(workload: Workload, degree: float = DEFAULT_DEGREE, values: str = "m
     mean exact c and S of its keys; ``"representative"`` uses the representative values
     (the paper's literal §4.2, biased per record on skewed data; kept for comparison).
 
-    Example
-    -------
+    Examples
+    --------
     >>> w = Workload(keys=np.arange(3), cost=[5., 5., 1.], memory=[2., 2., 1.],
     ...              home=[0, 0, 1], current=[1, 1, 1], num_partitions=2)
     >>> r = compact(w, degree=1)

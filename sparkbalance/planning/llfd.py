@@ -250,8 +250,8 @@ def llfd_assign(cost: np.ndarray, num_partitions: int, theta: float = 0.0) -> np
 
     Returns the partition of every key. Used for Theorem 1 checks.
 
-    Example
-    -------
+    Examples
+    --------
     >>> llfd_assign(np.array([3., 3., 2., 2., 2.]), 2).tolist()
     [0, 1, 0, 1, 0]
     """

@@ -16,8 +16,8 @@ class LLFD(Planner):
 
     This is Fang et al. Fig. 4 (left): it balances, but cannot control the table size.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Workload
     >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),

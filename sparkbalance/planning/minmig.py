@@ -16,8 +16,8 @@ class MinMig(Planner):
     ``max_table`` is only checked (``Plan.feasible``), never enforced: MinMig cannot
     control the table (Fang et al. §5 leaves it out of the experiments for that reason).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Workload
     >>> w = Workload(keys=np.arange(4), cost=[4., 4., 1., 1.], memory=[9., 1., 1., 1.],

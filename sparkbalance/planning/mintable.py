@@ -13,8 +13,8 @@ __all__ = ["MinTable"]
 class MinTable(Planner):
     """Clean the whole table, then take keys by highest c(k) first and run LLFD.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Workload
     >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),

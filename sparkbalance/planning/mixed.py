@@ -27,8 +27,8 @@ class Mixed(Planner):
     ----------
     theta, max_table, beta, criterion, compact : see :class:`~sparkbalance.planning.base.Planner`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Workload
     >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
@@ -57,8 +57,8 @@ class MixedBF(Planner):
     Choice: the feasible trial of least migration (ties: smaller table); without a
     feasible trial, the best-balanced trial that fits the table, else the smallest table.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Workload
     >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),

@@ -20,8 +20,8 @@ __all__ = ["Move", "Plan", "realise_plan"]
 class Move:
     """One key whose destination changes: its state (``bytes`` = S(k)) goes ``src -> dst``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> Move("hot", 3, 1, 120.0)
     Move(key='hot', src=3, dst=1, bytes=120.0)
     """
@@ -50,8 +50,8 @@ class Plan:
     planner : name of the planner; ``params``: its parameters; ``info``: extra figures
         (trials, n_back, estimated loads of a compact run, ...).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Mixed, Workload
     >>> w = Workload(keys=np.arange(4), cost=[5., 2., 1., 2.], memory=[1., 1., 1., 1.],
@@ -97,8 +97,8 @@ class Plan:
     def explain(self, key: Any) -> str:
         """Why ``key`` ends where it does (replayable story of the decision).
 
-        Example
-        -------
+        Examples
+        --------
         >>> import numpy as np
         >>> from sparkbalance.planning import MinTable, Workload
         >>> w = Workload(keys=np.arange(3), cost=[4., 1., 1.], memory=[1., 1., 1.],

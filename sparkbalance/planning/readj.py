@@ -38,8 +38,8 @@ class Readj(Planner):
     sigma : tracking threshold, keys with c(k) >= sigma·L̄ are movable (> 0).
     max_steps : bound on improvement steps.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning import Workload
     >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),

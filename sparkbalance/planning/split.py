@@ -18,8 +18,8 @@ when it is both > 5x the median and > 256 MB (defaults), by map-output ranges, a
 moderately skewed partitions (say 1.6x the mean) alone; planning per key from statistics
 balances the work after the join whatever the thresholds.
 
-Example
--------
+Examples
+--------
 >>> from sparkbalance.stats.keystats import KeyStats
 >>> p = plan_split(KeyStats.from_counts({"hot": 90, "a": 5, "b": 5}), 4)
 >>> p.pieces["hot"]
@@ -96,8 +96,8 @@ class SplitPlan:
 
         Without a key: :meth:`summary`.
 
-        Example
-        -------
+        Examples
+        --------
         >>> p = plan_split(KeyStats.from_counts({"hot": 90, "a": 5, "b": 5}), 4)
         >>> p.explain("a").split(";")[0]
         "key 'a': medium, cost 5 = 0.2 L̄ > placed fraction 0.02 L̄ and rank 2 <= max_placed 2000"
@@ -157,8 +157,8 @@ def plan_split(stats: KeyStats | tuple[Sequence[Any], Sequence[float]], num_part
     -------
     SplitPlan
 
-    Example
-    -------
+    Examples
+    --------
     >>> p = plan_split((["hot", "a", "b"], [90.0, 5.0, 5.0]), 4)
     >>> len(p.pieces["hot"]), float(p.loads.sum())
     (4, 100.0)

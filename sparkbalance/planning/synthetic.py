@@ -27,8 +27,8 @@ def zipf_counts(num_keys: int, z: float = 0.85, tuples_per_key: float = 20.0,
                 rng: np.random.Generator | int | None = 0) -> np.ndarray:
     """Tuple counts of ``num_keys`` keys, frequency ∝ rank^-z, ≈ tuples_per_key·K tuples.
 
-    Example
-    -------
+    Examples
+    --------
     >>> c = zipf_counts(1000, 0.85, rng=1)
     >>> bool(c[0] > c[10] > c[500]), c.shape
     (True, (1000,))
@@ -49,8 +49,8 @@ def zipf_workload(num_keys: int, num_partitions: int, z: float = 0.85,
 
     Keys are ``0..K-1``; cost = counts, memory = ``memory_factor`` · counts (window w = 1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> w = zipf_workload(1000, 4, rng=2)
     >>> len(w), w.num_partitions
     (1000, 4)
@@ -67,8 +67,8 @@ def fluctuate(cost: np.ndarray, assignment: np.ndarray, num_partitions: int, f: 
               max_swaps: int = 1_000_000) -> np.ndarray:
     """Next interval's costs: swap costs of random key pairs until the load shift >= f·ref.
 
-    Example
-    -------
+    Examples
+    --------
     >>> c = np.array([5., 4., 1., 1.]); a = np.array([0, 1, 0, 1])
     >>> new = fluctuate(c, a, 2, f=1.0, rng=0)
     >>> sorted(new.tolist()) == sorted(c.tolist())

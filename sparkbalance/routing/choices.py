@@ -55,8 +55,8 @@ _MODES = ("d", "w")
 def dchoices_d(p: float, num_partitions: int, headroom: float = DCHOICES_HEADROOM) -> int:
     """Number of choices ``d_k`` of a key of relative frequency ``p`` (see module docstring).
 
-    Example
-    -------
+    Examples
+    --------
     >>> dchoices_d(0.5, 8), dchoices_d(0.01, 8), dchoices_d(0.9, 4)
     (8, 2, 4)
     """
@@ -66,8 +66,8 @@ def dchoices_d(p: float, num_partitions: int, headroom: float = DCHOICES_HEADROO
 def spread_candidates(key: Any, d: int, num_partitions: int) -> tuple[int, ...]:
     """``min(d, n)`` distinct candidates: PKG's two choices, then a key-seeded permutation.
 
-    Example
-    -------
+    Examples
+    --------
     >>> c = spread_candidates("hot", 5, 8)
     >>> len(set(c)) == 5 and c[0] == pkg_candidates("hot", 8)[0]
     True
@@ -99,8 +99,8 @@ class ChoicesPartitioner(SplittingPartitioner):
     -----
     Stateful local load vector per map task, as PKG (:mod:`.splitting`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = ChoicesPartitioner(8, {"hot": 0.5}, mode="d")
     >>> len(f.candidates("hot")), len(f.candidates("cold")) <= 2
     (8, True)

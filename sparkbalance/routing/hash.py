@@ -16,8 +16,8 @@ _A0, _B0 = _A[0], _B[0]
 def home_partition(key: Any, num_partitions: int) -> int:
     """h(k): the stable-hash home partition of ``key`` among ``num_partitions``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> 0 <= home_partition("k", 8) < 8
     True
     """
@@ -32,8 +32,8 @@ def home_partitions(keys: Iterable[Any] | np.ndarray, num_partitions: int) -> np
 class HashPartitioner(PartitionFunction):
     """Stable hash mod n; the drop-in baseline for ``rdd.partitionBy(n)``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = HashPartitioner(4)
     >>> f("a") == f("a") and 0 <= f("a") < 4
     True

@@ -32,8 +32,8 @@ DEFAULT_GROUPS_PER_PARTITION: int = 16
 def key_group(key: Any, num_groups: int) -> int:
     """Key group of ``key`` among ``num_groups``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> 0 <= key_group("k", 64) < 64
     True
     """
@@ -48,8 +48,8 @@ def key_groups(keys: Iterable[Any] | np.ndarray, num_groups: int) -> np.ndarray:
 def equal_bounds(num_groups: int, num_partitions: int) -> np.ndarray:
     """Cut points giving each partition an equal count of consecutive groups (±1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> equal_bounds(10, 3).tolist()
     [0, 4, 7, 10]
     """
@@ -80,8 +80,8 @@ def validate_bounds(bounds: Sequence[int] | np.ndarray, num_groups: int,
 class KeyGroupPartitioner(PartitionFunction):
     """Key -> key group (stable hash) -> partition owning the group's interval.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = KeyGroupPartitioner(2, 4, [0, 1, 4])
     >>> f.owner_of_group.tolist()
     [0, 1, 1, 1]

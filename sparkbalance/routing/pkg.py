@@ -38,8 +38,8 @@ _A2, _B2 = _A[PKG_HASHES[1]], _B[PKG_HASHES[1]]
 def pkg_candidates(key: Any, num_partitions: int) -> tuple[int, int]:
     """The two candidates ``(h_1(k) mod n, h_2(k) mod n)`` of ``key`` (they may coincide).
 
-    Example
-    -------
+    Examples
+    --------
     >>> a, b = pkg_candidates("user-1", 8)
     >>> 0 <= a < 8 and 0 <= b < 8
     True
@@ -56,8 +56,8 @@ def distinct_candidates(key: Any, num_partitions: int) -> tuple[int, ...]:
     measured with 1 of 4 partitions 4x slower, coinciding pairs alone put 19 % more
     records there than the balanced share.
 
-    Example
-    -------
+    Examples
+    --------
     >>> a, b = distinct_candidates("user-1", 8)
     >>> a != b and a == pkg_candidates("user-1", 8)[0]
     True
@@ -90,8 +90,8 @@ class PKGPartitioner(SplittingPartitioner):
     Stateful: the instance counts the records it has routed per partition (one vector per
     Spark map task). Every output is one of :meth:`candidates`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = PKGPartitioner(8)
     >>> out = f.assign(["hot"] * 6).tolist()
     >>> set(out) <= set(f.candidates("hot")) and len(out) == 6

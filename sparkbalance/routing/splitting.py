@@ -54,8 +54,8 @@ def greedy_select(candidates: Sequence[Sequence[int]], inverse: np.ndarray, num_
     key of record ``j``. Choosing partition ``i`` adds ``weights[i]`` (default 1) to its
     load. Ties go to the earliest candidate. Returns the partition of every record.
 
-    Example
-    -------
+    Examples
+    --------
     >>> greedy_select([(0, 1)], np.zeros(4, dtype=np.int64), 2).tolist()
     [0, 1, 0, 1]
     """

@@ -29,8 +29,8 @@ class RoutingDelta:
     ``added``: keys that get an entry; ``changed``: keys whose entry points elsewhere;
     ``removed``: keys whose entry is dropped (they go back to their hash home).
 
-    Example
-    -------
+    Examples
+    --------
     >>> d = RoutingDelta(added={"a": 1})
     >>> d.keys == frozenset({"a"}) and not d.is_empty
     True
@@ -69,8 +69,8 @@ class RoutingDelta:
 class RoutingTable(Mapping):
     """Immutable, versioned map key -> partition (only keys routed away from their home).
 
-    Example
-    -------
+    Examples
+    --------
     >>> t = RoutingTable({"hot": 3})
     >>> t2 = t.apply(RoutingDelta(changed={"hot": 1}, added={"warm": 0}))
     >>> (t2.version, t2["hot"], len(t2), t["hot"])
@@ -174,8 +174,8 @@ class RoutingTable(Mapping):
 class RoutingTablePartitioner(PartitionFunction):
     """Mixed routing: ``F(k) = table[k]`` if ``k`` has an entry, else ``h(k)``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = RoutingTablePartitioner(4, RoutingTable({"hot": 2}))
     >>> f("hot")
     2

@@ -63,8 +63,8 @@ def _completion_times(t: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
 def segment_probabilities(completion_times: Sequence[float] | np.ndarray) -> np.ndarray:
     """``p_i = (1/t_i) / Σ_j (1/t_j)`` (Yang et al. eq. 4).
 
-    Example
-    -------
+    Examples
+    --------
     >>> segment_probabilities([1.0, 2.0, 2.0]).tolist()
     [0.5, 0.25, 0.25]
     """
@@ -85,8 +85,8 @@ def heavy_routes(heavy: Mapping[Any, float], completion_times: Sequence[float] |
     seed : mixes into every key's draws (same seed -> same table everywhere).
     placement : "systematic" (default) or "random" (i.i.d. draws); see the module docstring.
 
-    Example
-    -------
+    Examples
+    --------
     >>> r = heavy_routes({"hot": 0.5}, [1.0] * 8)
     >>> 2 <= len(r["hot"]) <= 8
     True
@@ -155,8 +155,8 @@ class TimeAwarePartitioner(SplittingPartitioner):
     -----
     Stateful: ``l_i`` is a local estimate per map task (reset on unpickling).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = TimeAwarePartitioner(2, [1.0, 3.0], heavy={"hot": 0.9})
     >>> out = f.assign(["hot"] * 8).tolist()
     >>> out.count(0), out.count(1)   # the faster partition takes 3x the records

@@ -15,8 +15,8 @@ adapter (DataFrame, RDD, keyed state) resolves a setting the same way:
 routing-table planners); :func:`resolve_strategy` adds them to those strategies' parameters
 and refuses unknown parameters (``TypeError``) before any Spark job runs.
 
-Example
--------
+Examples
+--------
 >>> resolve(None, "strategy", "hash")      # explicit wins, no session needed
 'hash'
 >>> resolve(None, "sample_fraction", None) is None
@@ -109,8 +109,8 @@ def _entry(name: str) -> ConfKey:
 def read(spark_or_df: Any, name: str) -> Any:
     """The parsed conf value of setting ``name`` (see :data:`KEYS`), or None when unset.
 
-    Example
-    -------
+    Examples
+    --------
     >>> spark.conf.set("spark.sparkbalance.theta", "0.1")   # doctest: +SKIP
     >>> read(spark, "theta")                                # doctest: +SKIP
     0.1
@@ -128,8 +128,8 @@ def read(spark_or_df: Any, name: str) -> Any:
 def resolve(spark_or_df: Any, name: str, explicit: Any = None) -> Any:
     """``explicit`` if given, else the conf value of ``name``, else its default.
 
-    Example
-    -------
+    Examples
+    --------
     >>> resolve(None, "strategy", None)     # no session: the registry default
     'mixed'
     """
@@ -147,8 +147,8 @@ def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str
     unknown parameters raise ``TypeError`` (:func:`sparkbalance.strategies.check_params`),
     unknown names ``ValueError``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> spec, params = resolve_strategy(None, "mintable", {"theta": 0.1})
     >>> spec.kind, params
     ('table', {'theta': 0.1})
@@ -168,8 +168,8 @@ def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str
 def resolve_sample_fraction(spark_or_df: Any, explicit: float | None) -> float | None:
     """The statistics sample fraction in ``(0, 1)``, or None for exact statistics.
 
-    Example
-    -------
+    Examples
+    --------
     >>> resolve_sample_fraction(None, 0.25), resolve_sample_fraction(None, 1.0)
     (0.25, None)
     """

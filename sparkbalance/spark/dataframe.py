@@ -15,8 +15,8 @@ drops ``pid``. Balanced joins are in :mod:`sparkbalance.spark.df_join`.
 Settings not given explicitly come from the session's ``spark.sparkbalance.*`` conf
 (:mod:`sparkbalance.spark.conf`); unknown strategy parameters are refused before any job.
 
-Example
--------
+Examples
+--------
 >>> import sparkbalance as sb                                     # doctest: +SKIP
 >>> balanced = sb.repartition(df, 8, "user")                       # doctest: +SKIP
 >>> totals = sb.group_by(df, "user", num_partitions=8).sum("amount")   # doctest: +SKIP
@@ -52,8 +52,8 @@ def resolve_key_grouping(df: "DataFrame", strategy: str | None, params: dict[str
     strategies that split a key over partitions, or plan the keyed state only, are refused
     with ``ValueError``, unknown parameters with ``TypeError``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> resolve_key_grouping(df, "keygroups", {})[0].kind        # doctest: +SKIP
     'keygroups'
     """
@@ -124,8 +124,8 @@ def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: str,
     params : strategy parameters (``theta``, ``max_table``, ``num_groups``...), checked
         before any Spark job runs.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = fit_partitioner(df, 8, "user", strategy="mixed")   # doctest: +SKIP
     >>> f("alice") == f("alice")                               # doctest: +SKIP
     True
@@ -180,8 +180,8 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: str, strategy: str 
     DataFrame with the same rows and columns, row with key k in partition ``F(k)``
     (``NULL_PARTITION`` for null keys), where F is the fitted partition function.
 
-    Example
-    -------
+    Examples
+    --------
     >>> out = repartition(df, 8, "user", strategy="mixed")                # doctest: +SKIP
     >>> out.rdd.getNumPartitions()                                        # doctest: +SKIP
     8
@@ -209,8 +209,8 @@ def _place(df, num_partitions, cols, strategy, stats, sample_fraction, partition
 class BalancedGroupedData:
     """``GroupedData`` over balanced partitions: one exchange, the helper column dropped.
 
-    Example
-    -------
+    Examples
+    --------
     >>> g = group_by(df, "user", num_partitions=8)          # doctest: +SKIP
     >>> g.agg(F.sum("amount").alias("total"))                # doctest: +SKIP
     """
@@ -260,8 +260,8 @@ def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
     ``num_partitions`` defaults to ``spark.sql.shuffle.partitions``; other keyword
     arguments are those of :func:`repartition`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> group_by(df, "user", num_partitions=8, strategy="mixed").count()   # doctest: +SKIP
     """
     from pyspark.sql.types import NumericType

@@ -7,8 +7,8 @@ attached. ``balanced_repartition`` / ``balanced_agg`` / ``balanced_join`` return
 for ``df.transform``. All of them call :func:`~sparkbalance.spark.dataframe.repartition`,
 :func:`~sparkbalance.spark.dataframe.group_by` and :func:`~sparkbalance.spark.df_join.join_df`.
 
-Example
--------
+Examples
+--------
 >>> install_dataframe_methods()                                      # doctest: +SKIP
 ['balancedRepartition', 'balancedGroupBy', 'balancedJoin']
 >>> df.transform(balanced_agg("user", F.sum("x")))                    # doctest: +SKIP
@@ -31,8 +31,8 @@ def balanced_repartition(num_partitions: int, *cols: str, **kwargs: Any
                          ) -> Callable[["DataFrame"], "DataFrame"]:
     """``df.transform(balanced_repartition(8, "user"))``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> df.transform(balanced_repartition(8, "user", strategy="keygroups"))  # doctest: +SKIP
     """
     return lambda df: repartition(df, num_partitions, *cols, **kwargs)
@@ -42,8 +42,8 @@ def balanced_agg(cols: str | Sequence[str], *exprs: Any, **kwargs: Any
                  ) -> Callable[["DataFrame"], "DataFrame"]:
     """``df.transform(balanced_agg("user", F.sum("x")))`` = balanced ``groupBy(...).agg(...)``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> df.transform(balanced_agg("user", F.sum("x"), num_partitions=8))  # doctest: +SKIP
     """
     cols = [cols] if isinstance(cols, str) else list(cols)
@@ -54,8 +54,8 @@ def balanced_join(right: "DataFrame", on: str | Sequence[str], how: str = "inner
                   **kwargs: Any) -> Callable[["DataFrame"], "DataFrame"]:
     """``df.transform(balanced_join(users, "user", strategy="split"))``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> clicks.transform(balanced_join(users, "user", "left"))   # doctest: +SKIP
     """
     return lambda df: join_df(df, right, on, how, **kwargs)
@@ -88,8 +88,8 @@ def install_dataframe_methods() -> list[str]:
 
     Spark's own methods are untouched; returns the names attached.
 
-    Example
-    -------
+    Examples
+    --------
     >>> install_dataframe_methods()                          # doctest: +SKIP
     ['balancedRepartition', 'balancedGroupBy', 'balancedJoin']
     >>> df.balancedGroupBy("user", num_partitions=8).count()  # doctest: +SKIP
@@ -108,8 +108,8 @@ def install_dataframe_methods() -> list[str]:
 def uninstall_dataframe_methods() -> None:
     """Remove what :func:`install_dataframe_methods` attached.
 
-    Example
-    -------
+    Examples
+    --------
     >>> uninstall_dataframe_methods()                        # doctest: +SKIP
     """
     from pyspark.sql import DataFrame

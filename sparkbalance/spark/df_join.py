@@ -11,8 +11,8 @@ Two ways to balance a skewed join, both routed inside the JVM (no Python UDF):
   replicated to each piece; the plan is :func:`sparkbalance.planning.split.plan_split`
   (its module says why this beats AQE's skew join on moderate skew).
 
-Example
--------
+Examples
+--------
 >>> import sparkbalance as sb                                         # doctest: +SKIP
 >>> pairs = sb.join_df(clicks, users, "user", strategy="split")       # doctest: +SKIP
 """
@@ -100,8 +100,8 @@ def join_df(left: "DataFrame", right: "DataFrame", on: str | Sequence[str], how:
 
     Returns the same rows and columns as ``left.join(right, on, how)``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> join_df(clicks, users, "user", "left", strategy="split")   # doctest: +SKIP
     """
     on = [on] if isinstance(on, str) else list(on)

@@ -7,8 +7,8 @@ a BINARY value is ``bytes``, so the keys hash exactly as the rows do in
 :mod:`sparkbalance.spark.sqlhash`. Rows with a null key column are left out: they cannot be
 hashed and always go to one fixed partition.
 
-Example
--------
+Examples
+--------
 >>> s = key_stats(df, "user")                                   # doctest: +SKIP
 >>> s.top(3)                                                    # doctest: +SKIP
 """
@@ -37,8 +37,8 @@ def _py_value(v: Any) -> Any:
 def key_array(keys: list) -> np.ndarray:
     """Keys as the array :class:`KeyStats` takes: ``int64`` when all are ints, else objects.
 
-    Example
-    -------
+    Examples
+    --------
     >>> key_array([(1, "a"), (2, "b")])[0]
     (1, 'a')
     """
@@ -54,8 +54,8 @@ def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | No
                ) -> tuple[list, np.ndarray]:
     """Distinct non-null keys of ``df`` over ``cols`` and their record counts (one job).
 
-    Example
-    -------
+    Examples
+    --------
     >>> key_counts(spark.createDataFrame([(1,), (1,)], "k int"), ["k"])   # doctest: +SKIP
     ([1], array([2.]))
     """
@@ -80,8 +80,8 @@ def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None
     One aggregation over the data (or over a Bernoulli sample of ``sample_fraction``, with
     counts scaled by ``1 / sample_fraction``). A multi-column key is a Python tuple.
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = key_stats(spark.createDataFrame([(1,), (1,), (2,)], "k int"), "k")  # doctest: +SKIP
     >>> sorted(s.as_dict().items())                                            # doctest: +SKIP
     [(1, 2.0), (2, 1.0)]
@@ -97,8 +97,8 @@ def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
     The output of key k is ``left(k) * right(k)`` rows, the work a skewed join piles on one
     partition; two aggregation jobs (one per side).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = join_stats(clicks, users, ["user"])     # doctest: +SKIP
     >>> s.cost[0] == s.counts[0] + l0 * r0          # doctest: +SKIP
     """

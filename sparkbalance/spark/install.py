@@ -5,8 +5,8 @@
 :mod:`sparkbalance.spark.rdd`), and the DataFrame methods of
 :mod:`sparkbalance.spark.df_install` when that module is present. Idempotent.
 
-Example
--------
+Examples
+--------
 >>> import sparkbalance
 >>> sparkbalance.install()                                   # doctest: +SKIP
 >>> rdd.balancedReduceByKey(operator.add, 8, strategy="pkg")  # doctest: +SKIP

@@ -111,8 +111,8 @@ def _job_group(rdd: Any, description: str):
 def exact_counts(rdd: Any) -> KeyStats:
     """Records per distinct key (``reduceByKey`` on the executors, collected).
 
-    Example
-    -------
+    Examples
+    --------
     >>> exact_counts(sc.parallelize([("a", 1), ("a", 2), ("b", 3)])).as_dict()  # doctest: +SKIP
     {'a': 2.0, 'b': 1.0}
     """
@@ -160,8 +160,8 @@ def _merge(a: Any, b: Any) -> Any:
 def spacesaving_summary(rdd: Any, capacity: int = DEFAULT_SPACESAVING_CAPACITY) -> SpaceSaving:
     """One SpaceSaving summary per partition (executors), merged with ``treeReduce``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> ss = spacesaving_summary(sc.parallelize([("a", 0)] * 9 + [("b", 0)]), 4)  # doctest: +SKIP
     >>> ss.count("a")  # doctest: +SKIP
     9
@@ -191,8 +191,8 @@ def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: fl
         Counters of the SpaceSaving summary (method "spacesaving"); the result holds the
         kept keys with their (over-)estimated counts.
 
-    Example
-    -------
+    Examples
+    --------
     >>> gather_key_stats(rdd, sample_fraction=0.1).total_count  # doctest: +SKIP
     """
     if method is None:

@@ -120,8 +120,8 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
         (:func:`sparkbalance.spark.keystats.gather_key_stats`).
     **params : the strategy's parameters (:func:`sparkbalance.strategies.accepted_params`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = fit_partitioner(rdd, 8, strategy="mixed", theta=0.1)  # doctest: +SKIP
     >>> rdd.partitionBy(8, f)                                    # doctest: +SKIP
     """
@@ -216,8 +216,8 @@ def partition_by(rdd: Any, num_partitions: int,
     (each map task balances its own records); use the other adapters for exact keyed
     results.
 
-    Example
-    -------
+    Examples
+    --------
     >>> partition_by(sc.parallelize([(1, "a")]), 4, "pkg").getNumPartitions()  # doctest: +SKIP
     4
     """
@@ -234,8 +234,8 @@ def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int
                   strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.reduceByKey(func, num_partitions)`` with balanced routing; same result.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from operator import add
     >>> sorted(reduce_by_key(sc.parallelize([("a", 1)] * 5), add, 2, "pkg").collect())  # doctest: +SKIP
     [('a', 5)]
@@ -255,8 +255,8 @@ def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: C
                      strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.aggregateByKey(zero_value, seq_func, comb_func, num_partitions)``; same result.
 
-    Example
-    -------
+    Examples
+    --------
     >>> aggregate_by_key(rdd, 0, lambda a, v: a + v, lambda a, b: a + b, 4, "tag")  # doctest: +SKIP
     """
     f = _resolve(rdd, num_partitions, strategy, params)

@@ -45,8 +45,8 @@ Floating-point, decimal, date and nested columns are refused with a clear error:
 Python hash of a float needs its IEEE-754 bytes, which Spark SQL cannot produce without
 a UDF, and the other types have no Python key form in :mod:`sparkbalance.hashing`.
 
-Example
--------
+Examples
+--------
 >>> # df: a DataFrame with a STRING column "user"
 >>> # df.select(stable_hash(df, "user"))  # == [hashing.stable_hash(u) for u in users]
 """
@@ -109,8 +109,8 @@ def _col(df: "DataFrame", name: str) -> "Column":
 def key_types(df: "DataFrame", cols: Sequence[str]) -> list["DataType"]:
     """Data types of the key columns ``cols`` of ``df`` (validated, see :data:`SUPPORTED_TYPES`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> # key_types(spark.range(3), ["id"]) -> [LongType()]
     """
     if not cols:
@@ -172,8 +172,8 @@ def raw_hash_of(columns: Sequence["Column"], dtypes: Sequence["DataType"]) -> "C
 def raw_hash(df: "DataFrame", *cols: str) -> "Column":
     """:func:`sparkbalance.hashing.raw_hash` of the key ``cols`` of ``df`` (BIGINT column).
 
-    Example
-    -------
+    Examples
+    --------
     >>> # df.select(raw_hash(df, "k")) == [hashing.raw_hash(k) for k in keys]
     """
     cols = check_key_columns(df, cols)
@@ -187,8 +187,8 @@ def affine(raw: "Column", i: int) -> "Column":
     stays below ``2**63``. ``raw`` appears twice in the expression; Spark's common
     subexpression elimination evaluates it once per row in generated code.
 
-    Example
-    -------
+    Examples
+    --------
     >>> # a, b = hashing.family_constants(1)
     >>> # df.select(affine(F.col("raw"), 1)) == [(r * a + b) % P for r in raws]
     """
@@ -212,8 +212,8 @@ def hash_family(df: "DataFrame", cols: Sequence[str] | str, i: int) -> "Column":
 def stable_hash(df: "DataFrame", *cols: str) -> "Column":
     """:func:`sparkbalance.hashing.stable_hash` of key ``cols`` (BIGINT in ``[0, P)``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> # df.select(stable_hash(df, "k", "day"))  # key = the tuple (k, day)
     """
     return hash_family(df, cols, 0)

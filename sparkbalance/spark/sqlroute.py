@@ -15,8 +15,8 @@ key; ``df.repartitionById(n, pid)`` then places the rows:
 Null keys (a null in any key column) cannot be hashed; they all go to partition
 :data:`NULL_PARTITION` (0), in every path.
 
-Example
--------
+Examples
+--------
 >>> f = RoutingTablePartitioner(4, RoutingTable({"hot": 2}))           # doctest: +SKIP
 >>> df.repartitionById(4, partition_id(df, f, "k"))                    # doctest: +SKIP
 """
@@ -92,8 +92,8 @@ def coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
 
     A routing entry of another type can never match a row of these columns and is dropped.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from pyspark.sql.types import IntegerType, StringType      # doctest: +SKIP
     >>> coerce_key((1.0, "a"), [IntegerType(), StringType()])       # doctest: +SKIP
     (True, (1, 'a'))
@@ -199,8 +199,8 @@ def partition_id(df: "DataFrame", f: PartitionFunction, *cols: str) -> "Column":
     Handles :class:`HashPartitioner`, :class:`RoutingTablePartitioner` (literal table; see
     :func:`with_partition_id` for large tables) and :class:`KeyGroupPartitioner`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = RoutingTablePartitioner(4, {"hot": 2})                         # doctest: +SKIP
     >>> df.repartitionById(4, partition_id(df, f, "k"))                     # doctest: +SKIP
     """
@@ -236,8 +236,8 @@ def with_partition_id(df: "DataFrame", f: PartitionFunction, *cols: str,
     :data:`DEFAULT_LITERAL_LIMIT`) is looked up by a left broadcast join on the key columns
     instead of a literal: same placement, a plan that stays small.
 
-    Example
-    -------
+    Examples
+    --------
     >>> with_partition_id(df, f, "k").repartitionById(4, PID_COL)       # doctest: +SKIP
     """
     F = _F()

@@ -25,8 +25,8 @@ BlockStats = tuple
 def group_block(it: Iterable[tuple[Any, Any]]) -> list[dict[Any, list]]:
     """The records of one partition as exactly one block ``{key: [values in order]}``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> group_block([("a", 1), ("b", 2), ("a", 3)])
     [{'a': [1, 3], 'b': [2]}]
     """
@@ -56,8 +56,8 @@ def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold,
     S(k) = its entry size (frames sum them per group). ``state`` is modified in place:
     it is a fresh copy deserialised from the cache for this task.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = StateFold(update=lambda s, v: s + v, initial=0)
     >>> blk, out, st = merge_blocks(0, {}, {"a": [1, 2]}, f, seq=0)
     >>> blk["a"][0], out, st[1], st[2].tolist()

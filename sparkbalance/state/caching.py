@@ -25,8 +25,8 @@ class BatchCache:
     sc : the SparkContext (its checkpoint directory decides how lineage is truncated).
     storage_level : where cached frames live (``MEMORY_AND_DISK``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> cache = BatchCache(sc, StorageLevel.MEMORY_AND_DISK)     # doctest: +SKIP
     >>> cache.begin(merged_rdd, truncate=False)                  # doctest: +SKIP
     >>> cache.end()                                              # doctest: +SKIP

@@ -180,8 +180,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
     The state files and the layout are written first; the manifest's atomic replace is the
     commit; older checkpoints are removed after it.
 
-    Example
-    -------
+    Examples
+    --------
     >>> save_checkpoint(store, op_state, seq=4, last_batch_id=3, planner="mixed",
     ...                 window=None, num_keys=10, state_bytes=400.0)   # doctest: +SKIP
     """
@@ -227,8 +227,8 @@ def restore_checkpoint(store: Any, ops: "FrameOps", *, planner: str, window: int
     :class:`CheckpointError` naming the file (never an empty state). ``planner`` matches
     when both names give the same registry strategy (``"ssm"`` and ``"keygroups"``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> restore_checkpoint(store, frame_ops(sc), planner="mixed", window=None,
     ...                    num_partitions=4, storage_level=level)       # doctest: +SKIP
     """

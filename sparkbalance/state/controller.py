@@ -46,8 +46,8 @@ def state_planners() -> list[str]:
     """Registry names the keyed state accepts (``"mtm"`` included; aliases ``"none"``
     and ``"ssm"`` are accepted too).
 
-    Example
-    -------
+    Examples
+    --------
     >>> state_planners()[:2]
     ['hash', 'mixed']
     """
@@ -59,8 +59,8 @@ def state_strategy(planner: Any) -> strategies.Strategy:
     """The registry record of ``planner`` (case-insensitive; aliases ``none`` → hash,
     ``ssm`` → keygroups) if the keyed state can run it.
 
-    Example
-    -------
+    Examples
+    --------
     >>> state_strategy("SSM").name, state_strategy("none").kind
     ('keygroups', 'hash')
     >>> state_strategy("pkg")
@@ -94,8 +94,8 @@ def initial_layout(planner: str, num_partitions: int, num_groups: int | None = N
                    ) -> TableLayout | GroupLayout:
     """Layout of a fresh operator: plain hash (empty table) or equal key-group intervals.
 
-    Example
-    -------
+    Examples
+    --------
     >>> initial_layout("ssm", 2, 8).kind, initial_layout("mixed", 2).kind
     ('groups', 'table')
     """
@@ -149,8 +149,8 @@ class Controller:
         ``gamma``; ``compact=True`` for the routing-table planners). An unknown name is a
         ``TypeError`` (:func:`sparkbalance.strategies.check_params`), never dropped.
 
-    Example
-    -------
+    Examples
+    --------
     >>> c = Controller("none", 0.08)
     >>> c.planner is None, c.strategy.name
     (True, 'hash')

@@ -39,8 +39,8 @@ def as_frames(rdd: Any) -> Any:
 def mask_of(pairs: Iterable[tuple[int, int]], num_physical: int, num_groups: int) -> bytes:
     """Mask marking ``(partition, group)`` pairs: byte ``partition * num_groups + group``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> list(mask_of([(1, 0)], 2, 2))
     [0, 0, 1, 0]
     """

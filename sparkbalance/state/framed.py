@@ -39,8 +39,8 @@ class FramedState:
     cached : RDDs this state reads from cache and that the owner releases later (e.g. the
         arrivals of a migration).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = FramedState.empty(frame_ops(sc), layout, 256)        # doctest: +SKIP
     >>> s.merge(pairs, fold, seq=0).outputs().collect()          # doctest: +SKIP
     [('a', 4), ('b', 2)]

@@ -67,8 +67,8 @@ class Header(NamedTuple):
 def header(frame: bytes) -> Header:
     """Decode the fixed header of a frame; ``ValueError`` names what is wrong.
 
-    Example
-    -------
+    Examples
+    --------
     >>> h = header(state_frame(3, {"a": [1, 10.0, None]}))
     >>> chr(h.tag), h.group, h.nkeys, h.nbytes
     ('S', 3, 1, 10.0)
@@ -98,8 +98,8 @@ def _oldest(block: dict) -> int:
 def state_frame(group: int, block: dict) -> bytes:
     """An ``S`` frame of the entries ``block`` (all of key group ``group``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> frame_block(state_frame(0, {"k": [5, 3.0, None]}))
     {'k': [5, 3.0, None]}
     """
@@ -167,8 +167,8 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     keys of it, its window expires, or it has several frames; any other frame passes
     through as it is (its index is read only if it may hold a watched key).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = StateFold(update=lambda s, v: s + v, initial=0)
     >>> out = list(merge_partition(0, [data_frame(TAG_BATCH, {"a": [1, 2]})], f, 0, 4, False))
     >>> [chr(x[0]) for x in out], frame_payload(out[1])

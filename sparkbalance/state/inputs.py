@@ -17,8 +17,8 @@ __all__ = ["as_pairs", "check_pairs"]
 def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
     """Validate batch records: each a ``(key, value)`` pair with a routable key.
 
-    Example
-    -------
+    Examples
+    --------
     >>> list(check_pairs([("a", 1), ["b", 2]]))
     [('a', 1), ('b', 2)]
     >>> list(check_pairs([("a", 1, 2)]))
@@ -48,8 +48,8 @@ def as_pairs(batch: Any, key_col: str = "key", value_col: str = "value") -> Any:
     ``batch`` is an RDD of pairs, or a DataFrame with columns ``key_col`` and ``value_col``
     (or exactly two columns, key then value).
 
-    Example
-    -------
+    Examples
+    --------
     >>> as_pairs(spark.createDataFrame([("a", 1)], ["key", "value"])).collect()  # doctest: +SKIP
     [('a', 1)]
     """

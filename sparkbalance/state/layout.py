@@ -35,8 +35,8 @@ __all__ = ["TableLayout", "GroupLayout", "GroupMapPartitioner", "Layout"]
 class GroupMapPartitioner(PartitionFunction):
     """Key -> key group -> physical partition through an explicit ``group_to_partition`` map.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = GroupMapPartitioner(3, [2, 2, 0, 1])
     >>> f.num_groups, 0 <= f("k") < 3
     (4, True)
@@ -73,8 +73,8 @@ class GroupMapPartitioner(PartitionFunction):
 class TableLayout:
     """Routing-table layout: ``num_partitions`` logical, ``num_physical`` >= it.
 
-    Example
-    -------
+    Examples
+    --------
     >>> lay = TableLayout(4, 4, RoutingTable({"hot": 2}))
     >>> lay.fn("hot"), lay.version
     (2, 0)
@@ -115,8 +115,8 @@ class TableLayout:
 class GroupLayout:
     """Key-group layout: interval ``j`` = groups ``bounds[j]:bounds[j+1]`` on ``phys[j]``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> lay = GroupLayout.initial(2, num_groups=4)
     >>> lay.bounds.tolist(), lay.phys.tolist(), lay.group_to_partition().tolist()
     ([0, 2, 4], [0, 1], [0, 0, 1, 1])

@@ -71,8 +71,8 @@ def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, 
     The new state (lazy narrow view: stays ∪ arrivals, the arrivals cached and listed in
     its ``cached``) and the :class:`~sparkbalance.state.records.MigrationRecord`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> new, rec = migrate_state(state, decision.layout, seq=3, reason="imbalance",
     ...                          planned_bytes=decision.planned_bytes)   # doctest: +SKIP
     >>> rec.keys_moved                                                   # doctest: +SKIP

@@ -100,8 +100,8 @@ class KeyedStateOperator:
     seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params`` (planner
     constructor arguments; an unknown one is a ``TypeError``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> op = KeyedStateOperator(spark, 4, update=lambda s, v: s + v, initial=0,
     ...                         planner="mixed")                        # doctest: +SKIP
     >>> op.process(sc.parallelize([("a", 1), ("b", 2), ("a", 3)])).collect()  # doctest: +SKIP

@@ -68,8 +68,8 @@ def batch_record(seq: int, batch_id: int | None, m: Any, layout: Any,
     imbalance_after : predicted λ of the batch's costs under ``layout``.
     timed : costs are measured seconds (a listener), so ``records`` is unknown (NaN).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from types import SimpleNamespace as NS
     >>> m = NS(imbalance=1.5, loads=np.array([3.0, 1.0]), active=np.array([0, 1]),
     ...        cost=np.array([3.0, 1.0]), num_keys=2, state_bytes=20.0)

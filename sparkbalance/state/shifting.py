@@ -28,8 +28,8 @@ def shifting_zipf_counts(num_keys: int, num_partitions: int, num_batches: int, *
     The frequencies shift every ``batches_per_interval`` batches; each batch is a fresh
     multinomial sample of ``records_per_batch`` records from its interval's frequencies.
 
-    Example
-    -------
+    Examples
+    --------
     >>> it = shifting_zipf_counts(50, 4, 3, records_per_batch=500, seed=1)
     >>> [int(c.sum()) for _, c in it]
     [500, 500, 500]
@@ -55,8 +55,8 @@ def batch_records(keys: np.ndarray, counts: np.ndarray, value: int = 1,
                   seed: int = 0) -> list[tuple[int, int]]:
     """``(key, value)`` records of one batch in a shuffled order.
 
-    Example
-    -------
+    Examples
+    --------
     >>> sorted(batch_records(np.array([3, 5]), np.array([2, 1])))
     [(3, 1), (3, 1), (5, 1)]
     """

@@ -79,8 +79,8 @@ class LocalStore:
 class HadoopStore:
     """A checkpoint directory on a Hadoop file system, driven from the driver over py4j.
 
-    Example
-    -------
+    Examples
+    --------
     >>> store = HadoopStore(sc, "hdfs://namenode/ckpt")      # doctest: +SKIP
     """
 
@@ -169,8 +169,8 @@ def _has_scheme(s: str) -> bool:
 def store_for(sc: Any, directory: str | Path | Any) -> LocalStore | HadoopStore:
     """The store of ``directory``: a store as is, a URI with a scheme → Hadoop, else local.
 
-    Example
-    -------
+    Examples
+    --------
     >>> store_for(None, "/tmp/ckpt")
     LocalStore('/tmp/ckpt')
     """

@@ -4,8 +4,8 @@ Spark re-runs the last micro-batch after a restart when its commit was not recor
 operator's checkpoint stores the last applied batch id atomically with the state, so a batch
 id at or below it is skipped: the state sees every batch exactly once.
 
-Example
--------
+Examples
+--------
 >>> # op = KeyedStateOperator(spark, 8, update=lambda s, v: s + v, initial=0,
 >>> #                         checkpoint_dir="/tmp/ck")
 >>> # (spark.readStream.format("rate").load()
@@ -39,8 +39,8 @@ def check_batch_id(batch_id: Any) -> int:
 def already_applied(batch_id: int, last_batch_id: int | None) -> bool:
     """True when ``batch_id`` was applied before (a replay after restart).
 
-    Example
-    -------
+    Examples
+    --------
     >>> already_applied(3, 3), already_applied(4, 3), already_applied(0, None)
     (True, False, False)
     """

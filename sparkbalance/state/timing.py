@@ -23,8 +23,8 @@ def merge_seconds(listener: Any, job_group: str, num_physical: int) -> np.ndarra
     0 where no task succeeded. None without a listener, without tasks of the group, or
     when every time is 0.
 
-    Example
-    -------
+    Examples
+    --------
     >>> merge_seconds(None, "g", 2) is None
     True
     """

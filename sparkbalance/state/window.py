@@ -37,8 +37,8 @@ UpdateValuesFn = Callable[[Any, list], "tuple[Any, Iterable[Any] | None]"]
 def check_window(window: Any) -> int | None:
     """Validate ``window``: ``None`` (unbounded) or an int >= 1 (batches kept per key).
 
-    Example
-    -------
+    Examples
+    --------
     >>> check_window(3), check_window(None)
     (3, None)
     """
@@ -73,8 +73,8 @@ class StateFold:
 
     A new state of ``None`` deletes the key (as Spark's ``updateStateByKey``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = StateFold(update=lambda s, v: s + v, initial=0)
     >>> e, out = f.apply(None, [1, 2], seq=0)
     >>> e[0], out

@@ -26,8 +26,8 @@ def heavy_hitters(stats: KeyStats, threshold: float, *, method: str = "exact"
     ``SpaceSaving.for_epsilon(threshold)`` summary (what a streaming source would keep) and
     returns its candidates (a superset of the true heavy keys, frequencies overestimated).
 
-    Example
-    -------
+    Examples
+    --------
     >>> heavy_hitters(KeyStats.from_counts({"a": 8, "b": 1, "c": 1}), 0.2)
     {'a': 0.8}
     """

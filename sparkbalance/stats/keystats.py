@@ -49,8 +49,8 @@ class KeyStats:
     cost : c(k), the work of the key (defaults to ``counts``; seconds when time-aware).
     memory : S(k), state bytes the key would carry if moved (defaults to ``counts``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = KeyStats.from_counts({"a": 5, "b": 1})
     >>> s.total_cost, len(s)
     (6.0, 2)

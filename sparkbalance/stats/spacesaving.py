@@ -20,8 +20,8 @@ add the counts (an item absent from one side counts as that side's ``floor``, wh
 its error), keep the ``capacity`` largest, and raise ``floor`` to the largest count dropped.
 Bounds (1) hold after any tree of merges; the floor stays below ``m / capacity``.
 
-Example
--------
+Examples
+--------
 >>> s = SpaceSaving(2)
 >>> s.update_many("aababc")
 >>> [item for item, _, _ in s.top(1)]
@@ -51,8 +51,8 @@ class SpaceSaving:
         Number of counters (>= 1). ``ceil(1/eps) + 1`` guarantees every item of frequency
         ``>= eps * m`` is kept (:meth:`for_epsilon`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = SpaceSaving.for_epsilon(0.25)
     >>> s.update_many([1] * 30 + list(range(2, 12)))
     >>> 1 in s and s.bounds(1) == (30, 30)
@@ -115,8 +115,8 @@ class SpaceSaving:
     def merge(self, other: "SpaceSaving") -> "SpaceSaving":
         """A new summary of both streams (capacity = the larger of the two); inputs unchanged.
 
-        Example
-        -------
+        Examples
+        --------
         >>> a, b = SpaceSaving(3), SpaceSaving(3)
         >>> a.update_many("xxy"); b.update_many("xz")
         >>> m = a.merge(b)

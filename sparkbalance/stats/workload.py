@@ -19,8 +19,8 @@ __all__ = ["Workload", "imbalance", "imbalance_lower_bound"]
 def imbalance(loads: np.ndarray) -> float:
     """λ = max_d L(d) / L̄ (1.0 is perfect; 1.0 for an idle system).
 
-    Example
-    -------
+    Examples
+    --------
     >>> imbalance(np.array([3.0, 1.0]))
     1.5
     """
@@ -58,8 +58,8 @@ class Workload:
     ``cost`` = c(k), ``memory`` = S(k), ``home`` = h(k), ``current`` = F(k) today.
     Planners take this and never hash.
 
-    Example
-    -------
+    Examples
+    --------
     >>> w = Workload(keys=np.array([1, 2]), cost=[3.0, 1.0], memory=[1.0, 1.0],
     ...              home=[0, 0], current=[0, 0], num_partitions=2)
     >>> w.loads().tolist(), w.imbalance()

@@ -75,8 +75,8 @@ class Strategy:
 def fit_hash(stats: Any, num_partitions: int, *, current: Any = None) -> "PartitionFunction":
     """Strategy "hash": stable hash mod n (``stats`` and ``current`` are ignored).
 
-    Example
-    -------
+    Examples
+    --------
     >>> fit_hash(None, 4).num_partitions
     4
     """
@@ -150,8 +150,8 @@ def available(kind: str | None = None, *, state: bool = False) -> list[str]:
 def get(name: str) -> Strategy:
     """The record of strategy ``name`` (case-insensitive, aliases accepted).
 
-    Example
-    -------
+    Examples
+    --------
     >>> get("SSM").name, get("none").kind
     ('keygroups', 'hash')
     """
@@ -182,8 +182,8 @@ def accepted_params(name: str) -> list[str]:
     ``**params`` on; a state-only strategy ("mtm") accepts its planner constructor's
     parameters (the keyed-state operator builds the planner itself).
 
-    Example
-    -------
+    Examples
+    --------
     >>> accepted_params("keygroups")
     ['min_load', 'num_groups', 'tau']
     >>> accepted_params("mtm")[:3]
@@ -209,8 +209,8 @@ def accepted_params(name: str) -> list[str]:
 def check_params(name: str, params: Mapping[str, Any]) -> None:
     """Refuse unknown parameters of strategy ``name`` before any Spark job runs.
 
-    Example
-    -------
+    Examples
+    --------
     >>> check_params("mixed", {"theta": 0.1})
     >>> check_params("mixed", {"thetaa": 0.1})
     Traceback (most recent call last):
@@ -231,8 +231,8 @@ def resolve(name: str | None, params: Mapping[str, Any] | None = None) -> Strate
     before any Spark job: an unknown name (``ValueError``), an unknown parameter
     (``TypeError``, :func:`check_params`), a state-only strategy (``ValueError``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> resolve(None).name, resolve("none", {}).name
     ('mixed', 'hash')
     """
@@ -248,8 +248,8 @@ def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
         current: "PartitionFunction | None" = None, **params: Any) -> "PartitionFunction":
     """Fit strategy ``name`` on ``stats`` and return its partition function.
 
-    Example
-    -------
+    Examples
+    --------
     >>> fit("hash", None, 4).num_partitions
     4
     """

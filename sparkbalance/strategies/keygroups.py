@@ -88,8 +88,8 @@ def fit_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any =
         layout of least maximum load is returned (``plan_keygroups`` reports it).
     min_load : optional lower bound, a fraction of the mean.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.stats.keystats import KeyStats
     >>> stats = KeyStats.from_counts({f"k{i}": 1 + (i % 7) for i in range(200)})
     >>> f = fit_keygroups(stats, 4, num_groups=32, tau=0.2)

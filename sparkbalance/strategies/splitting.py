@@ -27,8 +27,8 @@ def fit_pkg(stats: KeyStats | None, num_partitions: int, *, current: Any = None
             ) -> PKGPartitioner:
     """Strategy "pkg": PKG needs no statistics (``stats`` and ``current`` are ignored).
 
-    Example
-    -------
+    Examples
+    --------
     >>> fit_pkg(None, 8).num_partitions
     8
     """
@@ -50,8 +50,8 @@ def fit_dchoices(stats: KeyStats | None, num_partitions: int, *, current: Any = 
                  headroom: float = DCHOICES_HEADROOM) -> ChoicesPartitioner:
     """Strategy "dchoices": heavy keys (p_k >= θ, default 1/(5n)) get ``d_k`` choices.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = fit_dchoices(KeyStats.from_counts({"a": 90, **{i: 1 for i in range(10)}}), 4)
     >>> f.num_choices("a")
     4
@@ -63,8 +63,8 @@ def fit_wchoices(stats: KeyStats | None, num_partitions: int, *, current: Any = 
                  threshold: float | None = None, method: str = "exact") -> ChoicesPartitioner:
     """Strategy "wchoices": heavy keys (p_k >= θ, default 1/(5n)) may go anywhere.
 
-    Example
-    -------
+    Examples
+    --------
     >>> fit_wchoices(KeyStats.from_counts({"a": 90, "b": 10}), 3).num_choices("a")
     3
     """
@@ -82,8 +82,8 @@ def fit_tag(stats: KeyStats | None, num_partitions: int, *, current: Any = None,
     :func:`sparkbalance.stats.timeweights.completion_times`) default to equal times, where
     TAG balances record counts.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = fit_tag(KeyStats.from_counts({"a": 90, "b": 5, "c": 5}), 4, completion_times=[1, 1, 1, 2])
     >>> "a" in f.routes
     True

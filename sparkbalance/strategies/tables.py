@@ -49,8 +49,8 @@ def plan_from_stats(name: str, stats: KeyStats, num_partitions: int, *,
                     current: PartitionFunction | None = None, **params: Any):
     """Plan with planner ``name`` on ``stats`` starting from ``current``; returns the Plan.
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = KeyStats.from_counts({i: 100 if i == 0 else 1 for i in range(50)})
     >>> plan_from_stats("mixed", s, 4).table_size <= 3000
     True
@@ -92,8 +92,8 @@ def fit_mixed(stats: KeyStats | None, num_partitions: int, *,
               **params: Any) -> RoutingTablePartitioner:
     """Mixed (Fang et al. Algorithm 4).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = KeyStats.from_counts({i: 1000 if i < 3 else 1 for i in range(200)})
     >>> f = fit_mixed(s, 4, theta=0.1)
     >>> type(f).__name__, f.num_partitions

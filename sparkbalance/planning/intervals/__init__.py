@@ -5,8 +5,8 @@ planners move interval boundaries so that every node's work is at most ``(1+tau)
 while moving as little state as possible. Pure numpy; PMC can spread its cost matrices over
 executors through an injected ``map_fn`` (pyspark is never imported here).
 
-Example
--------
+Examples
+--------
 >>> from sparkbalance.planning.intervals import SSM
 >>> SSM(tau=0.4).plan([1] * 20, [1] * 20, [0, 13, 20], 3).migration_cost
 4.0

@@ -40,8 +40,8 @@ def equal_count_bounds(m: int, k: int) -> np.ndarray:
 class StormDefault:
     """Equal counts of consecutive tasks per node (Storm's default scheduler).
 
-    Example
-    -------
+    Examples
+    --------
     >>> StormDefault(0.4).plan([1] * 20, [1] * 20, [0, 13, 20], 3).migration_cost
     12.0
     """
@@ -81,8 +81,8 @@ class ConsistentHashing:
     tau : only to report ``feasible`` with the same bound as the other planners.
     seed : ring positions are random; the paper reports the mean over 100 seeds.
 
-    Example
-    -------
+    Examples
+    --------
     >>> ch = ConsistentHashing(20, seed=1)
     >>> first = ch.plan([1] * 20, [1] * 20, 2)      # the initial placement costs nothing
     >>> first.migration_cost, len(first.nodes)

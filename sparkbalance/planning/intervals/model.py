@@ -130,8 +130,8 @@ def check_bounds(bounds: Any, m: int, name: str = "bounds") -> np.ndarray:
 def capacity(total_work: float, num_nodes: int, tau: float) -> float:
     """The balance bound ``(1 + tau) * W / n'`` of Definition 3.1.
 
-    Example
-    -------
+    Examples
+    --------
     >>> capacity(20.0, 4, 0.4)
     7.0
     """
@@ -191,8 +191,8 @@ def match_intervals(sizes_prefix: np.ndarray, old: np.ndarray, new: np.ndarray
     (O(n n')); unmatched new intervals get unused old nodes first (in order), then new nodes
     ``n, n+1, ...``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> sc = np.arange(21.0)                      # 20 tasks of size 1
     >>> g, owners = match_intervals(sc, np.array([0, 13, 20]), np.array([0, 4, 13, 20]))
     >>> g, owners.tolist()

@@ -59,8 +59,8 @@ def transition_matrix(node_counts: Sequence[int]) -> Matrix:
     """Learn an MTM from a history of node counts (Ding et al. §6): count the changes
     ``n -> n'`` (``n != n'``) and normalise each row.
 
-    Example
-    -------
+    Examples
+    --------
     >>> transition_matrix([2, 3, 3, 4, 3, 2])
     {2: {3: 1.0}, 3: {4: 0.5, 2: 0.5}, 4: {3: 1.0}}
     """
@@ -217,8 +217,8 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
     set used when exact enumeration exceeds ``max_partitionings`` (e.g. the layouts past
     migrations went through); unbalanced rows are ignored.
 
-    Example
-    -------
+    Examples
+    --------
     >>> r = pmc([1] * 6, [1] * 6, {2: {3: 1.0}, 3: {2: 1.0}}, gamma=0.5, tau=0.0)
     >>> r.partitionings[2].tolist(), r.partitionings[3].tolist()
     ([[0, 3, 6]], [[0, 2, 4, 6]])
@@ -285,8 +285,8 @@ class MTMAware:
     tau : balance parameter.
     max_partitionings, samples, seed : exact enumeration limit; candidate-set size otherwise.
 
-    Example
-    -------
+    Examples
+    --------
     >>> mtm = MTMAware({2: {3: 1.0}, 3: {4: 1.0}, 4: {2: 1.0}}, gamma=0.8, tau=0.4)
     >>> plan = mtm.plan([1] * 20, [1] * 20, [0, 13, 20], 3)
     >>> plan.feasible, plan.migration_cost >= 4

@@ -31,8 +31,8 @@ class OMS:
     taus : balance parameter per migration (a scalar applies to all).
     max_partitionings : enumeration limit per step (``TooManyPartitionings`` beyond it).
 
-    Example
-    -------
+    Examples
+    --------
     >>> plans = OMS(0.4).plan([1] * 20, [1] * 20, [0, 13, 20], [3, 4])   # Table 3, Ding et al.
     >>> [p.migration_cost for p in plans], sum(p.migration_cost for p in plans)
     ([4.0, 2.0], 6.0)

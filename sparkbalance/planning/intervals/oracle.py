@@ -32,8 +32,8 @@ def brute_force(weights: Any, sizes: Any, bounds: Any, num_nodes: int, tau: floa
                 min_load: float | None = None) -> IntervalPlan:
     """Cheapest balanced plan by exhaustive enumeration (``feasible=False`` if none).
 
-    Example
-    -------
+    Examples
+    --------
     >>> brute_force([1] * 20, [1] * 20, [0, 13, 20], 3, 0.4).migration_cost
     4.0
     """

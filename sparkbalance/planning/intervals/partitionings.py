@@ -91,8 +91,8 @@ def enumerate_partitionings(p: Problem, k: int | None = None,
     Returns an array ``(count, k + 1)`` of canonical cut points (empties at the end).
     Raises :class:`TooManyPartitionings` beyond ``limit``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.planning.intervals.model import make_problem
     >>> enumerate_partitionings(make_problem([1] * 4, [1] * 4, [0, 4], 2, 0.0)).tolist()
     [[0, 2, 4]]
@@ -154,8 +154,8 @@ def _batch_gain(sc: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
 def pairwise_costs(sizes_prefix: np.ndarray, olds: np.ndarray, news: np.ndarray) -> np.ndarray:
     """Optimal migration cost from every ``olds[a]`` to every ``news[b]`` (a x b matrix).
 
-    Example
-    -------
+    Examples
+    --------
     >>> sc = np.arange(21.0)
     >>> pairwise_costs(sc, np.array([[0, 13, 20]]), np.array([[0, 4, 13, 20]])).tolist()
     [[4.0]]

@@ -84,8 +84,8 @@ def _simple(p: Problem) -> tuple[float, list[tuple[int, int, int]]]:
 class SimpleSSM:
     """Exhaustive DP of Ding et al. Fig. 2 — exact, slow; the test oracle for :class:`SSM`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> SimpleSSM(tau=0.4).plan([1] * 8, [1] * 8, [0, 5, 8], 3).migration_cost
     2.0
     """

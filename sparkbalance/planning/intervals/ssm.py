@@ -233,8 +233,8 @@ class SSM:
     positional : when True, interval ``j`` stays with node ``j`` (for layouts where a
         partition's identity is its position, as in ``KeyGroupPartitioner``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> plan = SSM(tau=0.4).plan([1] * 20, [1] * 20, [0, 13, 20], 3)   # Table 3, Ding et al.
     >>> plan.migration_cost, plan.feasible
     (4.0, True)
