@@ -37,8 +37,17 @@ test: setup
 test-unit: setup
 	$(PY) -m pytest $(PYTEST_FLAGS) tests/unit
 
+test-spark: setup
+	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark
+
+test-integration: setup
+	$(PY) -m pytest $(PYTEST_FLAGS) integration
+
+# Every benchmark, one process each (`python -m sparkbalance bench --help`); pick some and
+# their size with BENCH_ARGS, e.g. `make bench BENCH_ARGS="state routing --quick"`.
+BENCH_ARGS ?=
 bench: setup
-	@for b in integration/benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) -m sparkbalance bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) jvm_bridge/build bench-out demo-out .pytest_cache build *.egg-info

@@ -261,8 +261,9 @@ def bench_pmc(ctx: dict, quick: bool, use_spark: bool) -> None:
             t_loc = time.perf_counter() - t0
             if sc is not None:
                 t0 = time.perf_counter()
-                rem = pmc(w, s, mtm, PAPER_GAMMA, tau, samples=samples, seed=1, sc=sc,
-                          candidates=cands, max_partitionings=2000)
+                rem = pmc(w, s, mtm, PAPER_GAMMA, tau, samples=samples, seed=1,
+                          map_fn=lambda f, xs: sc.parallelize(xs, max(len(xs), 1)).map(f)
+                          .collect(), candidates=cands, max_partitionings=2000)
                 t_sp = time.perf_counter() - t0
                 same = all(np.allclose(loc.projected[n], rem.projected[n], atol=1e-9)
                            for n in loc.projected)

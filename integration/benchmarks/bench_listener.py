@@ -146,7 +146,7 @@ def run_routed(spark, pairs_rdd, f, n, slow, label):
 
 
 def run_makespan(spark, n: int, num_records: int, repeats: int) -> tuple[list[dict], dict]:
-    from sparkbalance.routing.tag import fit_tag
+    from sparkbalance.strategies.splitting import fit_tag
     from sparkbalance.stats.keystats import KeyStats
 
     sc = spark.sparkContext

@@ -1,5 +1,6 @@
-"""Routing benchmark (issue 2): overhead, imbalance, and wall time of a skewed reduce.
+"""Routing benchmark: overhead, imbalance, and wall time of a skewed reduce.
 
+``python -m sparkbalance bench routing [--quick] [-- --part a,b,c]`` or
 ``python integration/benchmarks/bench_routing.py [--quick] [--part a,b,c]``
 
 (a) Routing overhead on uniform keys: ``partition_by(rdd, n, strategy)`` vs
@@ -9,7 +10,7 @@
 (b) Imbalance max/avg of hash vs PKG vs D-Choices vs W-Choices vs TAG on Zipf z in
     {0.8, 1.0, 1.5}, n in {8, 32}, 10^6 records over 10^5 keys, simulated with the same
     partition functions (``assign``), 5 sources (map tasks) each with its own local load
-    vector, as seed 001's experiments. Also the key-grouping lower bound max(1, p_1 n).
+    vector, as in the experiments of Nasir et al. (Partial Key Grouping). Also the key-grouping lower bound max(1, p_1 n).
     tag-iid = TAG with the paper's i.i.d. segment draws (tag: systematic placement).
     A heterogeneous variant (one partition in four twice as slow) compares time
     imbalance max/avg of l_i = t_i m_i: TAG vs the count-balancing strategies.
@@ -30,14 +31,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sparkbalance.demo.reduce import available_strategies, costly_reduce, zipf_records  # noqa: E402
-from sparkbalance.routing.choices import fit_dchoices, fit_wchoices  # noqa: E402
+from sparkbalance import strategies  # noqa: E402
+from sparkbalance.bench.session import local_session  # noqa: E402
+from sparkbalance.bench.workloads import costly_reduce, loops_for_us, zipf_records  # noqa: E402
+from sparkbalance.strategies.splitting import fit_dchoices, fit_wchoices  # noqa: E402
 from sparkbalance.routing.hash import HashPartitioner  # noqa: E402
 from sparkbalance.routing.pkg import PKGPartitioner  # noqa: E402
-from sparkbalance.routing.tag import fit_tag  # noqa: E402
+from sparkbalance.strategies.splitting import fit_tag  # noqa: E402
 from sparkbalance.stats import KeyStats  # noqa: E402
 
-SOURCES = 5  # map tasks ("sources" of seed 001), each with its own local load vector
+SOURCES = 5  # map tasks ("sources" of Nasir et al.), each with its own local load vector
 
 
 # ------------------------------------------------------------------------------- (b)
@@ -97,17 +100,10 @@ def part_b(quick: bool) -> None:
 
 
 # ------------------------------------------------------------------------------- Spark
-def _spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("bench-routing")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+def registered(wanted: tuple[str, ...]) -> list[str]:
+    """The names of ``wanted`` the strategy registry has, in that order."""
+    known = set(strategies.available())
+    return [name for name in wanted if name in known]
 
 
 def _ns_per_call(fn, keys: list) -> float:
@@ -130,9 +126,9 @@ def part_a(sc, quick: bool, repeats: int) -> None:
     data = list(zip(rng.integers(0, 10 * m, m).tolist(), range(m)))  # ~uniform, mostly distinct
     rdd = sc.parallelize(data, 4).cache()
     rdd.count()
-    names = available_strategies(("hash", "mixed", "mintable", "minmig", "readj", "keygroups",
+    names = registered(("hash", "mixed", "mintable", "minmig", "readj", "keygroups",
                                   "pkg", "dchoices", "wchoices", "tag"))
-    fitted = {name: fit_partitioner(rdd, n, name) for name in names}  # stats/fit not timed
+    fitted = {name: fit_partitioner(rdd, n, strategy=name) for name in names}  # stats/fit not timed
     # Same functions without the per-process memo of PartitionFunction.__call__ (bound
     # .partition): on mostly distinct keys every call is a memo miss, and the miss path
     # (insert, periodic clear) costs more than it saves. Shows what an adaptive memo buys.
@@ -178,15 +174,14 @@ def part_a(sc, quick: bool, repeats: int) -> None:
 
 
 def part_c(sc, quick: bool, repeats: int) -> None:
-    from sparkbalance.demo.reduce import _loops_for_us
     n = 2  # = cores of local[2]: a partition's excess load is the stage's excess time
     m = 60_000 if quick else 200_000
     z, keys_n, work_us = 1.5, 2000, 30.0
     keys = zipf_records(keys_n, z, m, seed=3)
     rdd = sc.parallelize(list(zip(keys.tolist(), (np.arange(m) % 97).tolist())), 4).cache()
     rdd.count()
-    loops = _loops_for_us(work_us)
-    names = available_strategies(("hash", "pkg", "dchoices", "wchoices", "tag", "mixed"))
+    loops = loops_for_us(work_us)
+    names = registered(("hash", "pkg", "dchoices", "wchoices", "tag", "mixed"))
     costly_reduce(rdd, n, "hash", 1)  # warm-up
     runs: dict[str, list] = {k: [] for k in names}
     for i in range(repeats):
@@ -216,18 +211,25 @@ def part_c(sc, quick: bool, repeats: int) -> None:
     rdd.unpersist()
 
 
+def parts_ok(spec: str) -> bool:
+    """Whether ``spec`` names only parts of this benchmark (a, b, c)."""
+    return bool(spec) and set(spec.split(",")) <= {"a", "b", "c"}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--part", default="a,b,c")
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--quick", action="store_true", help="small sizes, 3 repeats")
+    p.add_argument("--part", default="a,b,c", help="comma list of the parts to run (a,b,c)")
+    p.add_argument("--repeats", type=int, default=None, help="default 5, quick 3")
     args = p.parse_args(argv)
+    if not parts_ok(args.part):
+        p.error(f"--part {args.part!r}; expected a comma list of a, b, c")
     parts = set(args.part.split(","))
     repeats = args.repeats or (3 if args.quick else 5)
     if "b" in parts:
         part_b(args.quick)
     if parts & {"a", "c"}:
-        spark = _spark()
+        spark = local_session(2, "bench-routing", bridge=False)
         try:
             if "a" in parts:
                 part_a(spark.sparkContext, args.quick, repeats)

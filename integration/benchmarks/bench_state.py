@@ -1,26 +1,26 @@
-"""Benchmark of the keyed state (issue 6).
+"""Benchmark of the keyed state: delta migration, and a shifting stream under every planner.
 
 A. Delta migration vs full repartition of the state when ~10 % of the state moves: wall
    time (median of repeats) and the bytes each one shuffles. Goal: <= 0.3x the time,
    exactly the moved bytes.
-B. 30 batches of a shifting Zipf stream (seed 000 §5; hot keys move every ``--interval``
+B. 30 batches of a shifting Zipf stream (Fang et al. §5; hot keys move every ``--interval``
    batches) under none / mixed / mintable / ssm and plain Spark (the whole state cogrouped
    with every batch, as ``updateStateByKey``): mean and p95 batch time and their ratio to
-   "none", mean max/avg load, state migrated (goal: Mixed <= half of MinTable's; seed 000
-   reports about a third), migration and planning seconds per batch, and a per-batch
+   "none", mean max/avg load, state migrated (goal: Mixed <= half of MinTable's; Fang et al.
+   report about a third), migration and planning seconds per batch, and a per-batch
    profile of the Spark jobs/stages (where the time goes with and without a migration).
    The per-record work is mostly simulated I/O wait in a local[n] session (n = partitions
    task slots), so the n tasks of a batch run side by side even on 2 cores and the slowest
    partition sets the batch time; planners run interleaved batch by batch so background
-   load hits all alike (see sparkbalance/demo/stream.py).
+   load hits all alike (see sparkbalance/bench/streams.py).
 
+``python -m sparkbalance bench state [--quick] [-- OPTION ...]`` or
 ``python integration/benchmarks/bench_state.py [--quick]`` (A on local[2], B on local[n];
 plots to bench-out/).
 """
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -31,18 +31,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sparkbalance.bench.plain import PLAIN  # noqa: E402
+from sparkbalance.bench.profile import (BatchProfiler, format_profile,  # noqa: E402
+                                        merge_after_migration, profile_means, profile_summary)
+from sparkbalance.bench.report import (WARMUP_BATCHES, format_table, median_rows,  # noqa: E402
+                                       plot_stream, summarise)
+from sparkbalance.bench.session import local_session, warm_up  # noqa: E402
+from sparkbalance.bench.streams import run_streams  # noqa: E402
+from sparkbalance.bench.workloads import make_batches  # noqa: E402
+
 
 def session():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from sparkbalance.spark.jvm import session_builder_with_bridge
     # The bridge jar must be on the first session of the process (one JVM): part B's
     # local[n] session in the same JVM then has it too (state frames, task recorder).
-    return session_builder_with_bridge(
-        SparkSession.builder.master("local[2]").appName("bench-state")
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "2g")).getOrCreate()
+    return local_session(2, "bench-state", conf={"spark.driver.memory": "2g"})
 
 
 def _base_state(spark, num_keys: int, sizes: np.ndarray, layout, G: int):
@@ -80,7 +82,7 @@ def _scenarios(num_keys: int, payload: int, n: int, fraction: float, rng):
     out = []
     uniform = rng.integers(payload // 2, payload * 3 // 2, num_keys)
     # state sizes that follow key popularity (Zipf z=1 ranks, shuffled over key ids): what
-    # a hot key carries in seed 000's setting, where Mixed moves a few heavy keys
+    # a hot key carries in Fang et al.'s setting, where Mixed moves a few heavy keys
     ranks = rng.permutation(num_keys) + 1
     zipf = np.maximum(16, (payload * num_keys / np.log(num_keys) / ranks).astype(np.int64))
     zipf = (zipf * (payload * num_keys / zipf.sum())).astype(np.int64) + 8
@@ -163,7 +165,7 @@ def bench_migration(spark, num_keys: int, payload: int, repeats: int, fraction: 
 #: a partition's merge time follows the window's records, ~3x the batch's). n tasks wait
 #: side by side in local[n], so the slowest partition sets the batch time (~1-3 s).
 STREAM_FULL = dict(batches=30, keys=5000, records=20000, io_us=100.0, interval=5)
-#: θ_max = 0.08 is seed 000's default; with ~2,500 records per partition and batch the
+#: θ_max = 0.08 is Fang et al.'s default; with ~2,500 records per partition and batch the
 #: sampling noise alone moves max/avg by a few percent, so a plan at ~1.07 crosses 1.08 again
 #: within an interval. The @0.2 variants only react to real shifts of the distribution.
 STREAM_PLANNERS = "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2"
@@ -176,7 +178,7 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partitions", type=int, default=8,
                    help="n of the stream part; the session is local[n] (see part B)")
     p.add_argument("--fluctuation", type=float, default=1.0,
-                   help="f of seed 000 §5: load shifted per interval, in units of θ_ref")
+                   help="f of Fang et al. §5: load shifted per interval, in units of θ_ref")
     p.add_argument("--interval", type=int, default=None,
                    help="batches per interval of the stream (hot keys move between "
                         "intervals; 1 = every batch; default 5, quick 3)")
@@ -189,44 +191,16 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                    help="comma list; NAME@THETA gives a planner its own θ_max (default "
                         "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2; quick without the @)")
     p.add_argument("--theta", type=float, default=0.08,
-                   help="θ_max of the controller (seed 000 default 0.08)")
+                   help="θ_max of the controller (Fang et al.'s default 0.08)")
     p.add_argument("--no-plain", action="store_true",
                    help="skip the plain-Spark baseline (cogroup of the whole state per batch)")
     p.add_argument("--no-profile", action="store_true",
                    help="skip the per-batch job/stage profile (listener)")
 
 
-def _median_rows(runs: list[list[dict]]) -> list[dict]:
-    """Per planner, the median over repeats of every numeric field of ``summarise``."""
-    out = []
-    for rows in zip(*runs):
-        row = {"planner": rows[0]["planner"]}
-        for k, v in rows[0].items():
-            if k != "planner":
-                med = statistics.median(r[k] for r in rows)
-                row[k] = type(v)(med) if isinstance(v, int) else med
-        out.append(row)
-    return out
-
-
-def _critical(prof_rows: list[dict], skip: int, field: str = "critical_s"
-              ) -> dict[str, float]:
-    """Mean per batch and planner of a profile field (default Σ slowest task per stage:
-    the straggler-bound time)."""
-    by: dict[str, list[float]] = {}
-    for r in prof_rows:
-        if r["seq"] >= skip:
-            by.setdefault(r["name"], []).append(r[field])
-    return {k: float(np.mean(v)) for k, v in by.items()}
-
-
 def bench_stream(args) -> int:
     """Part B: every planner (and plain Spark) over the same shifting Zipf stream,
     interleaved batch by batch, in a local[n] session; medians over ``--repeats``."""
-    from sparkbalance.demo.stream import (PLAIN, WARMUP_BATCHES, BatchProfiler, format_profile,
-                                          format_table, make_batches, merge_after_migration,
-                                          plot, profile_summary, run_streams, stream_session,
-                                          summarise, warm_up)
     cfg = dict(STREAM_QUICK if args.quick else STREAM_FULL)
     if args.io_us is not None:
         cfg["io_us"] = args.io_us
@@ -242,7 +216,7 @@ def bench_stream(args) -> int:
         planners.append(PLAIN)
     batches = make_batches(cfg["keys"], n, cfg["batches"], cfg["records"], 1.0,
                            args.fluctuation, seed=7, batches_per_interval=cfg["interval"])
-    spark = stream_session(n, "bench-state-stream")
+    spark = local_session(n, "bench-state-stream")
     t_start = time.perf_counter()
     try:
         warm_up(spark, n)   # start the n Python workers, import the state code in them
@@ -257,11 +231,11 @@ def bench_stream(args) -> int:
             runs.append(summarise(hist, skip=WARMUP_BATCHES))
             if prof is not None:
                 prof_rows = prof.rows()
-                crit_runs.append(_critical(prof_rows, WARMUP_BATCHES))
-                merge_runs.append(_critical(prof_rows, WARMUP_BATCHES, "merge_s"))
+                crit_runs.append(profile_means(prof_rows, WARMUP_BATCHES))
+                merge_runs.append(profile_means(prof_rows, WARMUP_BATCHES, "merge_s"))
                 prof.close()
         elapsed = time.perf_counter() - t_start
-        rows_b = _median_rows(runs)
+        rows_b = median_rows(runs)
         by = {r["planner"]: r for r in rows_b}
         print(f"\nB. keyed state over a shifting Zipf stream: {cfg['batches']} batches x "
               f"{cfg['records']} records, {cfg['keys']} keys, z=1.0, hot keys move every "
@@ -278,7 +252,7 @@ def bench_stream(args) -> int:
         if "mixed" in by and by.get("mintable", {}).get("bytes_moved"):
             print(f"Mixed / MinTable migrated bytes = "
                   f"{by['mixed']['bytes_moved'] / by['mintable']['bytes_moved']:.2f} "
-                  "(goal <= 0.5; seed 000 ~0.33)")
+                  "(goal <= 0.5; Fang et al. ~0.33)")
         iv = cfg["interval"]
         if iv > 1:
             print(f"migrations after an interval's first batch (the distribution just "
@@ -310,7 +284,7 @@ def bench_stream(args) -> int:
             print("merge stage right after a migration / after none (s, mean; n after): " +
                   ", ".join(f"{p} {a:.2f}/{o:.2f} ({k})" for p, (a, o, k) in mam.items()
                             if k))
-        png = plot(hist, Path(args.out) / "bench_state_stream.png")
+        png = plot_stream(hist, Path(args.out) / "bench_state_stream.png")
         if png:
             print(f"plot: {png}")
     finally:
@@ -319,11 +293,12 @@ def bench_stream(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", default=str(ROOT / "bench-out"))
-    p.add_argument("--skip-stream", action="store_true")
-    p.add_argument("--skip-migration", action="store_true")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    p.add_argument("--out", default=str(ROOT / "bench-out"), help="folder for the plots")
+    p.add_argument("--skip-stream", action="store_true", help="run part A only")
+    p.add_argument("--skip-migration", action="store_true",
+                   help="part A on a tiny state (1000 keys, one repeat)")
     add_stream_args(p)
     args = p.parse_args(argv)
     q = args.quick
