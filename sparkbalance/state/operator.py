@@ -103,7 +103,9 @@ class KeyedStateOperator:
     the default: migrate only when the predicted saving over ``horizon`` batches exceeds the
     predicted cost, planning to 1 + θ·``hysteresis`` after triggering above 1 + θ;
     ``"paper"``: Fang et al. §4's exact trigger, λ > 1 + θ). Every decision, taken or not,
-    is in ``history`` (``decision``, ``predicted_saving_s``, ``predicted_cost_s``).
+    is in ``history`` (``decision``, ``predicted_saving_s``, ``predicted_cost_s``),
+    ``inverse`` (with ``update`` and a ``window``: ``inverse(state, value)`` undoes one
+    value, so values leaving the window are subtracted instead of the window replayed).
 
     Example
     -------
@@ -125,13 +127,14 @@ class KeyedStateOperator:
                  checkpoint_every: int = 1, truncate_every: int = DEFAULT_TRUNCATE_EVERY,
                  listener: Any = None, key_col: str = "key", value_col: str = "value",
                  planner_params: Mapping[str, Any] | None = None, trigger: str = "payoff",
-                 hysteresis: float = DEFAULT_HYSTERESIS, horizon: int = DEFAULT_HORIZON
-                 ) -> None:
+                 hysteresis: float = DEFAULT_HYSTERESIS, horizon: int = DEFAULT_HORIZON,
+                 inverse: Callable | None = None) -> None:
         from pyspark import StorageLevel
 
         self.sc = spark_context(spark)
         n = check_num_partitions(num_partitions)
-        self._fold = StateFold(update, initial, update_values, window, state_size)
+        self._fold = StateFold(update, initial, update_values, window, state_size,
+                               inverse=inverse)
         self._controller = Controller(planner, theta, max_table, beta, planner_params,
                                       trigger=trigger, hysteresis=hysteresis, horizon=horizon)
         self.trigger = self._controller.trigger

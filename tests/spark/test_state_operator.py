@@ -102,6 +102,22 @@ def test_window_keeps_only_the_last_w_batches(sc):
     op.close()
 
 
+def test_window_with_an_inverse_equals_the_replaying_window(sc):
+    """``inverse=`` subtracts the values leaving the window instead of replaying it: the
+    same state and outputs after every batch, with migrations in between."""
+    w = 2
+    batches = _stream(n_batches=6, num_keys=40, records=150, seed=9)
+    ops = [KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
+                              theta=0.05, window=w, trigger="paper", **kw)
+           for kw in ({}, {"inverse": operator.sub})]
+    for b in batches:
+        outs = [sorted(op.process(sc.parallelize(b, 2)).collect()) for op in ops]
+        assert outs[0] == outs[1]
+        assert ops[0].collect_state() == ops[1].collect_state()
+    for op in ops:
+        op.close()
+
+
 def _narrow_to_cache(jrdd) -> bool:
     """Walk the JVM lineage from ``jrdd`` down to the first cached RDD: all narrow?"""
     rdd = jrdd
