@@ -16,13 +16,15 @@ def test_state_exact_across_executors_with_migrations_and_restart(cluster_spark,
         for k, v in b:
             ref[k] = ref.get(k, 0) + v
     op = KeyedStateOperator(cluster_spark, 4, update=operator.add, initial=0, planner="mixed",
-                            theta=0.05, checkpoint_dir=tmp_path / "ck", truncate_every=3)
+                            theta=0.05, checkpoint_dir=tmp_path / "ck", truncate_every=3,
+                            trigger="paper")
     for t, b in enumerate(batches[:5]):
         op.process(sc.parallelize(b, 4), batch_id=t)
     assert sum(h.rebalanced for h in op.history) >= 1
     op.close()
     op2 = KeyedStateOperator(cluster_spark, 4, update=operator.add, initial=0, planner="mixed",
-                             theta=0.05, checkpoint_dir=tmp_path / "ck", truncate_every=3)
+                             theta=0.05, checkpoint_dir=tmp_path / "ck", truncate_every=3,
+                            trigger="paper")
     for t, b in enumerate(batches[5:], start=5):
         op2.process(sc.parallelize(b, 4), batch_id=t)
     assert op2.collect_state() == ref

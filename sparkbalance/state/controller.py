@@ -29,10 +29,11 @@ from ..stats.keystats import as_key_array
 from ..stats.timeweights import cost_from_partition_seconds
 from ..stats.workload import Workload, imbalance
 from .layout import GroupLayout, TableLayout
+from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, TRIGGERS, Judgement, PayoffModel
 
 __all__ = ["STATE_KINDS", "DEFAULT_THETA", "DEFAULT_MAX_TABLE", "state_strategy",
            "state_planners", "check_theta", "Measurement", "Decision", "Controller",
-           "initial_layout", "layout_group_moves"]
+           "initial_layout", "layout_group_moves", "check_trigger"]
 
 #: θ_max, Fang et al. Table 2 default tolerance on load imbalance.
 DEFAULT_THETA: float = 0.08
@@ -88,6 +89,13 @@ def check_theta(theta: Any) -> float:
     if not np.isfinite(theta) or theta < 0:
         raise ValueError(f"theta={theta!r}; expected a finite number >= 0")
     return float(theta)
+
+
+def check_trigger(trigger: object) -> str:
+    """Validate ``trigger`` (one of :data:`~sparkbalance.state.payoff.TRIGGERS`)."""
+    if not isinstance(trigger, str) or trigger.lower() not in TRIGGERS:
+        raise ValueError(f"trigger={trigger!r}; expected one of {', '.join(TRIGGERS)}")
+    return trigger.lower()
 
 
 def initial_layout(planner: str, num_partitions: int, num_groups: int | None = None
@@ -148,6 +156,12 @@ class Controller:
     planner_params : extra constructor arguments of the planner (e.g. MTM ``matrix``,
         ``gamma``; ``compact=True`` for the routing-table planners). An unknown name is a
         ``TypeError`` (:func:`sparkbalance.strategies.check_params`), never dropped.
+    trigger : ``"payoff"`` (default): trigger above 1 + θ, plan to 1 + θ·``hysteresis``, and
+        migrate only when the predicted saving over ``horizon`` batches exceeds the predicted
+        cost (:mod:`~sparkbalance.state.payoff`); ``"paper"``: Fang et al. §4 exactly —
+        plan to 1 + θ and migrate whenever λ > 1 + θ and the plan lowers λ.
+    hysteresis : the planning target as a fraction of θ (payoff trigger only), in (0, 1].
+    horizon : batches a migration must pay back over (payoff trigger only).
 
     Examples
     --------
@@ -158,10 +172,20 @@ class Controller:
 
     def __init__(self, planner: str, theta: float = DEFAULT_THETA,
                  max_table: int | None = DEFAULT_MAX_TABLE, beta: float | None = None,
-                 planner_params: Mapping[str, Any] | None = None) -> None:
+                 planner_params: Mapping[str, Any] | None = None, *,
+                 trigger: str = "payoff", hysteresis: float = DEFAULT_HYSTERESIS,
+                 horizon: int = DEFAULT_HORIZON) -> None:
         self.strategy = state_strategy(planner)
         self.name = planner.lower()
         self.theta = check_theta(theta)
+        self.trigger = check_trigger(trigger)
+        if isinstance(hysteresis, bool) or not isinstance(hysteresis, (int, float)) \
+                or not 0 < hysteresis <= 1:
+            raise ValueError(f"hysteresis={hysteresis!r}; expected a number in (0, 1]")
+        self.hysteresis = float(hysteresis)
+        self.payoff = PayoffModel(horizon)
+        #: θ the planner aims at: below the trigger, so noise does not re-trigger it
+        self.theta_plan = self.theta * (self.hysteresis if self.trigger == "payoff" else 1.0)
         self.max_table = max_table
         self.beta = beta
         self.params = dict(planner_params or {})
@@ -169,13 +193,13 @@ class Controller:
         self.planner: Any = None
         kind, cls = self.strategy.kind, self.strategy.planner_class()
         if kind == "table":
-            kw: dict[str, Any] = {"theta": self.theta, "max_table": max_table}
+            kw: dict[str, Any] = {"theta": self.theta_plan, "max_table": max_table}
             if beta is not None:
                 kw["beta"] = beta
             kw.update(self.params)
             self.planner = cls(**kw)
         elif kind == "keygroups" and self.strategy.name != "mtm":
-            self.planner = cls(**{"tau": self.theta, **self.params})
+            self.planner = cls(**{"tau": self.theta_plan, **self.params})
         self._planner_class = cls   # MTM: built per plan, its matrix needs the new n
 
     # ------------------------------------------------------------------ measuring
@@ -235,6 +259,42 @@ class Controller:
         """Fang et al. §4 step 2: rebalance when λ exceeds 1 + θ_max."""
         return self.strategy.kind != "hash" and m.imbalance > 1.0 + self.theta + 1e-12
 
+    # ------------------------------------------------------------------ deciding
+    def observe_batch(self, seconds: float, m: Measurement, carried_bytes: float = 0.0
+                      ) -> None:
+        """Feed the payoff model: the batch's merge took ``seconds`` (``carried_bytes``: it
+        also carried a migration of that many bytes)."""
+        active = m.loads[m.active]
+        if active.size:
+            self.payoff.observe_batch(seconds, float(active.max()), carried_bytes)
+
+    def observe_migration(self, seconds: float, bytes_moved: float) -> None:
+        """Feed the payoff model: a migration (its own job) took ``seconds``."""
+        self.payoff.observe_migration(seconds, bytes_moved)
+
+    def judge(self, m: Measurement, decision: Decision | None) -> Judgement:
+        """Whether to carry out ``decision`` (None: nothing was planned), with the numbers.
+
+        Example
+        -------
+        >>> c = Controller("mixed", 0.1, trigger="paper")
+        >>> m = Measurement(np.array([3.0, 1.0]), np.array([0, 1]), 1.5, None, np.ones(2),
+        ...                 np.ones(2), None, 2, 2.0)
+        >>> c.judge(m, None).reason
+        'balanced'
+        """
+        lam = m.imbalance
+        if decision is None or not self.should_rebalance(m):
+            return Judgement(False, "balanced", lam, lam, 0.0, 0.0)
+        if decision.imbalance_after >= lam - 1e-12:
+            return Judgement(False, "no better plan", lam, lam, 0.0, 0.0)
+        if self.trigger == "paper":
+            return Judgement(True, "paper", lam, decision.imbalance_after, 0.0, 0.0)
+        active = m.loads[m.active]
+        mean = float(active.mean()) if active.size else 0.0
+        return self.payoff.judge(lam, decision.imbalance_after, float(active.max()),
+                                 decision.imbalance_after * mean, decision.planned_bytes)
+
     # ------------------------------------------------------------------ planning
     def plan(self, m: Measurement, layout: TableLayout | GroupLayout,
              num_partitions: int | None = None) -> Decision:
@@ -287,7 +347,8 @@ class Controller:
                      ) -> Decision:
         if self.strategy.name == "mtm":
             matrix = self.params.get("matrix") or {n_new: {n_new: 1.0}}
-            kw = {"tau": self.theta, **{k: v for k, v in self.params.items() if k != "matrix"}}
+            kw = {"tau": self.theta_plan,
+                  **{k: v for k, v in self.params.items() if k != "matrix"}}
             planner = self._planner_class(matrix, **kw)
         elif self.planner is not None:
             planner = self.planner

@@ -43,6 +43,7 @@ from ..spark.bridge import spark_context
 from .inputs import as_pairs
 from .layout import GroupLayout, TableLayout
 from .migration import migrate_state
+from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
 from .records import BatchRecord, MigrationRecord, batch_record
 from .store import store_for
 from .streaming import already_applied, check_batch_id
@@ -98,7 +99,13 @@ class KeyedStateOperator:
     (batches), ``truncate_every`` (lineage truncation), ``listener`` (a
     :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become measured task
     seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params`` (planner
-    constructor arguments; an unknown one is a ``TypeError``).
+    constructor arguments; an unknown one is a ``TypeError``), ``trigger`` (``"payoff"``,
+    the default: migrate only when the predicted saving over ``horizon`` batches exceeds the
+    predicted cost, planning to 1 + θ·``hysteresis`` after triggering above 1 + θ;
+    ``"paper"``: Fang et al. §4's exact trigger, λ > 1 + θ). Every decision, taken or not,
+    is in ``history`` (``decision``, ``predicted_saving_s``, ``predicted_cost_s``),
+    ``inverse`` (with ``update`` and a ``window``: ``inverse(state, value)`` undoes one
+    value, so values leaving the window are subtracted instead of the window replayed).
 
     Examples
     --------
@@ -119,13 +126,20 @@ class KeyedStateOperator:
                  beta: float | None = None, num_groups: int | None = None,
                  checkpoint_every: int = 1, truncate_every: int = DEFAULT_TRUNCATE_EVERY,
                  listener: Any = None, key_col: str = "key", value_col: str = "value",
-                 planner_params: Mapping[str, Any] | None = None) -> None:
+                 planner_params: Mapping[str, Any] | None = None, trigger: str = "payoff",
+                 hysteresis: float = DEFAULT_HYSTERESIS, horizon: int = DEFAULT_HORIZON,
+                 inverse: Callable | None = None) -> None:
         from pyspark import StorageLevel
 
         self.sc = spark_context(spark)
         n = check_num_partitions(num_partitions)
-        self._fold = StateFold(update, initial, update_values, window, state_size)
-        self._controller = Controller(planner, theta, max_table, beta, planner_params)
+        self._fold = StateFold(update, initial, update_values, window, state_size,
+                               inverse=inverse)
+        self._controller = Controller(planner, theta, max_table, beta, planner_params,
+                                      trigger=trigger, hysteresis=hysteresis, horizon=horizon)
+        self.trigger = self._controller.trigger
+        self._judgement: Judgement | None = None
+        self._plan_seconds = 0.0
         self.planner = self._controller.name
         self.theta = self._controller.theta
         self.window = self._fold.window
@@ -242,27 +256,33 @@ class KeyedStateOperator:
         truncated = (seq + 1) % self.truncate_every == 0
         self._cache.persist(merged.rdd, truncated)
         group = f"sparkbalance-state-{id(self)}-{seq}"
+        t0 = time.perf_counter()
         with sparkbalance_job_group(self.sc, group, f"sparkbalance keyed state batch {seq}"):
             stats = merged.stats()
+        merge_s = time.perf_counter() - t0
         self._cache.begin(merged.rdd, truncated)
         self._state = merged.state()
         layout = self._state.layout
         m = self._controller.measure(stats, layout,
                                      merge_seconds(self.listener, group, layout.num_physical))
+        self._controller.observe_batch(merge_s, m)
         self._last = m
         self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
         return m
 
     def _decide(self, m: Measurement) -> Decision | None:
-        """The planned layout when λ > 1 + θ and the plan improves λ; else None."""
+        """The planned layout when λ > 1 + θ, the plan improves λ and (payoff trigger) the
+        predicted saving exceeds the cost; else None. The judgement is kept for history."""
+        self._judgement = self._controller.judge(m, None)
+        self._plan_seconds = 0.0
         if not self._controller.should_rebalance(m):
             return None
-        layout = self._state.layout
-        decision = self._controller.plan(m, layout)
-        if decision.layout == layout or decision.imbalance_after >= m.imbalance - 1e-12:
-            return Decision(layout, m.imbalance, 0, 0.0, decision.seconds, decision.feasible,
-                            layout.table_size)   # planned, but nothing worth moving
-        return decision
+        decision = self._controller.plan(m, self._state.layout)
+        self._plan_seconds = decision.seconds
+        if decision.layout == self._state.layout:
+            decision = None
+        self._judgement = self._controller.judge(m, decision)
+        return decision if self._judgement.migrate else None
 
     def _migrate(self, decision: Decision | None, reason: str) -> MigrationRecord | None:
         """Move the state to ``decision.layout`` (nothing when it is the current one)."""
@@ -273,6 +293,7 @@ class KeyedStateOperator:
                                          candidates=decision.candidates,
                                          storage_level=self._level)
         self._cache.hold(*self._state.cached)
+        self._controller.observe_migration(rec.seconds, rec.bytes_moved)
         self.migrations.append(rec)
         return rec
 
@@ -287,9 +308,9 @@ class KeyedStateOperator:
             self.save_checkpoint()
         after = m.imbalance if migration is None else decision.imbalance_after
         self.history.append(batch_record(
-            seq, batch_id, m, self._state.layout, migration, after,
-            0.0 if decision is None else decision.seconds, time.perf_counter() - t0,
-            timed=self.listener is not None))
+            seq, batch_id, m, self._state.layout, migration, after, self._plan_seconds,
+            time.perf_counter() - t0, timed=self.listener is not None,
+            judgement=self._judgement))
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.

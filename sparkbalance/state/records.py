@@ -34,6 +34,9 @@ class BatchRecord:
     records: float
     max_load: float
     mean_load: float
+    decision: str = ""           # why the state moved or not ("balanced", "pays", ...)
+    predicted_saving_s: float = 0.0   # seconds the plan would save over the horizon
+    predicted_cost_s: float = 0.0     # seconds the move was predicted to cost
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,7 +60,8 @@ class MigrationRecord:
 
 def batch_record(seq: int, batch_id: int | None, m: Any, layout: Any,
                  migration: MigrationRecord | None, imbalance_after: float,
-                 plan_seconds: float, batch_seconds: float, timed: bool) -> BatchRecord:
+                 plan_seconds: float, batch_seconds: float, timed: bool,
+                 judgement: Any = None) -> BatchRecord:
     """The :class:`BatchRecord` of one batch.
 
     Parameters
@@ -67,6 +71,8 @@ def batch_record(seq: int, batch_id: int | None, m: Any, layout: Any,
     migration : the migration after the batch, None if the state did not move.
     imbalance_after : predicted λ of the batch's costs under ``layout``.
     timed : costs are measured seconds (a listener), so ``records`` is unknown (NaN).
+    judgement : the controller's :class:`~sparkbalance.state.payoff.Judgement` (None: not
+        judged, e.g. a planner that never rebalances).
 
     Examples
     --------
@@ -90,4 +96,7 @@ def batch_record(seq: int, batch_id: int | None, m: Any, layout: Any,
         layout_version=layout.version, num_keys=m.num_keys, state_bytes=m.state_bytes,
         records=float("nan") if timed else float(np.sum(m.cost)),
         max_load=float(active.max()) if active.size else 0.0,
-        mean_load=float(active.mean()) if active.size else 0.0)
+        mean_load=float(active.mean()) if active.size else 0.0,
+        decision="" if judgement is None else judgement.reason,
+        predicted_saving_s=0.0 if judgement is None else float(judgement.saving_s),
+        predicted_cost_s=0.0 if judgement is None else float(judgement.cost_s))

@@ -13,7 +13,10 @@ Window semantics. Fang et al. keep, per key, only the state of the last ``w`` in
 S(k) = Σ_{i=t-w+1..t} s_i(k). We implement exactly that: with ``window=w`` the state of a
 key after batch t is the fold of its values of batches t-w+1..t (older contributions are
 dropped by replaying the remaining segments from the initial state; a key with no values in
-the window disappears). ``window=None`` is the unbounded running state (the usual
+the window disappears). With an ``inverse`` (like ``reduceByKeyAndWindow``'s ``invFunc``) the
+values that leave the window are subtracted instead — one update and one inverse per record
+rather than up to ``w`` replays; the result is the same when ``inverse`` undoes ``update``.
+``window=None`` is the unbounded running state (the usual
 ``updateStateByKey`` semantics); its S(k) is the size of the state.
 
 Pure Python: no pyspark import (runs inside executors and in unit tests).
@@ -70,6 +73,11 @@ class StateFold:
         value is deep-copied per key (so ``initial=[]`` is safe).
     window : ``None`` or batches kept per key (see module docstring).
     state_size : optional ``state_size(state) -> bytes`` for S(k); default pickled size.
+    inverse : optional ``inverse(state, value) -> state`` undoing ``update(state, value)``
+        (with ``update`` and a ``window`` only): expired values are taken out with it
+        instead of replaying the window. The caller guarantees that it is an inverse
+        (``inverse(update(s, v), v) == s``, with ``update`` commutative over values), as
+        with Spark's ``invFunc``.
 
     A new state of ``None`` deletes the key (as Spark's ``updateStateByKey``).
 
@@ -87,7 +95,8 @@ class StateFold:
 
     def __init__(self, update: UpdateFn | None = None, initial: Any = None,
                  update_values: UpdateValuesFn | None = None, window: int | None = None,
-                 state_size: Callable[[Any], float] | None = None) -> None:
+                 state_size: Callable[[Any], float] | None = None,
+                 inverse: UpdateFn | None = None) -> None:
         if (update is None) == (update_values is None):
             raise ValueError("give exactly one of update=(state, value) -> state or "
                              "update_values=(state, values) -> (state, outputs); got "
@@ -96,6 +105,14 @@ class StateFold:
                          ("state_size", state_size)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name}={fn!r}; expected a callable")
+        if inverse is not None:
+            if not callable(inverse):
+                raise TypeError(f"inverse={inverse!r}; expected a callable")
+            if update is None or window is None:
+                raise ValueError("inverse= needs update=(state, value) -> state and a window "
+                                 f"(got update={update!r}, window={window!r}): it takes "
+                                 "the values that leave the window out of the state")
+        self.inverse = inverse
         self.update = update
         self.update_values = update_values
         self.initial = initial
@@ -130,6 +147,17 @@ class StateFold:
             return size
         return float(len(pickle.dumps((state, segments), protocol=PICKLE_PROTOCOL)))
 
+    def _without(self, entry: list, kept: list) -> Any:
+        """The state of ``entry`` with only the ``kept`` segments: inverse the expired values
+        when an inverse was given, else replay ``kept`` from the initial state."""
+        if self.inverse is None:
+            return self._replay(kept)
+        inv, state = self.inverse, entry[0]
+        for s in entry[2][: len(entry[2]) - len(kept)]:   # segments are in batch order
+            for v in s[1]:
+                state = inv(state, v)
+        return state
+
     def _replay(self, segments: list) -> Any:
         state = self.new_state()
         for _, vals in segments:
@@ -150,8 +178,10 @@ class StateFold:
                 return None, outs
             return [state, self.size_of(state, None), None], outs
         segments = [] if entry is None else [s for s in entry[2] if s[0] > seq - w]
-        if entry is None or len(segments) != len(entry[2]):
-            state = self._replay(segments)  # older contributions fell out of the window
+        if entry is None:
+            state = self.new_state()
+        elif len(segments) != len(entry[2]):
+            state = self._without(entry, segments)  # older contributions left the window
         else:
             state = entry[0]
         state, outs = self.fold(state, values)
@@ -172,7 +202,7 @@ class StateFold:
         kept = [s for s in segments if s[0] > seq - w]
         if not kept:
             return None
-        state = self._replay(kept)
+        state = self._without(entry, kept)
         if state is None:
             return None
         return [state, self.size_of(state, kept), kept]

@@ -19,7 +19,7 @@ def _stream(n, seed=11):
 
 def _op(sc, d, planner="mixed", **kw):
     return KeyedStateOperator(sc, 3, update=operator.add, initial=0, planner=planner,
-                              theta=0.1, checkpoint_dir=d, **kw)
+                              theta=0.1, checkpoint_dir=d, **kw, trigger="paper")
 
 
 @pytest.mark.parametrize("planner,hadoop", [("mixed", False), ("ssm", False), ("ssm", True)])

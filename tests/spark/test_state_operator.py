@@ -28,10 +28,10 @@ def _sum_values(state, values):
 def _run(sc, planner, batches, check_outputs_at=(), **kw):
     if planner in ("mixed", "ssm", "readj", "mtm"):
         op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
-                                theta=0.1, **kw)
+                                theta=0.1, **kw, trigger="paper")
     else:
         op = KeyedStateOperator(sc, N_PARTS, update_values=_sum_values, initial=0,
-                                planner=planner, theta=0.1, **kw)
+                                planner=planner, theta=0.1, **kw, trigger="paper")
     ref: dict = {}
     counts = []
     for t, b in enumerate(batches):
@@ -86,7 +86,7 @@ def test_window_keeps_only_the_last_w_batches(sc):
     w = 3
     batches = _stream(n_batches=7, num_keys=30, records=120, seed=5)
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="ssm",
-                            theta=0.05, window=w)
+                            theta=0.05, window=w, trigger="paper")
     for b in batches:
         op.process(sc.parallelize(b, 2))
     ref: dict = {}
@@ -100,6 +100,22 @@ def test_window_keeps_only_the_last_w_batches(sc):
     cold = min(ref, key=ref.get)
     assert sizes[hot] > sizes[cold]
     op.close()
+
+
+def test_window_with_an_inverse_equals_the_replaying_window(sc):
+    """``inverse=`` subtracts the values leaving the window instead of replaying it: the
+    same state and outputs after every batch, with migrations in between."""
+    w = 2
+    batches = _stream(n_batches=6, num_keys=40, records=150, seed=9)
+    ops = [KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
+                              theta=0.05, window=w, trigger="paper", **kw)
+           for kw in ({}, {"inverse": operator.sub})]
+    for b in batches:
+        outs = [sorted(op.process(sc.parallelize(b, 2)).collect()) for op in ops]
+        assert outs[0] == outs[1]
+        assert ops[0].collect_state() == ops[1].collect_state()
+    for op in ops:
+        op.close()
 
 
 def _narrow_to_cache(jrdd) -> bool:
@@ -149,7 +165,7 @@ def test_merge_is_narrow_on_the_state_side(sc):
 
 def test_migration_shuffles_only_the_moved_keys(sc):
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
-                            theta=0.02)
+                            theta=0.02, trigger="paper")
     for b in _stream(n_batches=4):
         op.process(sc.parallelize(b, 2))
     migs = [m for m in op.migrations if m.reason == "imbalance"]
@@ -265,7 +281,7 @@ def test_migration_reads_only_the_touched_frames(sc, planner):
     """Only the frames that can hold a moving key reach a Python worker."""
     from sparkbalance.state import frames as fr
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
-                            theta=0.02)
+                            theta=0.02, trigger="paper")
     for b in _stream(n_batches=3, num_keys=400, records=1200):
         table_before = op.table
         layout_before = op.layout
@@ -292,7 +308,7 @@ def test_python_fallback_gives_the_same_state(sc, monkeypatch):
     monkeypatch.setattr("sparkbalance.state.operator.frame_ops", lambda sc: ops)
     for planner in ("mixed", "ssm"):
         op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
-                                theta=0.05)
+                                theta=0.05, trigger="paper")
         assert op.frames_rdd is not None and not ops.jvm
         ref: dict = {}
         for b in batches:

@@ -178,7 +178,8 @@ def _run_planner(sc, planner: str) -> Run:
     form = FORMS[form_name]
     run = Run(planner, n, window)
     t0 = time.perf_counter()
-    op = KeyedStateOperator(sc, n, planner=planner, theta=theta, window=window, **form.kwargs)
+    op = KeyedStateOperator(sc, n, planner=planner, theta=theta, window=window,
+                            trigger="paper", **form.kwargs)
     ref = Reference(form, window)
     try:
         for t, batch in enumerate(_stream(n, seed=11 + len(planner))):
@@ -361,7 +362,8 @@ def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, 
     try:
         with lst:
             op = KeyedStateOperator(sc, n, update=_make_timed_add(), initial=0,
-                                    planner=planner, theta=LISTENER_THETA, listener=lst)
+                                    planner=planner, theta=LISTENER_THETA, listener=lst,
+                                    trigger="paper")
             batches, costly = _costly_stream(op.partition_function, n)
             ref: dict = {}
             fns = []
