@@ -30,6 +30,19 @@ __all__ = ["Layout", "greedy_fill", "one_way"]
 _TIE = 1e-12   # scores within this of the best count as equal (ρ is in [-1, 1])
 
 
+def _rho_cols(sc: np.ndarray, inv_std: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    """ρ of centred unit rows ``sc`` (1/σ in ``inv_std``) with one series ``y`` >= 0.
+
+    The hot path of every planner: plain ufuncs only (loads are >= 0, so max|y| = max y;
+    |ρ| <= 1 holds up to rounding, no clipping needed for ranking scores)."""
+    yc = y - y.sum() / k
+    v = yc.dot(yc)
+    top = y.max() if y.size else 0.0
+    if v <= k * (ZERO_STD_RTOL * top) ** 2:
+        return np.zeros(sc.shape[0])
+    return sc.dot(yc) * inv_std * (1.0 / np.sqrt(v * k))
+
+
 class Layout:
     """Mutable placement of m units on n nodes, with the node series kept current.
 
@@ -52,6 +65,8 @@ class Layout:
         self.sstd = np.sqrt(np.einsum("ij,ij->i", self.sc, self.sc) / self.k)
         scale = np.abs(series).max(axis=1) if m else np.zeros(0)
         self.sflat = self.sstd <= ZERO_STD_RTOL * scale
+        # 1/σ_o, 0 for a constant unit: its ρ with anything is then 0 with no masking
+        self.inv_std = np.where(self.sflat, 0.0, 1.0 / np.where(self.sflat, 1.0, self.sstd))
         self.a = (np.full(m, -1, dtype=np.int64) if assignment is None
                   else np.array(assignment, dtype=np.int64))
         self.movable = np.ones(m, dtype=bool) if movable is None else movable
@@ -72,7 +87,11 @@ class Layout:
     def movers(self, j: int) -> np.ndarray:
         """Units on j that may move: movable ones with a positive mean load (moving an
         all-zero series changes no load and no variance; it would only cost state)."""
-        return np.flatnonzero((self.a == j) & self.movable & (self.load > 0))
+        return self.by_load(np.flatnonzero((self.a == j) & self.movable & (self.load > 0)))
+
+    def by_load(self, units: np.ndarray) -> np.ndarray:
+        """``units`` by decreasing load, then increasing index: the tie order of :meth:`pick`."""
+        return units[np.argsort(-self.load[units], kind="stable")]
 
     def move(self, o: int, dst: int) -> None:
         src = self.a[o]
@@ -110,36 +129,32 @@ class Layout:
     # --- correlations --------------------------------------------------------------------
     def rho_with(self, units: np.ndarray, y: np.ndarray) -> np.ndarray:
         """ρ(S_o, y) for every o in ``units`` (o must not be part of y)."""
-        yc = y - y.mean()
-        ystd = np.sqrt(yc @ yc / self.k)
-        if ystd <= ZERO_STD_RTOL * np.abs(y).max(initial=0.0):
-            return np.zeros(len(units))
-        sstd = self.sstd[units]
-        flat = self.sflat[units]
-        rho = (self.sc[units] @ yc) / self.k / np.where(flat, 1.0, sstd * ystd)
-        rho[flat] = 0.0
-        return np.clip(rho, -1.0, 1.0)
+        return _rho_cols(self.sc[units], self.inv_std[units], y, self.k)
 
     def rho_in(self, units: np.ndarray, j: int) -> np.ndarray:
         """ρ(o, N_j) for units on node j: against X_j − S_o (o excluded, §3.3.1)."""
         if len(units) == 0:
             return np.zeros(0)
         others = self.x[j][None, :] - self.s[units]
-        return np.atleast_1d(correlation(self.s[units], others))
+        oc = others - others.mean(axis=1, keepdims=True)
+        ostd = np.sqrt(np.einsum("ij,ij->i", oc, oc) / self.k)
+        flat = ostd <= ZERO_STD_RTOL * np.abs(others).max(axis=1)
+        cov = np.einsum("ij,ij->i", self.sc[units], oc) / self.k
+        rho = cov * self.inv_std[units] / np.where(flat, np.inf, ostd)
+        return np.clip(rho, -1.0, 1.0, out=rho)
 
     def pair_rho(self, i: int, j: int) -> float:
         return float(correlation(self.x[i], self.x[j]))
 
     # --- selection -----------------------------------------------------------------------
     def pick(self, cand: np.ndarray, score: np.ndarray | None) -> int:
-        """Index into ``cand`` of the unit the policy takes (see module doc for ties)."""
+        """Index into ``cand`` (ordered by :meth:`by_load`) of the unit the policy takes:
+        the best score, ties to the first (larger load, then lower index)."""
         if self.policy == "random":
             return int(self.rng.integers(len(cand)))
-        load = self.load[cand]
         if self.policy == "largest" or score is None:
-            return int(np.argmax(load))
-        best = score.max()
-        return int(np.argmax(np.where(score >= best - _TIE, load, -np.inf)))
+            return 0
+        return int(np.argmax(score >= score.max() - _TIE))
 
 
 def greedy_fill(lay: Layout, units: np.ndarray, nodes: Sequence[int], label: str) -> None:
@@ -153,35 +168,40 @@ def greedy_fill(lay: Layout, units: np.ndarray, nodes: Sequence[int], label: str
     >>> greedy_fill(lay, np.arange(4), [0, 1], "COR-GLB"); lay.a.tolist()
     [0, 0, 1, 1]
     """
-    units = np.asarray(units, dtype=np.int64)
-    nodes = np.asarray(nodes, dtype=np.int64)
+    units = lay.by_load(np.asarray(units, dtype=np.int64))
+    nodes = [int(j) for j in nodes]
     if units.size == 0:
         return
     nn = len(nodes)
     loads = lay.x[nodes].mean(axis=1)
-    remaining = np.ones(units.size, dtype=bool)
+    ulen = lay.load[units]
     use_rho = lay.policy == "correlation"
     if use_rho:
-        rho = np.column_stack([lay.rho_with(units, lay.x[j]) for j in nodes])
+        sc, inv, k = lay.sc[units], lay.inv_std[units], lay.k
+        rho = np.column_stack([_rho_cols(sc, inv, lay.x[j], k) for j in nodes])
         rowsum = rho.sum(axis=1)
-    for _ in range(units.size):
-        r = int(np.argmin(loads))
-        idx = np.flatnonzero(remaining)
+        dead = np.zeros(units.size)      # -inf once placed: never chosen again
+    else:
+        left = np.ones(units.size, dtype=bool)
+    for step in range(units.size):
+        r = int(loads.argmin())
         if use_rho:
-            score = rowsum[idx] / nn - rho[idx, r]
-            i = int(idx[lay.pick(units[idx], score)])
+            score = rowsum * (1.0 / nn) - rho[:, r] + dead
+            i = int((score >= score.max() - _TIE).argmax())
+            dead[i] = -np.inf
             why = (f"{label}: least-loaded node {nodes[r]} took it, score S(o,N)="
-                   f"{rowsum[i] / nn - rho[i, r]:.3f} best of {idx.size} unplaced")
+                   f"{score[i]:.3f} best of {units.size - step} unplaced")
         else:
-            i = int(idx[lay.pick(units[idx], None)])
+            idx = np.flatnonzero(left)
+            i = int(idx[lay.pick(idx, None)])
+            left[i] = False
             why = f"{label}: least-loaded node {nodes[r]} took it ({lay.policy} policy)"
         u = int(units[i])
-        lay.move(u, int(nodes[r]))
+        lay.move(u, nodes[r])
         lay.note(u, why)
-        remaining[i] = False
-        loads[r] += lay.load[u]
-        if use_rho:
-            col = lay.rho_with(units, lay.x[nodes[r]])
+        loads[r] += ulen[i]
+        if use_rho and step + 1 < units.size:
+            col = _rho_cols(sc, inv, lay.x[nodes[r]], k)
             rowsum += col - rho[:, r]
             rho[:, r] = col
 
