@@ -96,6 +96,9 @@ def finish_global(lay: Layout, a0: np.ndarray | None, movable: np.ndarray,
                   sizes: np.ndarray | None, do_relabel: bool) -> tuple[np.ndarray, bool]:
     """Rename nodes to keep the most in place (when allowed); returns (assignment, done)."""
     n = lay.n
+    if a0 is not None:           # idle units (all-zero series) go back where they were
+        idle = lay.load <= 0
+        lay.a[idle] = a0[idle]
     if a0 is None or not do_relabel or not movable.all() or n < 2:
         return lay.a, False
     weight = sizes if sizes is not None else lay.load
@@ -108,7 +111,10 @@ def finish_global(lay: Layout, a0: np.ndarray | None, movable: np.ndarray,
         if perm[p] != p:
             lay.note(u, f"planned node {p} renamed to {int(perm[p])} (keeps the most {what} "
                         "in place; node names are arbitrary in a global plan)")
-    return perm[lay.a], True
+    out = perm[lay.a]
+    if a0 is not None:
+        out[lay.load <= 0] = a0[lay.load <= 0]
+    return out, True
 
 
 class GlobalCorrelation:

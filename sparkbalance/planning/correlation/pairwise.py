@@ -75,7 +75,7 @@ def redistribute(lay: Layout, i: int, j: int, label: str = "COR-RE") -> None:
     >>> redistribute(lay, 0, 1); lay.pair_rho(0, 1)
     0.0
     """
-    pool = np.flatnonzero(np.isin(lay.a, [i, j]) & lay.movable)
+    pool = np.flatnonzero(np.isin(lay.a, [i, j]) & lay.movable & (lay.load > 0))
     lay.unplace(pool, (i, j))
     greedy_fill(lay, pool, (i, j), label)
     hi, lo = _ordered(lay, i, j)
