@@ -230,7 +230,12 @@ def window_metrics(loads: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarr
 
 @dataclass(frozen=True, eq=False)
 class SimulationResult:
-    """Figures of one replay over its evaluation part (samples from ``warmup`` on)."""
+    """Figures of one replay over its evaluation part (samples from ``warmup`` on).
+
+    ``planned_pair_correlation`` is the mean pairwise node ρ each plan reported on its own
+    window (averaged over plans); ``mean_pair_correlation`` is measured on the windows that
+    followed, with fresh arrival noise.
+    """
 
     name: str
     node_std_mean: float
@@ -243,14 +248,17 @@ class SimulationResult:
     max_avg_load: float
     plans: int
     plan_seconds: float
+    planned_pair_correlation: float
     loads: np.ndarray = field(repr=False)
     moved_per_sample: np.ndarray = field(repr=False)
 
 
-def _call(planner: Any, window: np.ndarray, a: np.ndarray, n: int) -> tuple[np.ndarray, float]:
+def _call(planner: Any, window: np.ndarray, a: np.ndarray, n: int
+          ) -> tuple[np.ndarray, float, float]:
     t0 = time.perf_counter()
     p = planner.plan(window, assignment=a, num_nodes=n)
-    return np.asarray(p.assignment, dtype=np.int64), time.perf_counter() - t0
+    dt = time.perf_counter() - t0
+    return np.asarray(p.assignment, dtype=np.int64), dt, p.mean_pair_correlation
 
 
 def simulate(trace: LoadTrace, num_nodes: int, initial: np.ndarray, *, once: Any = None,
@@ -280,6 +288,7 @@ def simulate(trace: LoadTrace, num_nodes: int, initial: np.ndarray, *, once: Any
     moved_load = np.zeros(T)
     moves = plans = 0
     seconds = 0.0
+    planned: list[float] = []
     for t in range(T):
         if t == warmup:
             planner = once if once is not None else every
@@ -287,7 +296,8 @@ def simulate(trace: LoadTrace, num_nodes: int, initial: np.ndarray, *, once: Any
             planner = every if t > warmup else None
         if planner is not None:
             win = s[:, t - window:t]
-            new, dt = _call(planner, win, a, num_nodes)
+            new, dt, rho_planned = _call(planner, win, a, num_nodes)
+            planned.append(rho_planned)
             seconds += dt
             plans += 1
             mv = np.flatnonzero(new != a)
@@ -309,4 +319,6 @@ def simulate(trace: LoadTrace, num_nodes: int, initial: np.ndarray, *, once: Any
         moves=moves, delay_proxy=float(queued[warmup:].mean()),
         overload_fraction=float((ev > capacity).mean()),
         max_avg_load=float(np.mean(ev.max(axis=0) / np.where(means > 0, means, 1.0))),
-        plans=plans, plan_seconds=seconds, loads=loads, moved_per_sample=moved_load)
+        plans=plans, plan_seconds=seconds,
+        planned_pair_correlation=float(np.mean(planned)) if planned else float("nan"),
+        loads=loads, moved_per_sample=moved_load)
