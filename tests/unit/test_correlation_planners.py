@@ -279,3 +279,19 @@ def test_correlation_is_symmetric_on_the_planner_hot_path():
             correlation(s[o], s[:3].sum(axis=0) - s[o]))
         assert lay.rho_with(np.array([o]), lay.x[1])[0] == pytest.approx(
             correlation(s[o], s[3:].sum(axis=0)))
+
+
+@given(cases())
+def test_improvement_steps_only_keep_pairs_whose_correlation_rose(case):
+    """-IMP and COR-GLB step 3 accept a two-way plan only if the pair's ρ rises; COR-GLB
+    runs at most n(n−1)/2 iterations (Xing et al. §3.3.4, §3.4)."""
+    s, a, n, movable = case
+    for planner in (PairwiseCorrelation("redistribute", True),
+                    PairwiseCorrelation("exchange", True)):
+        p = planner.plan(s, a, n, movable)
+        assert p.info["improved_pairs"] == len(p.info["improvements"])
+        assert all(new > old for _, _, old, new in p.info["improvements"])
+    g = GlobalCorrelation().plan(s, n)
+    assert g.info["iterations"] <= n * (n - 1) // 2
+    assert all(new > old for _, _, old, new in g.info["improvements"])
+    assert g.info["accepted"] == len(g.info["improvements"])

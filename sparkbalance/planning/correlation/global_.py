@@ -32,25 +32,30 @@ from .stats import correlation, correlation_matrix
 __all__ = ["GlobalCorrelation", "improve_correlation", "global_layout"]
 
 
-def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> dict[str, int]:
+def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> dict[str, Any]:
     """Step 3: tabu-guided two-way redistribution of the least correlated pairs.
+
+    Returns the number of ``iterations``, of ``accepted`` pairs and the accepted
+    ``improvements`` as (i, j, ρ before, ρ after) in planned node names.
 
     Example
     -------
     >>> import numpy as np
     >>> s = np.array([[2., 0.], [2., 0.], [0., 2.], [0., 2.]])
     >>> lay = Layout(s, np.array([0, 0, 1, 1]), None, 2)
-    >>> improve_correlation(lay, 0.8), lay.a.tolist()
-    ({'iterations': 1, 'accepted': 1}, [0, 1, 0, 1])
+    >>> info = improve_correlation(lay, 0.8)
+    >>> info["iterations"], info["accepted"], lay.a.tolist()
+    (1, 1, [0, 1, 0, 1])
     """
     n = lay.n
     if n < 2:
-        return {"iterations": 0, "accepted": 0}
+        return {"iterations": 0, "accepted": 0, "improvements": []}
     r = correlation_matrix(lay.x)
     iu = np.triu_indices(n, 1)
     tabu = np.zeros((n, n), dtype=bool)
     off = ~np.triu(np.ones((n, n), dtype=bool), 1)    # only i < j are candidates
-    iterations = accepted = 0
+    iterations = 0
+    accepted: list[tuple[int, int, float, float]] = []
     while iterations < n * (n - 1) // 2 and r[iu].mean() < theta:
         masked = np.where(tabu | off, np.inf, r)
         flat = int(np.argmin(masked))
@@ -64,7 +69,7 @@ def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> di
         redistribute(lay, i, j, label + " improvement")
         new = lay.pair_rho(i, j)
         if new > old:
-            accepted += 1
+            accepted.append((i, j, old, new))
             for u in np.flatnonzero(np.isin(lay.a, [i, j])).tolist():
                 if lay.a[u] != snap[0][u]:
                     lay.note(u, f"{label}: pair ({i}, {j}) ρ {old:.3f} -> {new:.3f} accepted "
@@ -78,7 +83,7 @@ def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> di
                 tabu[:, v] = False
         else:
             lay.restore(snap)
-    return {"iterations": iterations, "accepted": accepted}
+    return {"iterations": iterations, "accepted": len(accepted), "improvements": accepted}
 
 
 def global_layout(s: np.ndarray, n: int, a0: np.ndarray | None, movable: np.ndarray,

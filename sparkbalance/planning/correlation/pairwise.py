@@ -126,11 +126,13 @@ def pairwise_round(lay: Layout, act, epsilon: float) -> list[tuple[int, int]]:
     return acted
 
 
-def improve(lay: Layout, two_way, theta: float, capacity: float, label: str) -> int:
-    """The -IMP correlation improvement step (§3.3.4); returns the accepted pairs."""
+def improve(lay: Layout, two_way, theta: float, capacity: float, label: str
+            ) -> list[tuple[int, int, float, float]]:
+    """The -IMP correlation improvement step (§3.3.4); returns the accepted pairs as
+    (i, j, ρ before, ρ after)."""
     x = lay.x
     level = x.mean(axis=1) + x.std(axis=1)
-    accepted = 0
+    accepted: list[tuple[int, int, float, float]] = []
     for i in np.argsort(-level, kind="stable").tolist():
         if level[i] <= capacity:
             break
@@ -146,7 +148,7 @@ def improve(lay: Layout, two_way, theta: float, capacity: float, label: str) -> 
         two_way(i, j)
         new = lay.pair_rho(i, j)
         if new > old:
-            accepted += 1
+            accepted.append((i, j, old, new))
             for u in np.flatnonzero(np.isin(lay.a, [i, j])).tolist():
                 if lay.a[u] != snap[0][u]:
                     lay.note(u, f"{label}: pair ({i}, {j}) ρ {old:.3f} -> {new:.3f} accepted "
@@ -231,10 +233,10 @@ class PairwiseCorrelation:
             def act(hi: int, lo: int) -> None:
                 exchange(lay, hi, lo, self.delta, label)
         pairs = pairwise_round(lay, act, self.epsilon * cap)
-        accepted = improve(lay, act, self.theta, cap, label) if self.improved else 0
+        accepted = improve(lay, act, self.theta, cap, label) if self.improved else []
         return make_placement(s, lay.a, a0, n, seconds=time.perf_counter() - t0,
                               planner=label, params=self.params(),
                               sizes=check_sizes(sizes, s.shape[0]),
-                              info={"pairs": pairs, "improved_pairs": accepted,
-                                    "capacity": cap},
+                              info={"pairs": pairs, "improved_pairs": len(accepted),
+                                    "improvements": accepted, "capacity": cap},
                               story=lay.story)
