@@ -60,7 +60,7 @@ def check_placement(p: Placement, s, a0, n, movable):
         assert p.load_moved == pytest.approx(loads[moved].sum())
         if movable is not None:
             assert not np.any(~movable & (p.assignment != a0)), "a pinned unit moved"
-        assert not np.any((loads == 0) & (p.assignment != a0)), "an idle unit moved"
+        assert not np.any((loads == 0) & (a0 < n) & (p.assignment != a0)), "an idle unit moved"
     x = node_series(s, p.assignment, n)
     assert p.node_std_mean == pytest.approx(load_statistics(x).std.mean())
     np.testing.assert_allclose(p.node_means, x.mean(axis=1))
@@ -91,6 +91,8 @@ def test_global_planners_keep_the_invariants(case):
         check_placement(p, s, a, n, movable)
         q = planner.plan(s, assignment=a, num_nodes=n, movable=movable)
         assert np.array_equal(p.assignment, q.assignment), f"{planner.name} not deterministic"
+        if movable is None and n > 1:                    # fewer nodes than before
+            check_placement(planner.plan(s, n - 1, a), s, a, n - 1, None)
 
 
 @given(cases())
@@ -295,3 +297,19 @@ def test_improvement_steps_only_keep_pairs_whose_correlation_rose(case):
     assert g.info["iterations"] <= n * (n - 1) // 2
     assert all(new > old for _, _, old, new in g.info["improvements"])
     assert g.info["accepted"] == len(g.info["improvements"])
+
+
+def test_a_global_plan_may_shrink_the_node_count():
+    """Units on nodes >= num_nodes must move; the rest are renamed to stay if possible."""
+    s = np.array([UP, UP, DOWN, DOWN, UP, DOWN])
+    old = np.array([0, 1, 0, 1, 2, 2])                  # node 2 goes away
+    for planner in (GlobalCorrelation(), LLFPlacement(), RandomPlacement(seed=2)):
+        p = planner.plan(s, 2, old)
+        assert p.assignment.max() < 2
+        assert {4, 5} <= set(p.moved_units.tolist())
+        assert p.load_moved == pytest.approx(s.mean(axis=1)[p.moved_units].sum())
+    assert GlobalCorrelation().plan(s, 2, old).moved_units.tolist() == [4, 5]
+    with pytest.raises(ValueError, match="pinned unit is on node 2"):
+        GlobalCorrelation().plan(s, 2, old, movable=[True] * 5 + [False])
+    with pytest.raises(ValueError, match="expected 0 <= node < num_nodes=2"):
+        PairwiseCorrelation().plan(s, old, 2)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .global_ import finish_global, global_layout
+from .global_ import check_global_inputs, finish_global, global_layout
 from .layout import Layout, one_way
 from .pairwise import pairwise_round, resolve_capacity
 from .params import (DEFAULT_EPSILON, check_assignment, check_capacity, check_movable,
@@ -68,15 +68,7 @@ class _Baseline:
     def _global(self, series: Any, num_nodes: int, assignment: Any = None,
                 movable: Any = None, *, sizes: Any = None) -> Placement:
         t0 = time.perf_counter()
-        s = check_series(series)
-        m = s.shape[0]
-        n = check_num_nodes(num_nodes)
-        a0 = None if assignment is None else check_assignment(assignment, m, n)
-        mv = check_movable(movable, m)
-        if a0 is None and not mv.all():
-            raise ValueError("movable pins units but assignment is None; pinned units need "
-                             "their current node")
-        sz = check_sizes(sizes, m)
+        s, n, a0, mv, sz = check_global_inputs(series, num_nodes, assignment, movable, sizes)
         lay = global_layout(s, n, a0, mv, self.policy, self.name, self._rng())
         cap = resolve_capacity(self.capacity, lay)
         pairs = pairwise_round(lay, lambda hi, lo: one_way(lay, hi, lo, self.name + " one-way"),

@@ -29,7 +29,8 @@ from .placement import Placement, make_placement
 from .relabel import relabel
 from .stats import correlation, correlation_matrix
 
-__all__ = ["GlobalCorrelation", "improve_correlation", "global_layout"]
+__all__ = ["GlobalCorrelation", "improve_correlation", "global_layout", "finish_global",
+           "check_global_inputs"]
 
 
 def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> dict[str, Any]:
@@ -86,6 +87,29 @@ def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> di
     return {"iterations": iterations, "accepted": len(accepted), "improvements": accepted}
 
 
+def check_global_inputs(series: Any, num_nodes: Any, assignment: Any, movable: Any,
+                        sizes: Any) -> tuple[np.ndarray, int, np.ndarray | None, np.ndarray,
+                                             np.ndarray | None]:
+    """Validated (series, n, assignment, movable, sizes) of a global plan.
+
+    The current assignment may name nodes >= ``num_nodes`` (a plan that shrinks the node
+    count: their units must move); pinned units must be on nodes that stay.
+    """
+    s = check_series(series)
+    m = s.shape[0]
+    n = check_num_nodes(num_nodes)
+    a0 = None if assignment is None else check_assignment(assignment, m, None)
+    mv = check_movable(movable, m)
+    if a0 is None and not mv.all():
+        raise ValueError("movable pins units but assignment is None; pinned units need "
+                         "their current node")
+    if a0 is not None and np.any(~mv & (a0 >= n)):
+        bad = int(a0[~mv & (a0 >= n)].max())
+        raise ValueError(f"a pinned unit is on node {bad}; expected pinned units on nodes "
+                         f"< num_nodes={n}")
+    return s, n, a0, mv, check_sizes(sizes, m)
+
+
 def global_layout(s: np.ndarray, n: int, a0: np.ndarray | None, movable: np.ndarray,
                   policy: str, label: str, rng: np.random.Generator | None = None) -> Layout:
     """Step 1 of every global planner: pinned units stay, the rest are placed greedily."""
@@ -102,12 +126,13 @@ def finish_global(lay: Layout, a0: np.ndarray | None, movable: np.ndarray,
     """Rename nodes to keep the most in place (when allowed); returns (assignment, done)."""
     n = lay.n
     if a0 is not None:           # idle units (all-zero series) go back where they were
-        idle = lay.load <= 0
+        idle = (lay.load <= 0) & (a0 < n)
         lay.a[idle] = a0[idle]
     if a0 is None or not do_relabel or not movable.all() or n < 2:
         return lay.a, False
     weight = sizes if sizes is not None else lay.load
-    perm = relabel(lay.a, a0, weight, n)
+    stay = a0 < n                # units on removed nodes move whatever the names
+    perm = relabel(lay.a[stay], a0[stay], weight[stay], n)
     if np.array_equal(perm, np.arange(n)):
         return lay.a, False
     what = "state" if sizes is not None else "load"
@@ -117,8 +142,8 @@ def finish_global(lay: Layout, a0: np.ndarray | None, movable: np.ndarray,
             lay.note(u, f"planned node {p} renamed to {int(perm[p])} (keeps the most {what} "
                         "in place; node names are arbitrary in a global plan)")
     out = perm[lay.a]
-    if a0 is not None:
-        out[lay.load <= 0] = a0[lay.load <= 0]
+    idle = (lay.load <= 0) & stay
+    out[idle] = a0[idle]
     return out, True
 
 
@@ -167,20 +192,13 @@ class GlobalCorrelation:
         series : (m, k) loads of every unit over the last k samples.
         num_nodes : n.
         assignment : optional current node of every unit: needed when some unit is not
-            movable; used to rename nodes and to report what moves.
+            movable; used to rename nodes and to report what moves. It may name nodes
+            >= ``num_nodes`` when the node count shrinks (their units move).
         movable : optional length-m bool; False pins a unit on its current node.
         sizes : optional length-m state sizes (renaming weight; ``state_moved``).
         """
         t0 = time.perf_counter()
-        s = check_series(series)
-        m = s.shape[0]
-        n = check_num_nodes(num_nodes)
-        a0 = None if assignment is None else check_assignment(assignment, m, n)
-        mv = check_movable(movable, m)
-        if a0 is None and not mv.all():
-            raise ValueError("movable pins units but assignment is None; pinned units need "
-                             "their current node")
-        sz = check_sizes(sizes, m)
+        s, n, a0, mv, sz = check_global_inputs(series, num_nodes, assignment, movable, sizes)
         lay = global_layout(s, n, a0, mv, "correlation", self.name)
         cap = resolve_capacity(self.capacity, lay)
         pairs = pairwise_round(lay, lambda hi, lo: one_way(lay, hi, lo, self.name + " one-way"),

@@ -54,8 +54,8 @@ def check_num_nodes(num_nodes: Any) -> int:
     return int(num_nodes)
 
 
-def check_assignment(assignment: Any, m: int, n: int) -> np.ndarray:
-    """The node of each of the m units, each in [0, n)."""
+def check_assignment(assignment: Any, m: int, n: int | None) -> np.ndarray:
+    """The node of each of the m units, each in [0, n) (any node >= 0 when n is None)."""
     a = np.asarray(assignment)
     if a.shape != (m,):
         raise ValueError(f"assignment has shape {a.shape}; expected ({m},), one node per unit")
@@ -63,7 +63,9 @@ def check_assignment(assignment: Any, m: int, n: int) -> np.ndarray:
         if not np.all(np.equal(np.mod(a, 1), 0)):
             raise ValueError(f"assignment has dtype {a.dtype}; expected integer node indices")
     a = a.astype(np.int64)
-    if m and (a.min() < 0 or a.max() >= n):
+    if m and n is None and a.min() < 0:
+        raise ValueError(f"assignment names node {int(a.min())}; expected nodes >= 0")
+    if m and n is not None and (a.min() < 0 or a.max() >= n):
         raise ValueError(f"assignment names nodes {int(a.min())}..{int(a.max())}; "
                          f"expected 0 <= node < num_nodes={n}")
     return a

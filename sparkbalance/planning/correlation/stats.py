@@ -157,9 +157,19 @@ def unit_node_correlation(series: np.ndarray, assignment: np.ndarray, num_nodes:
     s = np.asarray(series, dtype=np.float64)
     a = np.asarray(assignment, dtype=np.int64)
     x = node_series(s, a, num_nodes)
-    others = np.broadcast_to(x[None, :, :], (s.shape[0],) + x.shape).copy()
-    others[np.arange(s.shape[0]), a] -= s
-    return correlation(s[:, None, :], others)
+    # O(m·n + m·k) memory: ρ against whole nodes by one product of z-scores, then the
+    # column of each unit's own node replaced by ρ against X_a − S_o.
+    k = s.shape[1]
+    sc = s - s.mean(axis=1, keepdims=True)
+    xc = x - x.mean(axis=1, keepdims=True)
+    ss, sf = _std_and_flat(sc, s)
+    xs, xf = _std_and_flat(xc, x)
+    zs = np.where(sf[:, None], 0.0, sc / np.where(sf, 1.0, ss)[:, None])
+    zx = np.where(xf[:, None], 0.0, xc / np.where(xf, 1.0, xs)[:, None])
+    r = np.clip(zs @ zx.T / k, -1.0, 1.0)
+    if s.shape[0]:
+        r[np.arange(s.shape[0]), a] = correlation(s, x[a] - s)
+    return r
 
 
 def mean_pair_correlation(x: np.ndarray) -> float:
