@@ -152,3 +152,29 @@ def test_identity_of_co_location(xs):
     lhs = v12 / 2 - (v1 + v2) / 2
     rhs = correlation(s1, s2) * np.sqrt(v1) * np.sqrt(v2)
     assert lhs == pytest.approx(rhs, abs=1e-9 * (v12 + v1 + v2 + 1e-300))
+
+
+@given(st.integers(1, 6), st.integers(0, 25), st.integers(0, 10**6))
+def test_load_window_keeps_the_last_k_samples_oldest_first(k, pushes, seed):
+    from sparkbalance.planning.correlation import LoadWindow
+    rng = np.random.default_rng(seed)
+    samples = rng.uniform(0, 1, (pushes, 3))
+    w = LoadWindow(3, k)
+    for x in samples:
+        w.push(x)
+    expect = samples[max(0, pushes - k):].T
+    assert np.array_equal(w.series, expect)
+    assert w.samples == min(pushes, k) and w.ready == (pushes >= k)
+    w.clear()
+    assert w.series.shape == (3, 0)
+
+
+def test_load_window_rejects_bad_samples():
+    from sparkbalance.planning.correlation import LoadWindow
+    w = LoadWindow(2, 3)
+    with pytest.raises(ValueError, match=r"expected \(2,\)"):
+        w.push([1.0])
+    with pytest.raises(ValueError, match="expected loads >= 0"):
+        w.push([1.0, -1.0])
+    with pytest.raises(ValueError, match="k=0; expected an int >= 1"):
+        LoadWindow(2, 0)

@@ -6,7 +6,9 @@ Units (key groups, operators) carry an (m, k) series of loads over the last k sa
 loads rise and fall together are separated, units that alternate are co-located, so every
 node's load stays flat and fewer migrations are needed when load fluctuates.
 
-Planners (pure numpy, never import pyspark), all returning a :class:`Placement`:
+:class:`LoadWindow` keeps the last k samples of every unit (feed it one batch's per-group
+costs at a time). Planners (pure numpy, never import pyspark), all returning a
+:class:`Placement`:
 
 * :class:`GlobalCorrelation` (COR-GLB, §3.4): ``plan(series, num_nodes, assignment=None,
   movable=None)``.
@@ -42,12 +44,12 @@ from .global_ import GlobalCorrelation
 from .pairwise import MODES, PairwiseCorrelation
 from .params import DEFAULT_DELTA, DEFAULT_EPSILON, DEFAULT_THETA, DEFAULT_WINDOW, POLICIES
 from .placement import Placement
-from .stats import (ZERO_STD_RTOL, LoadStatistics, correlation, correlation_matrix,
-                    covariance, load_statistics, mean_pair_correlation, node_series,
-                    node_std_mean, unit_node_correlation)
+from .stats import (ZERO_STD_RTOL, LoadStatistics, LoadWindow, correlation,
+                    correlation_matrix, covariance, load_statistics, mean_pair_correlation,
+                    node_series, node_std_mean, unit_node_correlation)
 
 __all__ = ["GlobalCorrelation", "PairwiseCorrelation", "LLFPlacement", "RandomPlacement",
-           "Placement", "correlation", "covariance", "correlation_matrix", "load_statistics",
-           "LoadStatistics", "node_series", "unit_node_correlation", "mean_pair_correlation",
-           "node_std_mean", "DEFAULT_EPSILON", "DEFAULT_DELTA", "DEFAULT_THETA",
-           "DEFAULT_WINDOW", "ZERO_STD_RTOL", "MODES", "SCOPES", "POLICIES"]
+           "Placement", "LoadWindow", "correlation", "covariance", "correlation_matrix",
+           "load_statistics", "LoadStatistics", "node_series", "unit_node_correlation",
+           "mean_pair_correlation", "node_std_mean", "DEFAULT_EPSILON", "DEFAULT_DELTA",
+           "DEFAULT_THETA", "DEFAULT_WINDOW", "ZERO_STD_RTOL", "MODES", "SCOPES", "POLICIES"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ZERO_STD_RTOL", "LoadStatistics", "load_statistics", "covariance", "correlation",
+__all__ = ["ZERO_STD_RTOL", "LoadWindow", "LoadStatistics", "load_statistics", "covariance", "correlation",
            "correlation_matrix", "node_series", "unit_node_correlation",
            "mean_pair_correlation", "node_std_mean"]
 
@@ -200,3 +200,63 @@ def node_std_mean(x: np.ndarray) -> float:
     0.5
     """
     return float(load_statistics(x).std.mean())
+
+
+class LoadWindow:
+    """The last k per-sample loads of m units: the (m, k) ``series`` the planners take.
+
+    A ring buffer fed once per sample (a batch: the cost of every key group), oldest
+    sample first in ``series``. Until k samples arrived, ``series`` holds only those seen
+    (the planners accept any k >= 1; Xing et al. §3.4 plan after a warm-up of k samples,
+    which ``ready`` tells).
+
+    Example
+    -------
+    >>> w = LoadWindow(num_units=2, k=3)
+    >>> for batch in ([1., 0.], [2., 0.], [3., 1.], [4., 1.]):
+    ...     w.push(batch)
+    >>> w.series.tolist(), w.ready
+    ([[2.0, 3.0, 4.0], [0.0, 1.0, 1.0]], True)
+    """
+
+    def __init__(self, num_units: int, k: int = 10) -> None:
+        if isinstance(num_units, bool) or not isinstance(num_units, (int, np.integer)) \
+                or num_units < 0:
+            raise ValueError(f"num_units={num_units!r}; expected an int >= 0")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k={k!r}; expected an int >= 1")
+        self.num_units = int(num_units)
+        self.k = int(k)
+        self._buf = np.zeros((self.num_units, self.k))
+        self._count = 0
+
+    def push(self, loads: np.ndarray) -> None:
+        """Append one sample (length-m loads, each >= 0 and finite)."""
+        x = np.asarray(loads, dtype=np.float64)
+        if x.shape != (self.num_units,):
+            raise ValueError(f"loads has shape {x.shape}; expected ({self.num_units},)")
+        if not np.all(np.isfinite(x)) or (x.size and x.min() < 0):
+            raise ValueError("loads has a negative or non-finite value; expected loads >= 0")
+        self._buf[:, self._count % self.k] = x
+        self._count += 1
+
+    @property
+    def samples(self) -> int:
+        """How many samples the window holds (at most k)."""
+        return min(self._count, self.k)
+
+    @property
+    def ready(self) -> bool:
+        return self._count >= self.k
+
+    @property
+    def series(self) -> np.ndarray:
+        """(m, samples) copy, oldest sample first."""
+        if self._count <= self.k:
+            return self._buf[:, :self._count].copy()
+        start = self._count % self.k
+        return np.concatenate([self._buf[:, start:], self._buf[:, :start]], axis=1)
+
+    def clear(self) -> None:
+        """Forget every sample (e.g. after the number of units changed)."""
+        self._count = 0
