@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ZERO_STD_RTOL", "LoadWindow", "LoadStatistics", "load_statistics", "covariance", "correlation",
-           "correlation_matrix", "node_series", "unit_node_correlation",
+__all__ = ["ZERO_STD_RTOL", "LoadWindow", "LoadStatistics", "load_statistics", "covariance",
+           "correlation", "correlation_matrix", "node_series", "unit_node_correlation",
            "mean_pair_correlation", "node_std_mean"]
 
 #: A series whose std is at most this fraction of its largest |value| counts as constant
