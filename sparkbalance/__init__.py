@@ -73,6 +73,15 @@ _EXPORTS: dict[str, str] = {
     "ConsistentHashing": "sparkbalance.planning.intervals",
     "StormDefault": "sparkbalance.planning.intervals",
     "transition_matrix": "sparkbalance.planning.intervals",
+    # correlation-based placement (Xing et al.)
+    "GlobalCorrelation": "sparkbalance.planning.correlation",
+    "PairwiseCorrelation": "sparkbalance.planning.correlation",
+    "LLFPlacement": "sparkbalance.planning.correlation",
+    "RandomPlacement": "sparkbalance.planning.correlation",
+    "Placement": "sparkbalance.planning.correlation",
+    "LoadWindow": "sparkbalance.planning.correlation",
+    "correlation": "sparkbalance.planning.correlation",
+    "load_statistics": "sparkbalance.planning.correlation",
     # routing-table planners (Fang et al.)
     "Plan": "sparkbalance.planning",
     "Move": "sparkbalance.planning",
