@@ -5,7 +5,9 @@ import java.math.MathContext;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -110,10 +112,13 @@ public final class BalanceHtml {
 
   static final String[] HEADERS = {
       "Time (UTC)", "Operation", "Key", "Strategy / planner", "Partitions", "Max / avg before",
-      "Max / avg after", "Lower bound", "Max after / LB", "Table / layout", "Keys moved",
+      "Max / avg after", "Lower bound", "Max / LB", "Table / layout", "Keys moved",
       "Bytes moved", "Plan s", "Migration s", "Jobs"};
 
-  /** One table row per record; {@code link} maps a UI path to a full URL. */
+  /**
+   * One table row per record; {@code link} maps a UI path to a full URL. "Max / LB" compares
+   * the max load after the plan (as run when there was no plan) with the lower bound.
+   */
   public static String row(BalanceRecord r, Function<String, String> link) {
     String op = r.operation() == null ? r.kind() : r.operation();
     String detail = link.apply("/balance/operation/?id=" + r.id());
@@ -121,7 +126,8 @@ public final class BalanceHtml {
     return "<tr data-id=\"" + r.id() + "\">"
         + cell("time", r.time(), time(r.time()))
         + cell("operation", op, "<a href=\"" + esc(detail) + "\">" + esc(op) + "</a> <small>"
-            + esc(r.kind()) + (r.batch() != null ? " batch " + r.batch() : "") + "</small>")
+            + esc(r.kind()) + (r.operator() != null ? " " + esc(r.operator()) : "")
+            + (r.batch() != null ? " batch " + r.batch() : "") + "</small>")
         + cell("key", r.key(), r.key() == null ? DASH : esc(r.key()))
         + cell("strategy", r.strategy(), strategy(r))
         + cell("num_partitions", r.numPartitions(), fmt(r.numPartitions()))
@@ -155,11 +161,50 @@ public final class BalanceHtml {
     if (newestFirst.isEmpty()) {
       return b.append("<p id=\"sparkbalance-empty\">No balance records yet.</p></div>").toString();
     }
+    operators(b, newestFirst, link);
+    b.append("<h4>Operations</h4>");
     b.append("<table class=\"").append(TABLE).append("\" id=\"sparkbalance-records\"><thead><tr>");
     for (String h : HEADERS) b.append("<th>").append(esc(h)).append("</th>");
     b.append("</tr></thead><tbody>");
     for (BalanceRecord r : newestFirst) b.append(row(r, link));
     return b.append("</tbody></table></div>").toString();
+  }
+
+  /** One row per keyed-state operator: batches, migrations, state moved, the latest batch. */
+  static void operators(StringBuilder b, List<BalanceRecord> newestFirst,
+                        Function<String, String> link) {
+    Map<String, long[]> agg = new LinkedHashMap<>();  // batches, migrations, keys, bytes
+    Map<String, BalanceRecord> latest = new LinkedHashMap<>();
+    for (BalanceRecord r : newestFirst) {
+      String op = r.operator();
+      if (op == null) continue;
+      latest.putIfAbsent(op, r);
+      long[] a = agg.computeIfAbsent(op, k -> new long[4]);
+      a[0]++;
+      if (r.isMigration()) a[1]++;
+      a[2] += r.keysMoved() == null ? 0 : r.keysMoved();
+      a[3] += r.bytesMoved() == null ? 0 : r.bytesMoved();
+    }
+    if (agg.isEmpty()) return;
+    b.append("<h4>Keyed-state operators</h4><table class=\"").append(TABLE)
+        .append("\" id=\"sparkbalance-operators\"><thead><tr><th>Operator</th><th>Batches shown"
+            + "</th><th>Migrations</th><th>Keys moved</th><th>Bytes moved</th>"
+            + "<th>Latest max / avg</th></tr></thead><tbody>");
+    for (Map.Entry<String, long[]> e : agg.entrySet()) {
+      BalanceRecord last = latest.get(e.getKey());
+      long[] a = e.getValue();
+      b.append("<tr data-operator=\"").append(esc(e.getKey())).append("\">")
+          .append(cell("operator", e.getKey(), "<a href=\"" + esc(link.apply(
+              "/balance/operation/?id=" + last.id())) + "\">" + esc(e.getKey()) + "</a>"))
+          .append(cell("batches", a[0], String.valueOf(a[0])))
+          .append(cell("migrations", a[1], String.valueOf(a[1])))
+          .append(cell("keys_moved", a[2], String.valueOf(a[2])))
+          .append(cell("bytes_moved", a[3], bytes(a[3])))
+          .append(cell("imbalance_before", last.imbalance("before"),
+              fmt(last.imbalance("before"))))
+          .append("</tr>");
+    }
+    b.append("</tbody></table>");
   }
 
   /** The detail page body of {@code r}; {@code timeline} holds its operator's records in order. */

@@ -42,12 +42,15 @@ final class BalanceSvg {
         .append(")\">").append(BalanceHtml.esc(label)).append("</text>");
   }
 
-  private static void hline(StringBuilder b, double y, String color, String cls, String label) {
+  /** A dashed line across the plot, labelled at its right end (or left: two labels may meet). */
+  private static void hline(StringBuilder b, double y, String color, String cls, String label,
+                            boolean labelLeft) {
     b.append("<line class=\"").append(cls).append("\" x1=\"").append(LEFT).append("\" x2=\"")
         .append(W - RIGHT).append("\" y1=\"").append(n(y)).append("\" y2=\"").append(n(y))
         .append("\" stroke=\"").append(color).append("\" stroke-dasharray=\"6 4\"/>")
-        .append("<text x=\"").append(W - RIGHT - 4).append("\" y=\"").append(n(y - 4))
-        .append("\" text-anchor=\"end\" font-size=\"11\" fill=\"").append(color).append("\">")
+        .append("<text x=\"").append(labelLeft ? LEFT + 4 : W - RIGHT - 4).append("\" y=\"")
+        .append(n(y - 4)).append("\" text-anchor=\"").append(labelLeft ? "start" : "end")
+        .append("\" font-size=\"11\" fill=\"").append(color).append("\">")
         .append(BalanceHtml.esc(label)).append("</text>");
   }
 
@@ -110,9 +113,9 @@ final class BalanceSvg {
       b.append("</g>");
     }
     if (avg != null) hline(b, TOP + plotH - plotH * avg / ymax, "#555555", "avg",
-        "avg " + BalanceHtml.fmt(avg));
+        "avg " + BalanceHtml.fmt(avg), true);
     if (lb != null) hline(b, TOP + plotH - plotH * lb / ymax, BalanceHtml.LB_COLOR, "lower-bound",
-        "lower bound " + BalanceHtml.fmt(lb));
+        "lower bound " + BalanceHtml.fmt(lb), false);
     b.append("<text x=\"").append(LEFT + plotW / 2).append("\" y=\"").append(H - 4)
         .append("\" text-anchor=\"middle\" font-size=\"11\">partition</text>");
     return b.append("</svg>").toString();
@@ -140,7 +143,7 @@ final class BalanceSvg {
     legend(b, new String[] {BalanceHtml.AFTER_COLOR, BalanceHtml.LB_COLOR, "#ff7f0e"},
         new String[] {"max / avg", "migration", "lower bound / avg"});
     double y1 = TOP + plotH - plotH / ymax;
-    hline(b, y1, "#999999", "even", "1.0 = even");
+    hline(b, y1, "#999999", "even", "1.0 = even", false);
     StringBuilder line = new StringBuilder(), lbLine = new StringBuilder();
     for (int i = 0; i < k; i++) {
       BalanceRecord r = recs.get(i);

@@ -155,8 +155,10 @@ public final class BalanceTab extends SparkUITab {
             + BalanceHtml.esc(req.getParameter("id")) + " (it may have been dropped: the tab keeps "
             + "the last " + tab.maxRecords + ").</div>");
       }
-      String title = "Balance: " + (r.operation() == null ? r.kind() : r.operation())
-          + (r.batch() != null ? " batch " + r.batch() : "") + " (#" + r.id() + ")";
+      String what = r.operator() != null ? r.operator() : r.operation() != null ? r.operation()
+          : r.kind();
+      String title = "Balance: " + what + (r.batch() != null ? ", batch " + r.batch() : "")
+          + " (#" + r.id() + ")";
       return tab.page(req, title,
           BalanceHtml.detailPage(r, tab.operatorRecords(r.operator()), tab.linker(req)));
     }
