@@ -1,5 +1,6 @@
 package io.sparkbalance.bridge;
 
+import java.util.Collections;
 import java.util.Map;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -37,7 +38,7 @@ public final class BalanceDriverPlugin implements DriverPlugin {
       ui.attachTab(new BalanceTab(ui, store, max));
     }
     BalancePlugin.setActive(this);
-    return BalancePlugin.noExtraConf();
+    return Collections.emptyMap();  // no extra executor conf: there is no executor side
   }
 
   @Override

@@ -1,6 +1,5 @@
 package io.sparkbalance.bridge;
 
-import java.util.Map;
 import java.util.concurrent.TimeoutException;
 
 import org.apache.spark.api.plugin.DriverPlugin;
@@ -83,9 +82,5 @@ public class BalancePlugin implements SparkPlugin {
   public static String metricsJson() {
     BalanceDriverPlugin p = active;
     return p == null ? "{}" : p.metrics().toJson();
-  }
-
-  static Map<String, String> noExtraConf() {
-    return java.util.Collections.emptyMap();
   }
 }
