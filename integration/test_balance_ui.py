@@ -34,6 +34,9 @@ JAR = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
 SHOTS = ROOT / "demo-out" / "balance-ui"
 PREFIX = "plugin.io.sparkbalance.bridge.BalancePlugin."
 LOOPBACK = "127.0.0.1"
+#: spark.sparkbalance.ui.maxRecords of the child: one less than it posts, so the live tab
+#: shows the bounded store (the oldest record dropped) while the metrics count every record.
+KEPT = 11
 
 pytestmark = pytest.mark.skipif(
     not JAR.is_file(), reason=f"bridge jar not built ({JAR}); run bash jvm_bridge/build.sh")
@@ -41,18 +44,19 @@ pytestmark = pytest.mark.skipif(
 
 # --------------------------------------------------------------------------- the child app
 def _records() -> list[dict]:
-    """A skewed DataFrame plan, an RDD plan and a keyed-state operator with two migrations."""
+    """An RDD plan (the record the bounded store drops), a skewed DataFrame plan and a
+    keyed-state operator with two migrations."""
     recs: list[dict] = [
+        {"kind": "rdd", "operation": "partition_by", "key": "key", "strategy": "pkg",
+         "num_partitions": 4, "loads_before": [70.5, 10.25, 9.75, 9.5],
+         "loads_after": [25.0, 25.5, 24.75, 24.75], "lower_bound": 25.0,
+         "plan_seconds": 0.0011, "job_ids": [2]},
         {"kind": "dataframe", "operation": "group_by", "key": "user_id", "strategy": "mixed",
          "planner": "mixed", "num_partitions": 8,
          "loads_before": [412.0, 95.0, 88.0, 101.0, 90.0, 97.0, 84.0, 93.0],
          "loads_after": [131.0, 128.0, 133.0, 129.0, 130.0, 126.0, 132.0, 131.0],
          "lower_bound": 130.0, "table_size": 17, "plan_seconds": 0.0042, "job_ids": [0, 1],
          "description": "sparkbalance: key statistics for group_by(user_id, 8, mixed)"},
-        {"kind": "rdd", "operation": "partition_by", "key": "key", "strategy": "pkg",
-         "num_partitions": 4, "loads_before": [70.5, 10.25, 9.75, 9.5],
-         "loads_after": [25.0, 25.5, 24.75, 24.75], "lower_bound": 25.0,
-         "plan_seconds": 0.0011, "job_ids": [2]},
     ]
     for b in range(10):
         skew = 1.0 + 0.4 * (b % 5)  # the hot key heats up, a migration cools it down
@@ -78,6 +82,7 @@ def _child(event_dir: str) -> None:
         SparkSession.builder.master("local[2]").appName("sparkbalance-ui-test")
         .config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
         .config("spark.ui.port", "0").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sparkbalance.ui.maxRecords", str(KEPT))
         .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", event_dir)
         .config("spark.eventLog.compress", "false")  # Spark 4 compresses (zstd) by default
         .config("spark.ui.prometheus.enabled", "true")
@@ -260,15 +265,18 @@ def test_plugin_is_active_and_records_delivered(app):
 
 def test_json_endpoint_serves_the_python_records(app):
     served = json.loads(_get(app.ui + "/balance/json"))
-    assert served == app.records
+    assert served == app.records[-KEPT:]  # the bounded store dropped the oldest
     one = app.records[5]
     assert json.loads(_get(f"{app.ui}/balance/operation/json?id={one['id']}")) == one
+    dropped = app.records[0]["id"]
+    assert json.loads(_get(f"{app.ui}/balance/operation/json?id={dropped}")) is None
 
 
 def test_list_page_html_shows_every_record(app):
     html = _get(app.ui + "/balance/")
     assert '<a class="nav-link' in html and ">Balance<" in html  # a tab in Spark's header
-    _check_rows(html, app.records)
+    _check_rows(html, app.records[-KEPT:])
+    assert f"Showing {KEPT} of {KEPT} records kept (at most {KEPT})" in html
     state = [r for r in app.records if r["kind"] == "state"]
     ops = _table(html, "sparkbalance-operators").rows
     assert list(ops) == ["session_counts"]
@@ -314,7 +322,7 @@ def test_metrics_json_and_prometheus_match_the_records(app):
 
 def test_browser_renders_the_tab_and_a_detail_page(app):
     dom = _chromium(["--dump-dom"], app.ui + "/balance/")
-    _check_rows(dom, app.records)
+    _check_rows(dom, app.records[-KEPT:])
     state = [r for r in app.records if r["kind"] == "state"]
     migrated = next(r for r in state if r.get("keys_moved"))
     dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={migrated['id']}")
@@ -337,7 +345,7 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
         [r["max_before"] / r["avg_before"] for r in state])
     paths = [_shot(app.ui + "/balance/", "list.png", 1100),
              _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "detail-state.png"),
-             _shot(f"{app.ui}/balance/operation/?id={app.records[0]['id']}",
+             _shot(f"{app.ui}/balance/operation/?id={app.records[1]['id']}",
                    "detail-dataframe.png", 1000)]
     print("screenshots:", *paths)
 
@@ -376,6 +384,7 @@ def test_history_server_renders_the_finished_application(app, tmp_path):
             assert hs.poll() is None, (tmp_path / "history.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the History Server did not list the app"
             time.sleep(1)
+        # The History Server replays every event; its own maxRecords (default 3000) applies.
         tab = f"{base}/history/{app.app_id}/balance/"
         _check_rows(_get(tab), app.records)
         assert json.loads(_get(f"{base}/history/{app.app_id}/balance/json")) == app.records
