@@ -23,6 +23,10 @@ javac --release 17 -nowarn -cp "$jars/*" -d "$out/classes" \
   $(find "$here/src/main/java" -name '*.java' | sort)
 # Write a new file and rename it over the old one: a running Spark JVM keeps reading the
 # jar it opened (same inode) instead of seeing it change under it.
+# Resources (the History Server's service-loader entry under META-INF/services) go in as is.
+if [ -d "$here/src/main/resources" ]; then
+  cp -R "$here/src/main/resources/." "$out/classes/"
+fi
 jar --create --file "$out/sparkbalance-bridge.jar.tmp" -C "$out/classes" .
 mv -f "$out/sparkbalance-bridge.jar.tmp" "$out/sparkbalance-bridge.jar"
 echo "built $out/sparkbalance-bridge.jar"

@@ -62,6 +62,9 @@ _EXPORTS: dict[str, str] = {
     "balanced_repartition": "sparkbalance.spark.df_install",
     "balanced_agg": "sparkbalance.spark.df_install",
     "balanced_join": "sparkbalance.spark.df_install",
+    # Spark UI plugin and the balance records
+    "balance_log": "sparkbalance.spark.balance_log",
+    "BalanceLog": "sparkbalance.spark.balance_log",
     # keyed state
     "KeyedStateOperator": "sparkbalance.state.operator",
     # interval planners (Ding et al.)

@@ -1,0 +1,399 @@
+"""The Spark plugin end to end: metrics, the "Balance" tab in a real browser, the History Server.
+
+The plugin must be on ``spark.plugins`` before the SparkContext starts and the jar on the
+driver class path before the JVM starts, so the application runs in a child process (this
+file run as a script): it starts a loopback-only ``local[2]`` session through
+:func:`sparkbalance.spark.balance_log.configure`, posts records from Python, prints them
+and its UI address as one JSON line, and stops when told to. The tests compare what the
+UI, the JSON endpoint, ``/metrics/json``, ``/metrics/prometheus`` and, after the child has
+stopped, Spark's History Server on its event log show with the Python records.
+
+Browser tests use Debian's ``chromium`` (``--headless --dump-dom`` / ``--screenshot``) and
+are skipped, saying so, when no browser is installed. Screenshots go to
+``demo-out/balance-ui/`` (git-ignored).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+JAR = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
+SHOTS = ROOT / "demo-out" / "balance-ui"
+PREFIX = "plugin.io.sparkbalance.bridge.BalancePlugin."
+LOOPBACK = "127.0.0.1"
+#: spark.sparkbalance.ui.maxRecords of the child: one less than it posts, so the live tab
+#: shows the bounded store (the oldest record dropped) while the metrics count every record.
+KEPT = 11
+
+pytestmark = pytest.mark.skipif(
+    not JAR.is_file(), reason=f"bridge jar not built ({JAR}); run bash jvm_bridge/build.sh")
+
+
+# --------------------------------------------------------------------------- the child app
+def _records() -> list[dict]:
+    """An RDD plan (the record the bounded store drops), a skewed DataFrame plan and a
+    keyed-state operator with two migrations."""
+    recs: list[dict] = [
+        {"kind": "rdd", "operation": "partition_by", "key": "key", "strategy": "pkg",
+         "num_partitions": 4, "loads_before": [70.5, 10.25, 9.75, 9.5],
+         "loads_after": [25.0, 25.5, 24.75, 24.75], "lower_bound": 25.0,
+         "plan_seconds": 0.0011, "job_ids": [2]},
+        {"kind": "dataframe", "operation": "group_by", "key": "user_id", "strategy": "mixed",
+         "planner": "mixed", "num_partitions": 8,
+         "loads_before": [412.0, 95.0, 88.0, 101.0, 90.0, 97.0, 84.0, 93.0],
+         "loads_after": [131.0, 128.0, 133.0, 129.0, 130.0, 126.0, 132.0, 131.0],
+         "lower_bound": 130.0, "table_size": 17, "plan_seconds": 0.0042, "job_ids": [0, 1],
+         "description": "sparkbalance: key statistics for group_by(user_id, 8, mixed)"},
+    ]
+    for b in range(10):
+        skew = 1.0 + 0.4 * (b % 5)  # the hot key heats up, a migration cools it down
+        loads = [40.0 * skew, 30.0, 28.0, 26.0]
+        rec = {"kind": "state", "operation": "update", "operator": "session_counts",
+               "batch": b, "strategy": "ssm", "planner": "simple_ssm", "num_partitions": 4,
+               "loads_before": loads, "lower_bound": 33.0, "layout": f"64 key groups, v{b // 5}",
+               "job_ids": [3 + b]}
+        if b in (4, 9):
+            rec.update(loads_after=[34.0, 32.0, 31.0, 30.0 + 16.0 * skew - 16.0],
+                       plan_seconds=0.002 + b / 1000, keys_moved=40 + b,
+                       bytes_moved=800 + 10 * b, migration_seconds=0.05 * b)
+        recs.append(rec)
+    return recs
+
+
+def _child(event_dir: str) -> None:
+    from pyspark.sql import SparkSession
+
+    from sparkbalance.spark import balance_log as bl
+
+    builder = (
+        SparkSession.builder.master("local[2]").appName("sparkbalance-ui-test")
+        .config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
+        .config("spark.ui.port", "0").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sparkbalance.ui.maxRecords", str(KEPT))
+        .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", event_dir)
+        .config("spark.eventLog.compress", "false")  # Spark 4 compresses (zstd) by default
+        .config("spark.ui.prometheus.enabled", "true")
+        .config("spark.metrics.conf.*.sink.prometheusServlet.class",
+                "org.apache.spark.metrics.sink.PrometheusServlet")
+        .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus"))
+    spark = bl.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    bl.balance_log().clear()
+    for rec in _records():
+        bl.post(spark, rec)
+    jplugin = spark.sparkContext._jvm.io.sparkbalance.bridge.BalancePlugin
+    out = {"ui": spark.sparkContext.uiWebUrl, "app_id": spark.sparkContext.applicationId,
+           "active": bl.plugin_active(spark), "flushed": bool(jplugin.flush(30000)),
+           "records": bl.balance_log().records()}
+    print("BALANCE-APP " + json.dumps(out), flush=True)
+    sys.stdin.readline()  # the test says when to stop (a closed pipe also ends the wait)
+    spark.stop()
+
+
+# --------------------------------------------------------------------------- helpers
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 180.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def _browser() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _chromium(args: list[str], url: str) -> str:
+    path = _browser()
+    if path is None:
+        pytest.skip("no headless browser: install Debian's chromium (apt-get install -y "
+                    "chromium); .ci/run does")
+    with tempfile.TemporaryDirectory() as profile:
+        p = subprocess.run(
+            [path, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={profile}", *args, url],
+            capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+class _Cells(HTMLParser):
+    """``data-field``/``data-value`` cells per ``<tr data-id>`` (int) or ``<tr data-operator>``
+    (str) of the table with the given id, and the text shown in each cell."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__()
+        self.table_id, self.depth, self.row = table_id, 0, None
+        self.rows: dict[int | str, dict[str, str]] = {}
+        self.text: dict[int | str, dict[str, str]] = {}
+        self._field: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.depth += 1 if (self.depth or a.get("id") == self.table_id) else 0
+        elif self.depth and tag == "tr" and ("data-id" in a or "data-operator" in a):
+            self.row = int(a["data-id"]) if "data-id" in a else a["data-operator"]
+            self.rows[self.row], self.text[self.row] = {}, {}
+        elif self.depth and tag == "td" and self.row is not None and "data-field" in a:
+            self._field = a["data-field"]
+            self.rows[self.row][self._field] = a.get("data-value", "")
+            self.text[self.row][self._field] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self.depth:
+            self.depth -= 1
+        elif tag == "td":
+            self._field = None
+
+    def handle_data(self, data):
+        if self._field is not None and self.row is not None:
+            self.text[self.row][self._field] += data
+
+
+def _table(html: str, table_id: str) -> _Cells:
+    p = _Cells(table_id)
+    p.feed(html)
+    return p
+
+
+def _num(s: str) -> float | None:
+    return None if s in ("", "null", "None") else float(s)
+
+
+def _check_rows(html: str, records: list[dict]) -> None:
+    """Every record has a row whose values equal the Python record's."""
+    t = _table(html, "sparkbalance-records")
+    assert set(t.rows) == {r["id"] for r in records}
+    for r in records:
+        row, text = t.rows[r["id"]], t.text[r["id"]]
+        assert text["operation"].startswith(r["operation"])
+        assert int(row["num_partitions"]) == r["num_partitions"]
+        assert _num(row["lower_bound"]) == r["lower_bound"]
+        assert _num(row["plan_seconds"]) == r.get("plan_seconds")
+        assert _num(row["keys_moved"]) == r.get("keys_moved")
+        assert _num(row["bytes_moved"]) == r.get("bytes_moved")
+        mx, av = row["max_avg_before"].split("/")
+        assert (_num(mx), _num(av)) == (r["max_before"], r["avg_before"])
+        assert text["job_ids"].replace(" ", "") == ",".join(map(str, r["job_ids"]))
+        if r.get("plan_seconds") is not None:
+            assert text["plan_seconds"] == f"{r['plan_seconds']:.4g}"
+
+
+# --------------------------------------------------------------------------- fixtures
+class _App:
+    def __init__(self, tmp: Path) -> None:
+        self.event_dir = tmp / "events"
+        self.event_dir.mkdir()
+        env = dict(os.environ, SPARK_LOCAL_IP=LOOPBACK, PYSPARK_PYTHON=sys.executable,
+                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        code = (f"import runpy; m = runpy.run_path({str(Path(__file__))!r}); "
+                f"m['_child']({self.event_dir.as_uri()!r})")
+        self.proc = subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        info = None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("BALANCE-APP "):
+                info = json.loads(line[len("BALANCE-APP "):])
+                break
+        if info is None:
+            self.stop()
+            pytest.fail("the Spark application with the plugin did not start")
+        self.ui, self.app_id = info["ui"], info["app_id"]
+        self.active, self.flushed = info["active"], info["flushed"]
+        self.records: list[dict] = info["records"]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("stop\n")
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    a = _App(tmp_path_factory.mktemp("balance_ui"))
+    yield a
+    a.stop()
+
+
+def _shot(args_url: str, name: str, height: int = 1400) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / name
+    _chromium([f"--screenshot={path}", f"--window-size=1400,{height}"], args_url)
+    assert path.is_file() and path.stat().st_size > 10_000
+    return path
+
+
+# --------------------------------------------------------------------------- tests
+def test_plugin_is_active_and_records_delivered(app):
+    assert app.active and app.flushed
+    assert len(app.records) == 12
+    assert [r["id"] for r in app.records] == sorted(r["id"] for r in app.records)
+
+
+def test_json_endpoint_serves_the_python_records(app):
+    served = json.loads(_get(app.ui + "/balance/json"))
+    assert served == app.records[-KEPT:]  # the bounded store dropped the oldest
+    one = app.records[5]
+    assert json.loads(_get(f"{app.ui}/balance/operation/json?id={one['id']}")) == one
+    dropped = app.records[0]["id"]
+    assert json.loads(_get(f"{app.ui}/balance/operation/json?id={dropped}")) is None
+
+
+def test_list_page_html_shows_every_record(app):
+    html = _get(app.ui + "/balance/")
+    assert '<a class="nav-link' in html and ">Balance<" in html  # a tab in Spark's header
+    _check_rows(html, app.records[-KEPT:])
+    assert f"Showing {KEPT} of {KEPT} records kept (at most {KEPT})" in html
+    state = [r for r in app.records if r["kind"] == "state"]
+    ops = _table(html, "sparkbalance-operators").rows
+    assert list(ops) == ["session_counts"]
+    assert int(ops["session_counts"]["batches"]) == len(state)
+    assert int(ops["session_counts"]["migrations"]) == sum(1 for r in state if r.get("keys_moved"))
+    assert int(ops["session_counts"]["keys_moved"]) == sum(r.get("keys_moved", 0) for r in state)
+
+
+def test_metrics_json_and_prometheus_match_the_records(app):
+    recs = app.records
+    plans = [r for r in recs if r.get("plan_seconds") is not None]
+    migrations = [r for r in recs if r.get("keys_moved")]
+    last = plans[-1]
+    want_counters = {"records": len(recs), "plans": len(plans), "migrations": len(migrations),
+                     "keysMoved": sum(r["keys_moved"] for r in migrations),
+                     "bytesMoved": sum(r["bytes_moved"] for r in migrations)}
+    want_gauges = {"lastMaxLoad": last["max_after"], "lastAvgLoad": last["avg_after"],
+                   "lastMaxLoadBefore": last["max_before"], "lastLowerBound": last["lower_bound"],
+                   "lastTableSize": last.get("table_size", 0), "listenerDroppedEvents": 0}
+    m = json.loads(_get(app.ui + "/metrics/json"))
+    key = f"{app.app_id}.driver.{PREFIX}"
+    for name, v in want_counters.items():
+        assert m["counters"][key + name]["count"] == v, name
+    for name, v in want_gauges.items():
+        assert m["gauges"][key + name]["value"] == pytest.approx(v), name
+    assert m["histograms"][key + "planMicros"]["count"] == len(plans)
+    assert m["histograms"][key + "migrationMicros"]["max"] == round(
+        max(r["migration_seconds"] for r in migrations) * 1e6)
+
+    prom = _get(app.ui + "/metrics/prometheus")
+    pkey = re.sub("[^a-zA-Z0-9]", "_", f"metrics_{app.app_id}_driver_{PREFIX}")
+    values = {}
+    for line in prom.splitlines():
+        if line.startswith(pkey):
+            name, _, value = line.rpartition(" ")
+            values[name[len(pkey):].split("{")[0]] = float(value)
+    for name, v in want_counters.items():
+        assert values[name + "_Count"] == v, name
+    for name, v in want_gauges.items():
+        assert values[name + "_Value"] == pytest.approx(v), name
+    assert values["planMicros_Count"] == len(plans)
+
+
+def test_browser_renders_the_tab_and_a_detail_page(app):
+    dom = _chromium(["--dump-dom"], app.ui + "/balance/")
+    _check_rows(dom, app.records[-KEPT:])
+    state = [r for r in app.records if r["kind"] == "state"]
+    migrated = next(r for r in state if r.get("keys_moved"))
+    dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={migrated['id']}")
+    assert f'data-id="{migrated["id"]}"' in dom
+    # load bars: one group per partition with the record's exact loads
+    bars = re.findall(r'<g class="partition" data-partition="(\d+)" data-before="([^"]+)" '
+                      r'data-after="([^"]+)"', dom)
+    assert [(float(b), float(a)) for _, b, a in bars] == list(
+        zip(migrated["loads_before"], migrated["loads_after"]))
+    # the operator's timeline: every batch, migrations marked where the records say
+    t = _table(dom, "sparkbalance-timeline")
+    assert list(t.rows) == [r["id"] for r in state]
+    for r in state:
+        assert _num(t.rows[r["id"]]["max_before"]) == r["max_before"]
+        assert _num(t.rows[r["id"]]["avg_before"]) == r["avg_before"]
+    marks = re.findall(r'<g class="migration" data-batch="(\d+)"', dom)
+    assert [int(b) for b in marks] == [r["batch"] for r in state if r.get("keys_moved")]
+    points = re.findall(r'<circle class="batch"[^>]*data-imbalance="([^"]+)"', dom)
+    assert [float(p) for p in points] == pytest.approx(
+        [r["max_before"] / r["avg_before"] for r in state])
+    paths = [_shot(app.ui + "/balance/", "list.png", 1100),
+             _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "detail-state.png"),
+             _shot(f"{app.ui}/balance/operation/?id={app.records[1]['id']}",
+                   "detail-dataframe.png", 1000)]
+    print("screenshots:", *paths)
+
+
+def test_history_server_renders_the_finished_application(app, tmp_path):
+    app.stop()  # completes the event log; keep this test last in the file
+    assert app.proc.returncode == 0
+    logs = list(app.event_dir.rglob("*"))
+    assert any("io.sparkbalance.bridge.BalanceEvent" in p.read_text(errors="replace")
+               for p in logs if p.is_file() and "events" in p.name), \
+        "records not in the event log"
+    port = _free_port()
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP=LOOPBACK,
+               SPARK_DAEMON_CLASSPATH=str(JAR), SPARK_LOG_DIR=str(tmp_path),
+               SPARK_HISTORY_OPTS=" ".join([
+                   f"-Dspark.history.fs.logDirectory={app.event_dir.as_uri()}",
+                   f"-Dspark.history.ui.port={port}",
+                   "-Dspark.history.fs.update.interval=1s"]))
+    log = open(tmp_path / "history.log", "w")
+    hs = subprocess.Popen(
+        [str(spark_home / "bin" / "spark-class"), "org.apache.spark.deploy.history.HistoryServer"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://{LOOPBACK}:{port}"
+        deadline = time.monotonic() + 240
+        while True:
+            try:
+                apps = json.loads(_get(base + "/api/v1/applications", timeout=10))
+                if any(a["id"] == app.app_id and a["attempts"][0]["completed"] for a in apps):
+                    break
+            except (OSError, ValueError):  # not up yet, or busy (URLError is an OSError)
+                pass
+            assert hs.poll() is None, (tmp_path / "history.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the History Server did not list the app"
+            time.sleep(1)
+        # The History Server replays every event; its own maxRecords (default 3000) applies.
+        tab = f"{base}/history/{app.app_id}/balance/"
+        _check_rows(_get(tab), app.records)
+        assert json.loads(_get(f"{base}/history/{app.app_id}/balance/json")) == app.records
+        _check_rows(_chromium(["--dump-dom"], tab), app.records)
+        print("screenshot:", _shot(tab, "history-list.png", 1100))
+    finally:
+        hs.terminate()
+        try:
+            hs.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            hs.kill()
+        log.close()

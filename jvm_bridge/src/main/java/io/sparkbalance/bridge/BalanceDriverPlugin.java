@@ -1,0 +1,81 @@
+package io.sparkbalance.bridge;
+
+import java.util.Collections;
+import java.util.Map;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+import com.codahale.metrics.Counter;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.ui.SparkUI;
+import org.apache.spark.util.kvstore.KVStore;
+
+/**
+ * Driver side of {@link BalancePlugin}: metrics, the status-store listener and the UI tab.
+ *
+ * <p>Uses two {@code private[spark]} members, public in bytecode and stable since Spark 3.0:
+ * {@code SparkContext.listenerBus()} (to post records and add the listener to the status queue,
+ * as Spark's SQL tab does) and {@code SparkContext.statusStore()} (the store the UI reads).
+ */
+public final class BalanceDriverPlugin implements DriverPlugin {
+  private SparkContext sc;
+  private BalanceMetrics metrics;
+  private final AtomicLong nextId = new AtomicLong(0);
+
+  @Override
+  public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+    this.sc = sc;
+    int max = ctx.conf().getInt(BalancePlugin.MAX_RECORDS_CONF, BalancePlugin.DEFAULT_MAX_RECORDS);
+    KVStore store = sc.statusStore().store();
+    BalanceStoreListener listener = new BalanceStoreListener(store, max);
+    metrics = new BalanceMetrics(ctx.metricRegistry(), this::droppedEvents);
+    sc.listenerBus().addToStatusQueue(listener);
+    if (sc.ui().isDefined()) {
+      SparkUI ui = sc.ui().get();
+      ui.attachTab(new BalanceTab(ui, store, max));
+    }
+    BalancePlugin.setActive(this);
+    return Collections.emptyMap();  // no extra executor conf: there is no executor side
+  }
+
+  @Override
+  public void shutdown() {
+    BalancePlugin.clearActive(this);
+  }
+
+  BalanceMetrics metrics() {
+    return metrics;
+  }
+
+  private long droppedEvents() {
+    SparkContext c = sc;
+    if (c == null) return 0L;
+    Counter n = c.listenerBus().metrics().metricRegistry().getCounters()
+        .get("queue." + BalanceMetrics.LISTENER_QUEUE + ".numDroppedEvents");
+    return n == null ? 0L : n.getCount();
+  }
+
+  long post(String json) {
+    BalanceRecord r = BalanceRecord.parse(json);
+    Long given = r.integer("id");
+    long id;
+    if (given == null) {
+      id = nextId.getAndIncrement();
+      r.mutableNode().put("id", id);
+    } else {
+      id = given;
+      nextId.accumulateAndGet(id + 1, Math::max);
+    }
+    if (!r.has("time")) r.mutableNode().put("time", System.currentTimeMillis() / 1000.0);
+    metrics.update(r);
+    sc.listenerBus().post(new BalanceEvent(r.node()));
+    return id;
+  }
+
+  void flush(long timeoutMillis) throws TimeoutException {
+    sc.listenerBus().waitUntilEmpty(timeoutMillis);
+  }
+}

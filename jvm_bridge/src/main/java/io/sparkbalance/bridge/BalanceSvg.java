@@ -1,0 +1,198 @@
+package io.sparkbalance.bridge;
+
+import java.util.List;
+
+/**
+ * Inline SVG charts of the "Balance" tab: per-partition load bars and a keyed-state operator's
+ * per-batch timeline. Plain SVG elements (no script, no external asset); each bar group and
+ * point carries its exact values in {@code data-*} attributes and a {@code <title>} tooltip.
+ */
+final class BalanceSvg {
+  private BalanceSvg() {}
+
+  static final int W = 960, H = 280, LEFT = 64, RIGHT = 16, TOP = 28, BOTTOM = 36;
+
+  private static String n(double v) {
+    return String.format(java.util.Locale.ROOT, "%.2f", v);
+  }
+
+  private static double niceMax(double v) {
+    if (!(v > 0)) return 1.0;
+    double p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (double m : new double[] {1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10}) {
+      if (m * p >= v) return m * p;
+    }
+    return 10 * p;
+  }
+
+  private static void yAxis(StringBuilder b, double ymax, String label) {
+    int plotH = H - TOP - BOTTOM;
+    for (int i = 0; i <= 4; i++) {
+      double v = ymax * i / 4;
+      double y = TOP + plotH - plotH * i / 4.0;
+      b.append("<line x1=\"").append(LEFT).append("\" x2=\"").append(W - RIGHT)
+          .append("\" y1=\"").append(n(y)).append("\" y2=\"").append(n(y))
+          .append("\" stroke=\"#e5e5e5\"/>")
+          .append("<text x=\"").append(LEFT - 6).append("\" y=\"").append(n(y + 4))
+          .append("\" text-anchor=\"end\" font-size=\"11\">").append(BalanceHtml.fmt(v))
+          .append("</text>");
+    }
+    b.append("<text x=\"14\" y=\"").append(TOP + plotH / 2).append("\" font-size=\"11\" "
+        + "text-anchor=\"middle\" transform=\"rotate(-90 14 ").append(TOP + plotH / 2)
+        .append(")\">").append(BalanceHtml.esc(label)).append("</text>");
+  }
+
+  /** A dashed line across the plot, labelled at its right end (or left: two labels may meet). */
+  private static void hline(StringBuilder b, double y, String color, String cls, String label,
+                            boolean labelLeft) {
+    b.append("<line class=\"").append(cls).append("\" x1=\"").append(LEFT).append("\" x2=\"")
+        .append(W - RIGHT).append("\" y1=\"").append(n(y)).append("\" y2=\"").append(n(y))
+        .append("\" stroke=\"").append(color).append("\" stroke-dasharray=\"6 4\"/>")
+        .append("<text x=\"").append(labelLeft ? LEFT + 4 : W - RIGHT - 4).append("\" y=\"")
+        .append(n(y - 4)).append("\" text-anchor=\"").append(labelLeft ? "start" : "end")
+        .append("\" font-size=\"11\" fill=\"").append(color).append("\">")
+        .append(BalanceHtml.esc(label)).append("</text>");
+  }
+
+  private static void legend(StringBuilder b, String[] colors, String[] labels) {
+    int x = LEFT;
+    for (int i = 0; i < labels.length; i++) {
+      b.append("<rect x=\"").append(x).append("\" y=\"8\" width=\"12\" height=\"12\" fill=\"")
+          .append(colors[i]).append("\"/><text x=\"").append(x + 16)
+          .append("\" y=\"18\" font-size=\"12\">").append(BalanceHtml.esc(labels[i]))
+          .append("</text>");
+      x += 24 + 7 * labels[i].length();
+    }
+  }
+
+  private static double at(List<Double> l, int i) {
+    return i < l.size() && l.get(i) != null && !l.get(i).isNaN() ? l.get(i) : 0.0;
+  }
+
+  /** Bars of the loads before (grey) and after (blue) per partition, avg and lower bound lines. */
+  static String loadBars(List<Double> before, List<Double> after, Double avg, Double lb) {
+    int parts = Math.max(before.size(), after.size());
+    double top = lb == null ? 0 : lb;
+    for (int i = 0; i < parts; i++) top = Math.max(top, Math.max(at(before, i), at(after, i)));
+    double ymax = niceMax(top);
+    int plotW = W - LEFT - RIGHT, plotH = H - TOP - BOTTOM;
+    double slot = plotW / (double) parts;
+    int series = (before.isEmpty() ? 0 : 1) + (after.isEmpty() ? 0 : 1);
+    double bar = Math.max(0.5, slot * 0.8 / series);
+    StringBuilder b = new StringBuilder("<svg id=\"sparkbalance-loads\" class=\"sparkbalance-chart\" "
+        + "xmlns=\"http://www.w3.org/2000/svg\" width=\"" + W + "\" height=\"" + H
+        + "\" viewBox=\"0 0 " + W + " " + H + "\" role=\"img\" data-partitions=\"" + parts + "\">");
+    yAxis(b, ymax, "load");
+    legend(b, new String[] {BalanceHtml.BEFORE_COLOR, BalanceHtml.AFTER_COLOR, BalanceHtml.LB_COLOR},
+        new String[] {"before", "after", "lower bound"});
+    int labelEvery = Math.max(1, (int) Math.ceil(parts / 32.0));
+    for (int i = 0; i < parts; i++) {
+      double x0 = LEFT + i * slot + slot * 0.1;
+      b.append("<g class=\"partition\" data-partition=\"").append(i).append("\"");
+      if (!before.isEmpty()) b.append(" data-before=\"").append(before.get(i)).append("\"");
+      if (!after.isEmpty()) b.append(" data-after=\"").append(after.get(i)).append("\"");
+      b.append("><title>partition ").append(i);
+      if (!before.isEmpty()) b.append(": before ").append(BalanceHtml.fmt(before.get(i)));
+      if (!after.isEmpty()) b.append(", after ").append(BalanceHtml.fmt(after.get(i)));
+      b.append("</title>");
+      int s = 0;
+      for (List<Double> l : List.of(before, after)) {
+        if (l.isEmpty()) continue;
+        double h = plotH * at(l, i) / ymax;
+        b.append("<rect x=\"").append(n(x0 + s * bar)).append("\" y=\"").append(n(TOP + plotH - h))
+            .append("\" width=\"").append(n(bar)).append("\" height=\"").append(n(h))
+            .append("\" fill=\"").append(l == before ? BalanceHtml.BEFORE_COLOR : BalanceHtml.AFTER_COLOR)
+            .append("\"/>");
+        s++;
+      }
+      if (i % labelEvery == 0) {
+        b.append("<text x=\"").append(n(LEFT + (i + 0.5) * slot)).append("\" y=\"")
+            .append(TOP + plotH + 14).append("\" text-anchor=\"middle\" font-size=\"10\">")
+            .append(i).append("</text>");
+      }
+      b.append("</g>");
+    }
+    if (avg != null) hline(b, TOP + plotH - plotH * avg / ymax, "#555555", "avg",
+        "avg " + BalanceHtml.fmt(avg), true);
+    if (lb != null) hline(b, TOP + plotH - plotH * lb / ymax, BalanceHtml.LB_COLOR, "lower-bound",
+        "lower bound " + BalanceHtml.fmt(lb), false);
+    b.append("<text x=\"").append(LEFT + plotW / 2).append("\" y=\"").append(H - 4)
+        .append("\" text-anchor=\"middle\" font-size=\"11\">partition</text>");
+    return b.append("</svg>").toString();
+  }
+
+  /**
+   * Max/avg load of each batch as it ran (the records' "before" loads), the lower bound over
+   * avg when known, and a red marker at each batch that migrated keys.
+   */
+  static String timeline(List<BalanceRecord> recs, long current) {
+    int k = recs.size();
+    double top = 1.0;
+    for (BalanceRecord r : recs) {
+      Double im = r.imbalance("before");
+      if (im != null) top = Math.max(top, im);
+    }
+    double ymax = niceMax(top * 1.05);
+    int plotW = W - LEFT - RIGHT, plotH = H - TOP - BOTTOM;
+    double step = k > 1 ? plotW / (double) (k - 1) : 0;
+    StringBuilder b = new StringBuilder("<svg id=\"sparkbalance-timeline-chart\" "
+        + "class=\"sparkbalance-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + W
+        + "\" height=\"" + H + "\" viewBox=\"0 0 " + W + " " + H + "\" role=\"img\" data-batches=\""
+        + k + "\">");
+    yAxis(b, ymax, "max / avg load");
+    legend(b, new String[] {BalanceHtml.AFTER_COLOR, BalanceHtml.LB_COLOR, "#ff7f0e"},
+        new String[] {"max / avg", "migration", "lower bound / avg"});
+    double y1 = TOP + plotH - plotH / ymax;
+    hline(b, y1, "#999999", "even", "1.0 = even", false);
+    StringBuilder line = new StringBuilder(), lbLine = new StringBuilder();
+    for (int i = 0; i < k; i++) {
+      BalanceRecord r = recs.get(i);
+      double x = k > 1 ? LEFT + i * step : LEFT + plotW / 2.0;
+      if (r.isMigration()) {
+        b.append("<g class=\"migration\" data-batch=\"").append(r.batch() == null ? "" : r.batch())
+            .append("\" data-id=\"").append(r.id()).append("\"><title>batch ")
+            .append(r.batch() == null ? "-" : r.batch()).append(": migrated ")
+            .append(BalanceHtml.fmt(r.keysMoved())).append(" keys, ")
+            .append(BalanceHtml.bytes(r.bytesMoved())).append("</title><line x1=\"").append(n(x))
+            .append("\" x2=\"").append(n(x)).append("\" y1=\"").append(TOP).append("\" y2=\"")
+            .append(TOP + plotH).append("\" stroke=\"").append(BalanceHtml.LB_COLOR)
+            .append("\" stroke-dasharray=\"3 3\"/><path d=\"M").append(n(x - 5)).append(" ")
+            .append(TOP).append(" L").append(n(x + 5)).append(" ").append(TOP).append(" L")
+            .append(n(x)).append(" ").append(TOP + 8).append(" Z\" fill=\"")
+            .append(BalanceHtml.LB_COLOR).append("\"/></g>");
+      }
+      Double im = r.imbalance("before");
+      if (im != null) {
+        double y = TOP + plotH - plotH * im / ymax;
+        line.append(line.length() == 0 ? "" : " ").append(n(x)).append(",").append(n(y));
+        b.append("<circle class=\"batch\" cx=\"").append(n(x)).append("\" cy=\"").append(n(y))
+            .append("\" r=\"").append(r.id() == current ? 5 : 3).append("\" fill=\"")
+            .append(BalanceHtml.AFTER_COLOR).append("\" data-batch=\"")
+            .append(r.batch() == null ? "" : r.batch()).append("\" data-imbalance=\"").append(im)
+            .append("\"><title>batch ").append(r.batch() == null ? "-" : r.batch())
+            .append(": max ").append(BalanceHtml.fmt(r.max("before"))).append(", avg ")
+            .append(BalanceHtml.fmt(r.avg("before"))).append(" (").append(BalanceHtml.fmt(im))
+            .append(")</title></circle>");
+      }
+      Double lb = r.lowerBound(), avg = r.avg("before");
+      if (lb != null && avg != null && avg > 0) {
+        lbLine.append(lbLine.length() == 0 ? "" : " ").append(n(x)).append(",")
+            .append(n(TOP + plotH - plotH * (lb / avg) / ymax));
+      }
+      if (k <= 40 || i % (int) Math.ceil(k / 40.0) == 0) {
+        b.append("<text x=\"").append(n(x)).append("\" y=\"").append(TOP + plotH + 14)
+            .append("\" text-anchor=\"middle\" font-size=\"10\">")
+            .append(r.batch() == null ? "#" + r.id() : r.batch()).append("</text>");
+      }
+    }
+    if (lbLine.length() > 0) {
+      b.append("<polyline class=\"lower-bound\" points=\"").append(lbLine)
+          .append("\" fill=\"none\" stroke=\"#ff7f0e\" stroke-dasharray=\"2 3\"/>");
+    }
+    b.append("<polyline class=\"imbalance\" points=\"").append(line).append("\" fill=\"none\" "
+        + "stroke=\"").append(BalanceHtml.AFTER_COLOR).append("\" stroke-width=\"1.5\"/>");
+    b.append("<text x=\"").append(LEFT + plotW / 2).append("\" y=\"").append(H - 4)
+        .append("\" text-anchor=\"middle\" font-size=\"11\">batch</text>");
+    return b.append("</svg>").toString();
+  }
+}

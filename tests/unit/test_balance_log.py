@@ -1,0 +1,191 @@
+"""The Python side of the balance plugin without Spark: the bounded log, one push per record,
+the builder configuration (fake py4j and builder objects stand in for Spark)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sparkbalance.spark import balance_log as bl
+
+
+def test_log_assigns_ids_time_and_summaries():
+    log = bl.BalanceLog(max_records=10)
+    a = log.append({"kind": "rdd", "loads_before": [4.0, 2.0], "loads_after": [3.0, 3.0]})
+    b = log.append({"kind": "state", "time": 12.5})
+    assert (a["id"], b["id"]) == (0, 1)
+    assert a["time"] > 1e9 and b["time"] == 12.5
+    assert (a["max_before"], a["avg_before"], a["max_after"], a["avg_after"]) == (4.0, 3.0, 3.0, 3.0)
+    assert "max_before" not in b
+
+
+def test_given_max_and_avg_are_kept():
+    rec = bl.BalanceLog().append({"kind": "rdd", "loads_before": [4, 2], "max_before": 9})
+    assert rec["max_before"] == 9 and rec["avg_before"] == 3
+
+
+def test_log_is_bounded_and_ids_stay_unique_after_clear():
+    log = bl.BalanceLog(max_records=3)
+    for i in range(5):
+        log.append({"kind": "dataframe", "batch": i})
+    assert [r["batch"] for r in log.records()] == [2, 3, 4] and len(log) == 3
+    log.clear()
+    assert len(log) == 0 and log.last() is None
+    assert log.append({"kind": "rdd"})["id"] == 5
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+def test_max_records_must_be_positive(bad):
+    with pytest.raises(ValueError, match=f"max_records={bad}; expected >= 1"):
+        bl.BalanceLog(max_records=bad)
+
+
+@pytest.mark.parametrize("kind", [None, "plan", "RDD"])
+def test_kind_is_checked(kind):
+    with pytest.raises(ValueError, match="expected one of"):
+        bl.BalanceLog().append({"kind": kind})
+
+
+def test_records_filter_by_kind_and_operator():
+    log = bl.BalanceLog()
+    log.append({"kind": "state", "operator": "a"})
+    log.append({"kind": "state", "operator": "b"})
+    log.append({"kind": "rdd"})
+    assert [r["operator"] for r in log.records(kind="state")] == ["a", "b"]
+    assert len(log.records(operator="b")) == 1 and len(list(log)) == 3
+
+
+def test_numpy_values_and_non_finite_numbers_become_json():
+    rec = bl.BalanceLog().append({
+        "kind": "rdd", "num_partitions": np.int64(4), "loads_before": np.array([1.5, np.nan]),
+        "lower_bound": math.inf, "job_ids": (np.int32(3), 4), "ok": np.bool_(True),
+        "nested": {1: np.float32(0.5)}})
+    text = json.dumps(rec, allow_nan=False)  # strict JSON: what the plugin parses
+    assert json.loads(text) == rec
+    assert rec["num_partitions"] == 4 and type(rec["num_partitions"]) is int
+    assert rec["loads_before"] == [1.5, None] and rec["lower_bound"] is None
+    assert rec["job_ids"] == [3, 4] and rec["ok"] is True and rec["nested"] == {"1": 0.5}
+    assert rec["max_before"] == 1.5  # None loads are skipped
+
+
+def test_values_that_are_not_json_are_refused():
+    with pytest.raises(TypeError, match="not JSON-able"):
+        bl.BalanceLog().append({"kind": "rdd", "planner": object()})
+
+
+# --------------------------------------------------------------------------- push
+class _Member:
+    def __init__(self, answer=0):
+        self.calls: list[str] = []
+        self.answer = answer
+
+    def __call__(self, payload):
+        self.calls.append(payload)
+        return self.answer
+
+
+class _FakeContext:
+    """Counts the py4j round trips a push costs: lookups through _jvm and calls."""
+
+    def __init__(self, plugins="", active=True, answer=0):
+        self._jsc = object()
+        self.lookups = 0
+        self.post = _Member(answer)
+        ctx = self
+
+        class _Conf:
+            def get(self, key, default=None):
+                return plugins if key == "spark.plugins" else default
+
+        class _Plugin:
+            def isActive(self):
+                ctx.lookups += 1
+                return active
+
+            @property
+            def post(self):
+                ctx.lookups += 1
+                return ctx.post
+
+        class _Jvm:
+            class io:
+                class sparkbalance:
+                    class bridge:
+                        BalancePlugin = _Plugin()
+
+        self._conf, self._jvm = _Conf(), _Jvm()
+
+    def getConf(self):
+        return self._conf
+
+
+@pytest.fixture(autouse=True)
+def _fresh_log(monkeypatch):
+    monkeypatch.setattr(bl, "_BALANCE_LOG", bl.BalanceLog())
+    monkeypatch.setattr(bl._Push, "jsc", None)
+    monkeypatch.setattr(bl._Push, "member", None)
+
+
+def test_post_without_spark_only_logs():
+    rec = bl.post(None, {"kind": "rdd"})
+    assert bl.balance_log().records() == [rec]
+    assert not bl.plugin_active(None)
+
+
+def test_post_without_the_plugin_does_not_call_the_jvm():
+    sc = _FakeContext(plugins="")
+    bl.post(sc, {"kind": "rdd"})
+    assert sc.post.calls == [] and sc.lookups == 0 and len(bl.balance_log()) == 1
+
+
+def test_post_sends_one_json_string_per_record_and_looks_up_once():
+    sc = _FakeContext(plugins="x.Other," + bl.PLUGIN_CLASS)
+    recs = [bl.post(sc, {"kind": "state", "batch": b, "loads_before": [1.0] * 64})
+            for b in range(3)]
+    assert sc.lookups == 2  # isActive and the member, on the first post only
+    assert [json.loads(p) for p in sc.post.calls] == recs
+    assert bl.plugin_active(sc)
+
+
+def test_post_stops_pushing_when_the_plugin_went_away():
+    sc = _FakeContext(plugins=bl.PLUGIN_CLASS, answer=-1)
+    bl.post(sc, {"kind": "rdd"})
+    assert bl._Push.member is None and len(sc.post.calls) == 1
+
+
+def test_a_failing_push_never_fails_the_caller():
+    sc = _FakeContext(plugins=bl.PLUGIN_CLASS)
+
+    def boom(payload):
+        raise RuntimeError("gateway gone")
+
+    sc.post = boom
+    assert bl.post(sc, {"kind": "rdd"})["id"] == 0
+
+
+# --------------------------------------------------------------------------- configure
+class _Builder:
+    def __init__(self, **options):
+        self._options = dict(options)
+
+    def config(self, key, value):
+        self._options[key] = value
+        return self
+
+
+def test_configure_merges_jar_and_plugin(monkeypatch):
+    monkeypatch.setattr("sparkbalance.spark.bridge.bridge_jar_path", lambda: "/x/bridge.jar")
+    b = bl.configure(_Builder(**{"spark.jars": "/a.jar", "spark.plugins": "com.Other"}))
+    assert b._options["spark.jars"] == "/a.jar,/x/bridge.jar"
+    assert b._options["spark.plugins"] == "com.Other," + bl.PLUGIN_CLASS
+    again = bl.configure(b)  # idempotent
+    assert again._options["spark.plugins"] == "com.Other," + bl.PLUGIN_CLASS
+
+
+def test_configure_without_the_jar_leaves_the_builder_alone(monkeypatch, caplog):
+    monkeypatch.setattr("sparkbalance.spark.bridge.bridge_jar_path", lambda: None)
+    b = _Builder(**{"spark.plugins": "com.Other"})
+    assert bl.configure(b)._options == {"spark.plugins": "com.Other"}
+    assert "bridge jar not built" in caplog.text
