@@ -91,7 +91,11 @@ def _reproduce_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _run_reproduce(args: argparse.Namespace) -> int:
     from .bench.reproduce import PAPERS
     mod = importlib.import_module(f"sparkbalance.bench.reproduce.{PAPERS[args.paper]}")
-    mod.run(Path(args.out), quick=args.quick)
+    out = Path(args.out)
+    text = mod.run(out, quick=args.quick)
+    out.mkdir(parents=True, exist_ok=True)
+    # the tables beside the plots, for docs/results.md
+    (out / f"{args.paper}{'_quick' if args.quick else ''}.txt").write_text(text + "\n")
     return 0
 
 
