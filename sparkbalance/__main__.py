@@ -1,6 +1,9 @@
-"""Command line: ``python -m sparkbalance demo|bench ...`` (``--help`` on every command).
+"""Command line: ``python -m sparkbalance demo|bench|reproduce ...`` (``--help`` on every
+command).
 
-``demo`` runs the demos of :mod:`sparkbalance.demo` in this process. ``bench`` runs the
+``demo`` runs the demos of :mod:`sparkbalance.demo` in this process. ``reproduce PAPER``
+runs the reproduction of one paper's tables and figures
+(:mod:`sparkbalance.bench.reproduce`) in this process, plots under ``--out``. ``bench`` runs the
 benchmark scripts ``integration/benchmarks/bench_<name>.py`` of a checkout, one process
 each (each owns its Spark sessions and JVM), forwarding ``--quick`` and whatever follows
 ``--``. Unknown options are refused, not passed through.
@@ -72,6 +75,30 @@ def _bench_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return bench
 
 
+def _reproduce_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from .bench.reproduce import available_papers
+    papers = available_papers()
+    rep = sub.add_parser(
+        "reproduce", help="reproduce a paper's tables and figures (Spark-free simulations)",
+        description="Print the tables of one paper's experiments with the paper's numbers "
+                    "beside ours, and write PNG plots under --out.")
+    rep.add_argument("paper", choices=papers, help="which paper: " + ", ".join(papers))
+    rep.add_argument("--quick", action="store_true", help="small sizes (seconds, for CI)")
+    rep.add_argument("--out", default="bench-out", help="folder for the plots (bench-out)")
+    return rep
+
+
+def _run_reproduce(args: argparse.Namespace) -> int:
+    from .bench.reproduce import PAPERS
+    mod = importlib.import_module(f"sparkbalance.bench.reproduce.{PAPERS[args.paper]}")
+    out = Path(args.out)
+    text = mod.run(out, quick=args.quick)
+    out.mkdir(parents=True, exist_ok=True)
+    # the tables beside the plots, for docs/results.md
+    (out / f"{args.paper}{'_quick' if args.quick else ''}.txt").write_text(text + "\n")
+    return 0
+
+
 def _run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     parts = list(DEMO_PARTS) if args.part == "all" else [args.part]
     for dest, owners in args._owners.items():
@@ -127,11 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, forwarded = argv[:cut], argv[cut + 1:]
     parser = argparse.ArgumentParser(prog="python -m sparkbalance",
-                                     description="sparkbalance demos and benchmarks")
+                                     description="sparkbalance demos, benchmarks and reproductions")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = _demo_parser(sub)
     bench = _bench_parser(sub)
+    _reproduce_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "reproduce":
+        if forwarded:
+            parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")
+        return _run_reproduce(args)
     if args.command == "demo":
         if forwarded:
             parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")

@@ -16,6 +16,7 @@ import numpy as np
 from ..routing.table import RoutingTable
 from ..stats.workload import Workload
 from .compact import DEFAULT_DEGREE, Records, compact as make_records, realise_records
+from .limit import better, enforce_limit
 from .llfd import run_llfd
 from .plan import Plan, realise_plan
 from .units import Units
@@ -176,15 +177,24 @@ class Planner:
     phase2 : "paper" (default): Phase II takes the criterion-order prefix until the
         partition is no longer overloaded; "fit": same, skipping keys whose removal alone
         would take the partition below L̄ (less state moved when S ∝ c; extension).
+    allow_overflow : planners that control the table (``controls_table``: MinTable,
+        Mixed, MixedBF) never return |R'| > A_max by default: when none of their trials
+        fits, they return the best-balanced plan within the limit and say so in
+        ``Plan.info["max_table_status"]``. True keeps the best-balanced trial even when
+        it exceeds A_max (the table limit becomes advisory).
     """
 
     name = "planner"
     criterion = "gamma"
     default_max_table: int | None = DEFAULT_MAX_TABLE
+    #: True when the planner enforces A_max (Fang et al.: MinTable, Mixed); LLFD and
+    #: MinMig cannot control the table, they only report it (``Plan.feasible``).
+    controls_table: bool = False
 
     def __init__(self, theta: float = DEFAULT_THETA, max_table: int | None | str = "default",
                  beta: float = DEFAULT_BETA, *, criterion: str | None = None,
-                 compact: bool | float = False, phase2: str = "paper") -> None:
+                 compact: bool | float = False, phase2: str = "paper",
+                 allow_overflow: bool = False) -> None:
         if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
             raise TypeError(f"theta={theta!r}; expected a number >= 0")
         if not np.isfinite(theta) or theta < 0:
@@ -217,6 +227,9 @@ class Planner:
             raise ValueError(f"compact={compact!r}; expected False, True or a degree >= 1")
         if phase2 not in PHASE2_VARIANTS:
             raise ValueError(f"phase2={phase2!r}; expected one of {PHASE2_VARIANTS}")
+        if not isinstance(allow_overflow, (bool, np.bool_)):
+            raise TypeError(f"allow_overflow={allow_overflow!r}; expected True or False")
+        self.allow_overflow = bool(allow_overflow)
         self.phase2 = phase2
         self.theta = float(theta)
         self.max_table = max_table
@@ -227,7 +240,7 @@ class Planner:
     def params(self) -> dict[str, Any]:
         return {"theta": self.theta, "max_table": self.max_table, "beta": self.beta,
                 "criterion": self.criterion, "compact": self.degree or False,
-                "phase2": self.phase2}
+                "phase2": self.phase2, "allow_overflow": self.allow_overflow}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -263,18 +276,18 @@ class Planner:
         raise NotImplementedError
 
     def _no_worse_than_llfd(self, ctx: PlanningContext, t: Trial) -> Trial:
-        """Theorem 2 guard: when trial ``t`` misses θ, also try LLFD's highest-cost-first
-        criterion (with t's cleaning and with none) and keep the best-balanced trial that
-        fits the table. The paper states Theorem 2 for Mixed; its heuristics alone do not
-        always honour it (our property test found counter-examples), so we enforce it.
+        """Theorem 2 guard: when trial ``t`` misses θ or A_max, also try LLFD's highest-cost-first
+        criterion (with t's cleaning, with none — LLFD itself — and with all — MinTable)
+        and keep the best-balanced trial, preferring trials that fit the table. The paper
+        states Theorem 2 for Mixed; its heuristics alone do not always honour it (our
+        property test found counter-examples), so we enforce it.
         """
-        if t.balanced or ctx.criterion == "c":
+        if (t.balanced and t.fits(self.max_table)) or ctx.criterion == "c":
             return t
         best = t
-        for nb in sorted({t.n_back, 0}):
+        for nb in sorted({t.n_back, 0, ctx.table_entries}):
             alt = ctx.trial(nb, criterion="c")
-            better = float(alt.est_loads.max()) < float(best.est_loads.max()) - ctx.tol
-            if better and (alt.fits(self.max_table) or not best.fits(self.max_table)):
+            if better(alt, best, self.max_table, ctx.tol):
                 best = alt
         return best
 
@@ -326,6 +339,7 @@ class Planner:
         return assignment, 0
 
     def _finish(self, ctx: PlanningContext, best: Trial, t0: float) -> Plan:
+        best, status = enforce_limit(self, ctx, best)
         u = best.units
         w = ctx.workload
         reasons_units = u.reason
@@ -345,7 +359,8 @@ class Planner:
                 "trial_n_back": [t.n_back for t in ctx.trials],
                 "estimated_loads_after": best.est_loads,
                 "estimated_migration": best.est_migration,
-                "units": u.N, "lower_bound": w.imbalance_lower_bound, **best.counters}
+                "units": u.N, "lower_bound": w.imbalance_lower_bound,
+                "max_table_status": status, **best.counters}
         if ctx.records is not None:
             info["records"] = len(ctx.records)
             info["degree"] = ctx.records.degree
@@ -355,4 +370,5 @@ class Planner:
                             max_table=self.max_table, seconds=0.0, planner=self.name,
                             params=self.params, info=info, reasons=reasons)
         return replace(plan, seconds=time.perf_counter() - t0)
+
 

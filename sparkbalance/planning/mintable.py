@@ -26,6 +26,7 @@ class MinTable(Planner):
 
     name = "MinTable"
     criterion = "c"
+    controls_table = True
 
     def _solve(self, ctx: PlanningContext) -> Trial:
         return ctx.trial(n_back=ctx.table_entries)

@@ -44,9 +44,13 @@ class Plan:
     migration_cost : M = Σ S(k) over ``moves`` (Fang et al. Eq. 2).
     loads_before, loads_after : L(d) under the current and the new assignment (exact costs).
     imbalance_before, imbalance_after : λ = max L(d) / L̄.
+    min_load_ratio_before, min_load_ratio_after (properties) : min L(d) / L̄, the other side
+        of Fang et al. Eq. 3 (θ(d) = |L(d) − L̄| / L̄); ``theta_two_sided`` is max_d θ(d).
     table_size : |R'|.
     seconds : wall time of ``plan()``.
     feasible : True when max L(d) <= (1 + θ_max)·L̄ and |R'| <= A_max (when A_max is set).
+        One-sided on purpose: the planners act on overloaded partitions only (the makespan
+        is what a Spark stage waits for); the two-sided figures are reported beside it.
     planner : name of the planner; ``params``: its parameters; ``info``: extra figures
         (trials, n_back, estimated loads of a compact run, ...).
 
@@ -80,6 +84,33 @@ class Plan:
     _reasons: Mapping[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
+    def min_load_ratio_before(self) -> float:
+        """min L(d) / L̄ before the plan (1.0 without load)."""
+        return _min_ratio(self.loads_before)
+
+    @property
+    def min_load_ratio_after(self) -> float:
+        """min L(d) / L̄ after the plan (1.0 without load).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sparkbalance.planning import LLFD, Workload
+        >>> w = Workload(keys=np.arange(3), cost=[4., 1., 1.], memory=np.ones(3),
+        ...              home=[0, 0, 1], current=[0, 0, 1], num_partitions=2)
+        >>> p = LLFD(theta=0.0).plan(w)
+        >>> [round(x, 3) for x in (p.imbalance_after, p.min_load_ratio_after,
+        ...                        p.theta_two_sided)]
+        [1.333, 0.667, 0.333]
+        """
+        return _min_ratio(self.loads_after)
+
+    @property
+    def theta_two_sided(self) -> float:
+        """max_d |L(d) − L̄| / L̄ after the plan (Fang et al. Eq. 3 read on both sides)."""
+        return max(self.imbalance_after - 1.0, 1.0 - self.min_load_ratio_after)
+
+    @property
     def moved_keys(self) -> frozenset:
         """Δ: the keys whose state must move (pause these, keep the others running)."""
         return frozenset(m.key for m in self.moves)
@@ -90,7 +121,8 @@ class Plan:
 
     def summary(self) -> str:
         """One line with the figures that matter."""
-        return (f"{self.planner}: λ {self.imbalance_before:.3f} -> {self.imbalance_after:.3f}, "
+        return (f"{self.planner}: λ {self.imbalance_before:.3f} -> {self.imbalance_after:.3f} "
+                f"(min/L̄ {self.min_load_ratio_before:.3f} -> {self.min_load_ratio_after:.3f}), "
                 f"{len(self.moves)} moves, M={self.migration_cost:.4g}, |R'|={self.table_size}, "
                 f"{'feasible' if self.feasible else 'INFEASIBLE'}, {self.seconds * 1e3:.1f} ms")
 
@@ -128,6 +160,11 @@ class Plan:
             return head + (f"; {reason}" if reason else "; not selected by the planner")
         head = (f"key {key!r}: moved {src} -> {dst} via {where} (c={c:.4g}, S={s:.4g} moved)")
         return head + (f"; {reason}" if reason else "")
+
+
+def _min_ratio(loads: np.ndarray) -> float:
+    mean = float(loads.mean()) if loads.size else 0.0
+    return float(loads.min()) / mean if mean > 0 else 1.0
 
 
 def _index_of(keys: np.ndarray, key: Any) -> int | None:

@@ -193,7 +193,8 @@ def plan_split(stats: KeyStats | tuple[Sequence[Any], Sequence[float]], num_part
     for i in order:
         if not placed[i]:
             continue
-        s = int(min(n, max(1, math.ceil(cost[i] / (threshold * mean)))))
+        # c / L̄ first: threshold·L̄ underflows to 0 for subnormal costs (hypothesis found it)
+        s = int(min(n, max(1, math.ceil(cost[i] / mean / threshold))))
         chosen = np.argsort(loads, kind="stable")[:s]
         loads[chosen] += cost[i] / s
         pieces[_py(keys[i])] = tuple(sorted(int(c) for c in chosen))

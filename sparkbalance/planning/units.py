@@ -98,6 +98,33 @@ class Units:
         away = a != self.home[: self.N]
         return int(stale + self.cnt[: self.N][away].sum())
 
+    def truncate_table(self, limit: int) -> int:
+        """Send keys back home until at most ``limit`` keys sit away from h(k).
+
+        Keeps the entries of highest c(k) (they carry the most load off their home; a
+        compact record is split when only part of it fits). Returns the keys sent home.
+        Used when no trial of a planner fits A_max (``PlanningContext.within_limit``).
+        """
+        N = self.N
+        away = np.flatnonzero(self.asg[:N] != self.home[:N])
+        away = away[np.argsort(-self.c[away], kind="stable")]
+        left = max(int(limit), 0)
+        sent = 0
+        for u in away.tolist():
+            m = int(self.cnt[u])
+            if m <= left:
+                left -= m
+                continue
+            if left > 0:  # keep ``left`` keys of this record where they are
+                self.split(u, left)
+                m -= left
+                left = 0
+            self.asg[u] = self.home[u]
+            self.reason[u] = (f"A_max: no plan of this planner fits the table limit {limit}; "
+                              "entry dropped, back to its hash home (lightest entries first)")
+            sent += m
+        return sent
+
     # -- Phase I: cleaning -------------------------------------------------------------
     def move_back(self, n_back: int, order: np.ndarray) -> int:
         """Move back (virtually) the first ``n_back`` table keys of ``order`` to h(k).

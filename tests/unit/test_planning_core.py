@@ -202,8 +202,14 @@ def test_infeasible_is_reported_not_looped():
 def test_table_limit_unreachable_is_reported():
     rng = np.random.default_rng(3)
     w, t = random_zipf_case(rng, 300, 8, 1.0, 0.0)
+    # A_max is a hard limit: the best plan within it (here: every key home), reported
     p = Mixed(theta=0.0, max_table=0).plan(w, t)
-    assert not p.feasible and p.table_size > 0
+    assert not p.feasible and p.table_size == 0
+    assert p.info["max_table_status"].startswith("no balanced plan within A_max = 0")
+    # ... unless the caller opts into exceeding it
+    q = Mixed(theta=0.0, max_table=0, allow_overflow=True).plan(w, t)
+    assert q.table_size > 0 and q.info["max_table_status"].startswith("exceeded")
+    assert q.loads_after.max() < p.loads_after.max()
 
 
 def test_stale_entries_of_absent_keys_are_cleaned_first():

@@ -100,4 +100,4 @@ def test_invariants(costs, n, threshold):
         c = costs[int(k[1:])]
         assert len(set(parts)) == len(parts) and all(0 <= x < n for x in parts)
         if c > threshold * p.mean:
-            assert len(parts) == min(n, math.ceil(c / (threshold * p.mean)))
+            assert len(parts) == min(n, math.ceil(c / p.mean / threshold))
