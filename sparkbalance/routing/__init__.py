@@ -4,7 +4,8 @@ from __future__ import annotations
 from .base import PartitionFunction, check_num_partitions
 from .choices import ChoicesPartitioner
 from .hash import HashPartitioner, home_partition, home_partitions
-from .keygroups import KeyGroupPartitioner, equal_bounds, key_group, key_groups
+from .keygroups import (GroupMapPartitioner, KeyGroupPartitioner, equal_bounds, key_group,
+                        key_groups)
 from .pkg import PKGPartitioner
 from .splitting import SplittingPartitioner
 from .table import RoutingDelta, RoutingTable, RoutingTablePartitioner
@@ -14,6 +15,6 @@ __all__ = [
     "PartitionFunction", "check_num_partitions",
     "HashPartitioner", "home_partition", "home_partitions",
     "RoutingTable", "RoutingDelta", "RoutingTablePartitioner",
-    "KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",
+    "KeyGroupPartitioner", "GroupMapPartitioner", "key_group", "key_groups", "equal_bounds",
     "SplittingPartitioner", "PKGPartitioner", "ChoicesPartitioner", "TimeAwarePartitioner",
 ]
