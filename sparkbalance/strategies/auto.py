@@ -30,7 +30,8 @@ from ..routing.hash import HashPartitioner, home_partitions
 from ..routing.keygroups import GroupMapPartitioner
 from ..stats.keystats import KeyStats
 
-__all__ = ["fit_auto", "plan_groups", "lpt_owner", "predicted_gain", "DEFAULT_MIN_GAIN"]
+__all__ = ["fit_auto", "plan_groups", "lpt_owner", "predicted_gain", "check_min_gain",
+           "DEFAULT_MIN_GAIN"]
 
 _LOG = logging.getLogger("sparkbalance")
 
@@ -81,7 +82,8 @@ def predicted_gain(hash_loads: Any, planned_loads: Any) -> float:
     return 1.0 - float(np.max(planned_loads)) / worst
 
 
-def _check_min_gain(min_gain: float) -> float:
+def check_min_gain(min_gain: float) -> float:
+    """Validate ``min_gain`` (0 <= min_gain < 1) and return it as float."""
     if not 0.0 <= float(min_gain) < 1.0:
         raise ValueError(f"min_gain={min_gain!r}; expected 0 <= min_gain < 1")
     return float(min_gain)
@@ -112,7 +114,7 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
     False
     """
     n = check_num_partitions(num_partitions)
-    min_gain = _check_min_gain(min_gain)
+    min_gain = check_min_gain(min_gain)
     w = np.asarray(sizes, dtype=np.float64)
     plain = np.arange(w.shape[0], dtype=np.int64) % n
     lpt = lpt_owner(w, n)
@@ -158,7 +160,7 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
     'RoutingTablePartitioner'
     """
     n = check_num_partitions(num_partitions)
-    min_gain = _check_min_gain(min_gain)
+    min_gain = check_min_gain(min_gain)
     plain = HashPartitioner(n)
     if stats is None or len(stats) == 0:
         _LOG.info("sparkbalance auto: keep plain hash placement (no key statistics)")
