@@ -6,6 +6,7 @@ from .choices import ChoicesPartitioner
 from .hash import HashPartitioner, home_partition, home_partitions
 from .keygroups import (GroupMapPartitioner, KeyGroupPartitioner, equal_bounds, key_group,
                         key_groups)
+from .persist import load, save
 from .pkg import PKGPartitioner
 from .splitting import SplittingPartitioner
 from .table import RoutingDelta, RoutingTable, RoutingTablePartitioner
@@ -15,6 +16,7 @@ __all__ = [
     "PartitionFunction", "check_num_partitions",
     "HashPartitioner", "home_partition", "home_partitions",
     "RoutingTable", "RoutingDelta", "RoutingTablePartitioner",
-    "KeyGroupPartitioner", "GroupMapPartitioner", "key_group", "key_groups", "equal_bounds",
+    "KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",
+    "GroupMapPartitioner", "save", "load",
     "SplittingPartitioner", "PKGPartitioner", "ChoicesPartitioner", "TimeAwarePartitioner",
 ]

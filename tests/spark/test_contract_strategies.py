@@ -137,3 +137,16 @@ def test_adapters_default_to_the_registry_default(sc, rdd, reduced, monkeypatch,
         assert seen == [] and mapstats.fitted_function(out) is not None
     else:
         assert seen == [strategies.DEFAULT_STRATEGY] * 2
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_loaded_plan_equals_pyspark(tmp_path, rdd, reduced, fitted, name):
+    """A plan saved after fitting and loaded on the next run routes as the fitted one."""
+    from sparkbalance.routing import load
+    path = tmp_path / "plan.json"
+    fitted[name].save(path)
+    f = load(path)
+    assert sorted(sbr.reduce_by_key(rdd, operator.add, N, f).collect(), key=repr) == reduced
+    if not f.splits_keys:
+        parts = sbr.partition_by(rdd, N, f).glom().collect()
+        assert all(f(k) == i for i, p in enumerate(parts) for k, _ in p)
