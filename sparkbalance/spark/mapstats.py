@@ -102,7 +102,9 @@ class _GroupBuckets:
         memo: dict[Any, int] | None = {}
         hits = 0
         buckets: dict[int, list] = defaultdict(list)
-        c, batch = 0, min(10 * m, 1000)
+        # PySpark starts at min(10 n, 1000) records per flush; with m >> n buckets that gives
+        # ~2 records per pickled chunk, so start at ~50 per group (memory is still checked).
+        c, batch = 0, 50 * m
         for kv in iterator:
             k = kv[0]
             g = None
