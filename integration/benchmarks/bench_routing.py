@@ -6,7 +6,9 @@
 (a) Routing overhead on uniform keys: ``partition_by(rdd, n, strategy)`` vs
     ``rdd.partitionBy(n)`` (PySpark's portable_hash), Spark local[2], job = partitionBy +
     count, medians of repeats; plus the per-record cost of the partition function alone
-    (ns/call, no Spark). Goal: <= 1.10x for the key-grouping strategies.
+    (ns/call, no Spark). Goal: <= 1.05x for the key-grouping strategies. Row "auto/0-pass":
+    the default path, ``partition_by(rdd, n)`` with map-output statistics (map stage into
+    m = 32 n key groups + the plan + the coalesced read), timed whole.
 (b) Imbalance max/avg of hash vs PKG vs D-Choices vs W-Choices vs TAG on Zipf z in
     {0.8, 1.0, 1.5}, n in {8, 32}, 10^6 records over 10^5 keys, simulated with the same
     partition functions (``assign``), 5 sources (map tasks) each with its own local load
@@ -119,7 +121,8 @@ def _ns_per_call(fn, keys: list) -> float:
 def part_a(sc, quick: bool, repeats: int) -> None:
     from pyspark.rdd import portable_hash
 
-    from sparkbalance.spark.rdd import fit_partitioner
+    from sparkbalance.spark import mapstats
+    from sparkbalance.spark.rdd import fit_partitioner, partition_by
     n = 8
     m = 200_000 if quick else 500_000
     rng = np.random.default_rng(5)
@@ -129,6 +132,7 @@ def part_a(sc, quick: bool, repeats: int) -> None:
     names = registered(("hash", "mixed", "mintable", "minmig", "readj", "keygroups",
                                   "pkg", "dchoices", "wchoices", "tag"))
     fitted = {name: fit_partitioner(rdd, n, strategy=name) for name in names}  # stats/fit not timed
+    zero_pass = mapstats.available(sc)
     # Same functions without the per-process memo of PartitionFunction.__call__ (bound
     # .partition): on mostly distinct keys every call is a memo miss, and the miss path
     # (insert, periodic clear) costs more than it saves. Shows what an adaptive memo buys.
@@ -141,9 +145,17 @@ def part_a(sc, quick: bool, repeats: int) -> None:
         return time.perf_counter() - t0
 
     job()  # warm-up
-    timings: dict[str, list[float]] = {"spark": [], **{k: [] for k in [*names, *direct]}}
+    def job_zero_pass() -> float:
+        t0 = time.perf_counter()
+        partition_by(rdd, n).count()
+        return time.perf_counter() - t0
+
+    timings: dict[str, list[float]] = {"spark": [], "auto/0-pass": [],
+                                       **{k: [] for k in [*names, *direct]}}
     for _ in range(repeats):  # interleaved, so load drift on a shared machine hits all alike
         timings["spark"].append(job())
+        if zero_pass:
+            timings["auto/0-pass"].append(job_zero_pass())
         for name in names:
             timings[name].append(job(fitted[name]))
         for name, fn in direct.items():
@@ -165,6 +177,10 @@ def part_a(sc, quick: bool, repeats: int) -> None:
         kind = "split" if f.splits_keys else "group"
         print(f"{name:<10} {kind:<9} {med:>9.2f} {med / base:>14.2f}x {ns:>8.0f} "
               f"{ns / ns_base:>16.2f}x")
+    if zero_pass:
+        med = statistics.median(timings["auto/0-pass"])
+        print(f"{'auto/0-pass':<10} {'groups':<9} {med:>9.2f} {med / base:>14.2f}x "
+              f"{'-':>8} {'-':>17}")
     for name, fn in direct.items():
         med = statistics.median(timings[name])
         ns = _ns_per_call(fn, sample)
@@ -229,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     if "b" in parts:
         part_b(args.quick)
     if parts & {"a", "c"}:
-        spark = local_session(2, "bench-routing", bridge=False)
+        spark = local_session(2, "bench-routing", bridge=True)
         try:
             if "a" in parts:
                 part_a(spark.sparkContext, args.quick, repeats)

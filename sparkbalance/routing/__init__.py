@@ -4,7 +4,9 @@ from __future__ import annotations
 from .base import PartitionFunction, check_num_partitions
 from .choices import ChoicesPartitioner
 from .hash import HashPartitioner, home_partition, home_partitions
-from .keygroups import KeyGroupPartitioner, equal_bounds, key_group, key_groups
+from .keygroups import (GroupMapPartitioner, KeyGroupPartitioner, equal_bounds, key_group,
+                        key_groups)
+from .persist import load, save
 from .pkg import PKGPartitioner
 from .splitting import SplittingPartitioner
 from .table import RoutingDelta, RoutingTable, RoutingTablePartitioner
@@ -15,5 +17,6 @@ __all__ = [
     "HashPartitioner", "home_partition", "home_partitions",
     "RoutingTable", "RoutingDelta", "RoutingTablePartitioner",
     "KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",
+    "GroupMapPartitioner", "save", "load",
     "SplittingPartitioner", "PKGPartitioner", "ChoicesPartitioner", "TimeAwarePartitioner",
 ]

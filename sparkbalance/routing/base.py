@@ -97,6 +97,19 @@ class PartitionFunction(ABC):
         items = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
         return np.fromiter(map(self.partition, items), dtype=np.int64, count=len(items))
 
+    def save(self, path: Any) -> None:
+        """Write this fitted function to ``path`` as JSON (:func:`sparkbalance.routing.persist.save`).
+
+        Example
+        -------
+        >>> from sparkbalance.routing import HashPartitioner, load
+        >>> HashPartitioner(4).save("/tmp/plan.json")  # doctest: +SKIP
+        >>> load("/tmp/plan.json")                     # doctest: +SKIP
+        HashPartitioner(num_partitions=4)
+        """
+        from .persist import save  # persist imports every router: import it late
+        save(self, path)
+
     # Pickling: the memo is per-process scratch space, never shipped to executors.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

@@ -18,8 +18,8 @@ import numpy as np
 from ..hashing import GROUP_HASH, hash_family, hash_family_array
 from .base import PartitionFunction, check_num_partitions
 
-__all__ = ["KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",
-           "validate_bounds", "DEFAULT_GROUPS_PER_PARTITION"]
+__all__ = ["KeyGroupPartitioner", "GroupMapPartitioner", "key_group", "key_groups",
+           "equal_bounds", "validate_bounds", "DEFAULT_GROUPS_PER_PARTITION"]
 
 #: Default number of key groups per partition when none is given (Flink's default
 #: max parallelism of 128 for small jobs is in the same spirit: enough groups to balance).
@@ -124,3 +124,54 @@ class KeyGroupPartitioner(PartitionFunction):
     def __repr__(self) -> str:
         return (f"KeyGroupPartitioner(num_partitions={self.num_partitions}, "
                 f"num_groups={self.num_groups}, bounds={self.bounds.tolist()})")
+
+
+class GroupMapPartitioner(PartitionFunction):
+    """Key -> key group (the same hash as :class:`KeyGroupPartitioner`) -> any partition.
+
+    Unlike :class:`KeyGroupPartitioner` the groups of one partition need not be contiguous:
+    ``owner[g]`` is free, as an LPT assignment of measured group sizes gives it (the
+    zero-pass statistics of :mod:`sparkbalance.spark.mapstats`). ``owner[g] = g mod n`` is
+    plain hash placement by ``h_1`` when ``n`` divides ``m``.
+
+    Example
+    -------
+    >>> f = GroupMapPartitioner(2, [1, 0, 0, 1])
+    >>> f.num_groups, f.owner_of_group.tolist()
+    (4, [1, 0, 0, 1])
+    >>> f("k") == int(f.owner_of_group[key_group("k", 4)])
+    True
+    """
+
+    def __init__(self, num_partitions: int, owner: Sequence[int] | np.ndarray) -> None:
+        super().__init__(num_partitions)
+        o = np.asarray(owner)
+        if o.ndim != 1 or o.shape[0] < 1:
+            raise ValueError(f"owner has shape {o.shape}; expected one partition per key group "
+                             "(a 1-D array of at least one entry)")
+        if o.dtype.kind not in "iu":
+            raise TypeError(f"owner has dtype {o.dtype}; expected integers")
+        if o.min() < 0 or o.max() >= self.num_partitions:
+            raise ValueError(f"owner names partitions {int(o.min())}..{int(o.max())}; expected "
+                             f"0 <= owner < num_partitions={self.num_partitions}")
+        self.num_groups = int(o.shape[0])
+        self.owner_of_group = o.astype(np.int64)
+        self._owner = self.owner_of_group.tolist()
+
+    def partition(self, key: Any) -> int:
+        return self._owner[hash_family(key, GROUP_HASH) % self.num_groups]
+
+    def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
+        return self.owner_of_group[key_groups(keys, self.num_groups)]
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is GroupMapPartitioner and other.num_partitions == self.num_partitions
+                and np.array_equal(other.owner_of_group, self.owner_of_group))
+
+    def __hash__(self) -> int:
+        return hash(("GroupMapPartitioner", self.num_partitions,
+                     tuple(self.owner_of_group.tolist())))
+
+    def __repr__(self) -> str:
+        return (f"GroupMapPartitioner(num_partitions={self.num_partitions}, "
+                f"num_groups={self.num_groups})")

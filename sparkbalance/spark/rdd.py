@@ -20,6 +20,15 @@ A strategy is a registry name (None: :data:`sparkbalance.strategies.DEFAULT_STRA
 default of every adapter) or an already fitted partition function. Names and parameters are
 checked against the registry before any Spark job runs. Statistics are gathered only when
 the strategy needs them (``spec.needs_stats``), under the job group ``sparkbalance-stats``.
+
+**Zero-pass statistics.** Strategy "auto" (the default) with no statistics parameter, or
+any call with ``stats="map-output"``, gathers no statistics at all: the shuffle itself routes
+records to ``m >> n`` key groups, Spark's map-output sizes of those groups are planned onto
+the ``n`` tasks (LPT, or plain placement when it gains too little) and the shuffle is read
+once (:mod:`sparkbalance.spark.mapstats`; needs the JVM bridge, else one WARNING and the
+statistics pass). The adapters then return an RDD whose ``partitioner`` holds the fitted
+:class:`~sparkbalance.routing.keygroups.GroupMapPartitioner` (``mapstats.fitted_function``),
+which can be saved and reused as a fixed plan.
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ from .. import strategies
 from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.hash import HashPartitioner
 from ..stats.keystats import KeyStats
+from . import mapstats
 from .keystats import gather_key_stats
 
 __all__ = ["partition_by", "reduce_by_key", "aggregate_by_key", "group_by_key", "join",
@@ -143,16 +153,20 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
                           **params)
 
 
-def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction | None,
-             params: dict[str, Any]) -> PartitionFunction:
-    if num_partitions is None and isinstance(strategy, PartitionFunction):
-        num_partitions = strategy.num_partitions
+def _num_partitions(rdd: Any, num_partitions: int | None) -> int:
     if num_partitions is None:
         try:
             num_partitions = rdd._defaultReducePartitions()  # PySpark's own default
         except AttributeError:  # pragma: no cover - older/newer PySpark
             num_partitions = rdd.getNumPartitions()
-    n = check_num_partitions(num_partitions)
+    return check_num_partitions(num_partitions)
+
+
+def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction | None,
+             params: dict[str, Any]) -> PartitionFunction:
+    if num_partitions is None and isinstance(strategy, PartitionFunction):
+        num_partitions = strategy.num_partitions
+    n = _num_partitions(rdd, num_partitions)
     if isinstance(strategy, PartitionFunction):  # an already fitted function
         if params:
             raise TypeError(f"a fitted partition function takes no parameters; got {sorted(params)}")
@@ -226,6 +240,9 @@ def partition_by(rdd: Any, num_partitions: int,
         extra = {k: v for k, v in (("stats", stats), ("sample_fraction", sample_fraction),
                                    ("current", current)) if v is not None}
         params = {**extra, **params}
+    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
+    if zero_pass is not None:
+        return mapstats.shuffle_by_groups(rdd, n, **zero_pass)
     f = _resolve(rdd, n, strategy, params)
     return rdd.partitionBy(n, f)
 
@@ -240,6 +257,10 @@ def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int
     >>> sorted(reduce_by_key(sc.parallelize([("a", 1)] * 5), add, 2, "pkg").collect())  # doctest: +SKIP
     [('a', 5)]
     """
+    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
+    if zero_pass is not None:
+        return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), _identity,
+                                          func, func, **zero_pass)
     f = _resolve(rdd, num_partitions, strategy, params)
     if not f.splits_keys:
         return rdd.reduceByKey(func, f.num_partitions, partitionFunc=f)
@@ -259,15 +280,19 @@ def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: C
     --------
     >>> aggregate_by_key(rdd, 0, lambda a, v: a + v, lambda a, b: a + b, 4, "tag")  # doctest: +SKIP
     """
-    f = _resolve(rdd, num_partitions, strategy, params)
-    if not f.splits_keys:
-        return rdd.aggregateByKey(zero_value, seq_func, comb_func, f.num_partitions,
-                                  partitionFunc=f)
     import copy
 
     def create(v: Any) -> Any:  # PySpark deep-copies the zero value per key as well
         return seq_func(copy.deepcopy(zero_value), v)
 
+    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
+    if zero_pass is not None:
+        return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), create,
+                                          seq_func, comb_func, **zero_pass)
+    f = _resolve(rdd, num_partitions, strategy, params)
+    if not f.splits_keys:
+        return rdd.aggregateByKey(zero_value, seq_func, comb_func, f.num_partitions,
+                                  partitionFunc=f)
     return _split_combine(rdd, f, create, seq_func, comb_func)
 
 
@@ -298,6 +323,11 @@ def group_by_key(rdd: Any, num_partitions: int | None = None,
     records landed; the partial lists are concatenated per key (values order is
     unspecified, as in PySpark).
     """
+    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
+    if zero_pass is not None:
+        return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), _list1,
+                                          _append, _extend, **zero_pass
+                                          ).mapValues(_as_result_iterable)
     f = _resolve(rdd, num_partitions, strategy, params)
     if not f.splits_keys:
         return rdd.groupByKey(f.num_partitions, partitionFunc=f)
@@ -343,6 +373,11 @@ def join(rdd: Any, other: Any, num_partitions: int | None = None,
     partitions and ``other``'s records of that key are copied to every candidate (Nasir et al.'s
     key splitting; the copies cost ``|candidates|`` x the right side's hot keys).
     """
+    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
+    if zero_pass is not None:  # both sides' records in the group sizes
+        tagged = rdd.mapValues(_tag_left).union(other.mapValues(_tag_right))
+        return mapstats.combine_by_groups(tagged, _num_partitions(rdd, num_partitions), _list1,
+                                          _append, _extend, **zero_pass).flatMapValues(_pairs)
     f = _resolve(rdd, num_partitions, strategy, params)
     n = f.num_partitions
     if not f.splits_keys:

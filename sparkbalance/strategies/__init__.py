@@ -32,8 +32,10 @@ __all__ = ["Strategy", "fit", "fit_hash", "get", "resolve", "available",
            "KINDS"]
 
 KINDS = ("hash", "table", "keygroups", "split")
-#: The strategy every adapter (RDD, DataFrame, CLI) uses when the caller names none.
-DEFAULT_STRATEGY = "mixed"
+#: The strategy every adapter (RDD, DataFrame, CLI) uses when the caller names none: "auto"
+#: balances only when the predicted gain beats the noise (:mod:`.auto`), and on the RDD
+#: adapters reads its statistics from the shuffle's own map output (no extra pass).
+DEFAULT_STRATEGY = "auto"
 #: Fitter arguments that are not user parameters.
 _POSITIONAL = ("stats", "num_partitions", "current")
 
@@ -89,10 +91,16 @@ _P = "sparkbalance.planning"
 _T = "sparkbalance.strategies.tables"
 _K = "sparkbalance.strategies.keygroups"
 _X = "sparkbalance.strategies.splitting"
+_AUTO = "sparkbalance.strategies.auto"
 #: θ = 0.08, A_max = 3000 (Fang et al. Table 2), β = 1.5 (Fang et al. §3.2, Appendix C);
 #: literal here so the registry imports no planner (a unit test checks the fitters agree).
 _TABLE = {"theta": 0.08, "max_table": 3000, "beta": 1.5}
 _R: tuple[Strategy, ...] = (
+    # Gives a hash or a table partition function: key-grouping either way ("table" kind).
+    _S("auto", "table", f"{_AUTO}:fit_auto", True,
+       defaults={"min_gain": 0.05, **_TABLE},
+       doc="Mixed when it cuts the slowest partition by >= min_gain, else plain hash; on the "
+           "RDD adapters LPT over map-output key-group sizes (no statistics pass)"),
     _S("hash", "hash", "sparkbalance.strategies:fit_hash", False, aliases=("none",),
        doc="stable hash mod n"),
     _S("mixed", "table", f"{_T}:fit_mixed", True, f"{_P}:Mixed", defaults=_TABLE,
@@ -234,7 +242,7 @@ def resolve(name: str | None, params: Mapping[str, Any] | None = None) -> Strate
     Examples
     --------
     >>> resolve(None).name, resolve("none", {}).name
-    ('mixed', 'hash')
+    ('auto', 'hash')
     """
     spec = get(DEFAULT_STRATEGY if name is None else name)
     check_params(spec.name, params or {})

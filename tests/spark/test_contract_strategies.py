@@ -111,8 +111,16 @@ def test_unknown_parameter_refused_before_any_job(sc, rdd, name):
     assert _job_ids(sc) == before
 
 
-def test_adapters_default_to_the_registry_default(rdd, reduced, monkeypatch):
-    """No strategy named: every adapter fits strategies.DEFAULT_STRATEGY."""
+@pytest.mark.parametrize("bridge", [True, False])
+def test_adapters_default_to_the_registry_default(sc, rdd, reduced, monkeypatch, bridge):
+    """No strategy named: every adapter runs strategies.DEFAULT_STRATEGY ("auto"): from the
+    shuffle's map-output sizes when the bridge is loaded (no fit, no statistics job), else
+    fitted on gathered statistics."""
+    from sparkbalance.spark import mapstats
+    if bridge and not mapstats.available(sc):
+        pytest.skip("JVM bridge jar not built")
+    if not bridge:
+        monkeypatch.setattr(mapstats, "available", lambda _sc: False)
     seen = []
     real = strategies.fit
 
@@ -121,6 +129,24 @@ def test_adapters_default_to_the_registry_default(rdd, reduced, monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(strategies, "fit", spy)
-    assert sorted(sbr.reduce_by_key(rdd, operator.add, N).collect(), key=repr) == reduced
+    out = sbr.reduce_by_key(rdd, operator.add, N)
+    assert sorted(out.collect(), key=repr) == reduced
     sbr.partition_by(rdd, N).count()
-    assert seen == [strategies.DEFAULT_STRATEGY] * 2
+    assert strategies.DEFAULT_STRATEGY == "auto"
+    if bridge:
+        assert seen == [] and mapstats.fitted_function(out) is not None
+    else:
+        assert seen == [strategies.DEFAULT_STRATEGY] * 2
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_loaded_plan_equals_pyspark(tmp_path, rdd, reduced, fitted, name):
+    """A plan saved after fitting and loaded on the next run routes as the fitted one."""
+    from sparkbalance.routing import load
+    path = tmp_path / "plan.json"
+    fitted[name].save(path)
+    f = load(path)
+    assert sorted(sbr.reduce_by_key(rdd, operator.add, N, f).collect(), key=repr) == reduced
+    if not f.splits_keys:
+        parts = sbr.partition_by(rdd, N, f).glom().collect()
+        assert all(f(k) == i for i, p in enumerate(parts) for k, _ in p)

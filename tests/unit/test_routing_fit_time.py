@@ -82,6 +82,8 @@ def test_no_strategy_is_the_registry_default(monkeypatch):
     from sparkbalance.spark import rdd as sbr
     stats, _, _ = _stats_and_tasks()
     f = fit_partitioner(None, 2, stats=stats)
-    assert type(f).__name__ == "RoutingTablePartitioner"  # "mixed"
+    # "auto": Mixed's table where it cuts the slowest partition, else plain hash
+    assert f == strategies.fit("auto", stats, 2)
+    assert type(f).__name__ in ("RoutingTablePartitioner", "HashPartitioner")
     monkeypatch.setattr(strategies, "DEFAULT_STRATEGY", "pkg")
     assert type(sbr.fit_partitioner(None, 2)).__name__ == "PKGPartitioner"

@@ -1,0 +1,180 @@
+"""The "auto" strategy: balance only when the predicted gain pays for itself (do no harm).
+
+Two inputs, one rule. The slowest reduce task bounds a stage's wall time, so the predicted
+gain of a plan is ``1 - max(planned loads) / max(hash loads)``, the fraction of the slowest
+task it removes. The plan is kept only when that gain is at least ``min_gain``; otherwise
+the keys keep plain hash placement, and the decision is logged (INFO, logger
+``sparkbalance``) with both numbers.
+
+* :func:`plan_groups` — the zero-pass path of the RDD adapters
+  (:mod:`sparkbalance.spark.mapstats`): the loads are the bytes of ``m >> n`` fine key
+  groups, read from Spark's map-output statistics, and the plan is LPT over groups (largest
+  group first onto the least loaded task, Graham 1969), which leaves a group heavier than
+  the mean alone on its task. Plain placement is ``owner[g] = g mod n``: with ``n | m`` that
+  is hash placement by the group hash ``h_1``. The map side is already paid for, so the
+  cost of the plan is nil and ``min_gain`` only guards against noise.
+* :func:`fit_auto` — the registry's fitter for paths with key statistics (DataFrame, CLI, a
+  fallback without the JVM bridge): Mixed (Fang et al. Algorithm 4) against the stable
+  hash, both evaluated on the statistics.
+"""
+from __future__ import annotations
+
+import heapq
+import logging
+from typing import Any
+
+import numpy as np
+
+from ..routing.base import PartitionFunction, check_num_partitions
+from ..routing.hash import HashPartitioner, home_partitions
+from ..routing.keygroups import GroupMapPartitioner
+from ..stats.keystats import KeyStats
+
+__all__ = ["fit_auto", "plan_groups", "lpt_owner", "predicted_gain", "check_min_gain",
+           "DEFAULT_MIN_GAIN"]
+
+_LOG = logging.getLogger("sparkbalance")
+
+#: Smallest predicted cut of the slowest task worth a plan (5 %: below the run-to-run noise
+#: of a Spark stage on a shared machine, so a smaller "gain" is not a gain).
+DEFAULT_MIN_GAIN: float = 0.05
+
+
+def lpt_owner(sizes: Any, num_partitions: int) -> np.ndarray:
+    """Longest-processing-time assignment of groups to ``num_partitions`` tasks.
+
+    Groups go largest first to the task of least load so far (ties: lowest index), so a
+    group heavier than the mean ends alone on its task. Empty groups go round-robin.
+
+    Example
+    -------
+    >>> lpt_owner([9, 1, 1, 1, 4, 4], 2).tolist()
+    [0, 1, 0, 1, 1, 1]
+    """
+    n = check_num_partitions(num_partitions)
+    w = np.asarray(sizes, dtype=np.float64)
+    if w.ndim != 1:
+        raise ValueError(f"sizes has shape {w.shape}; expected one size per group (1-D)")
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise ValueError("sizes must be finite and >= 0")
+    owner = np.arange(w.shape[0], dtype=np.int64) % n
+    heap = [(0.0, p) for p in range(n)]
+    for g in np.argsort(-w, kind="stable"):
+        if w[g] <= 0:
+            break
+        load, p = heapq.heappop(heap)
+        owner[g] = p
+        heapq.heappush(heap, (load + float(w[g]), p))
+    return owner
+
+
+def predicted_gain(hash_loads: Any, planned_loads: Any) -> float:
+    """``1 - max(planned) / max(hash)``: the share of the slowest task a plan removes.
+
+    Example
+    -------
+    >>> predicted_gain([4, 1], [3, 2])
+    0.25
+    """
+    worst = float(np.max(hash_loads)) if np.size(hash_loads) else 0.0
+    if worst <= 0:
+        return 0.0
+    return 1.0 - float(np.max(planned_loads)) / worst
+
+
+def check_min_gain(min_gain: float) -> float:
+    """Validate ``min_gain`` (0 <= min_gain < 1) and return it as float."""
+    if not 0.0 <= float(min_gain) < 1.0:
+        raise ValueError(f"min_gain={min_gain!r}; expected 0 <= min_gain < 1")
+    return float(min_gain)
+
+
+def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MIN_GAIN,
+                balance: bool | None = None) -> tuple[GroupMapPartitioner, dict[str, Any]]:
+    """Assign measured key groups to tasks: LPT, or plain ``g mod n`` when LPT gains too little.
+
+    Parameters
+    ----------
+    sizes : bytes (or any load) of each of the ``m`` key groups.
+    num_partitions : n reduce tasks.
+    min_gain : smallest :func:`predicted_gain` for which the LPT plan is kept.
+    balance : True/False forces LPT/plain; None (default) decides by ``min_gain``.
+
+    Returns
+    -------
+    (GroupMapPartitioner, decision) where ``decision`` holds ``balanced``, ``gain``,
+    ``hash_max_over_mean`` and ``planned_max_over_mean``.
+
+    Example
+    -------
+    >>> f, d = plan_groups([6, 1, 6, 1, 1, 1, 1, 1], 2)  # g mod 2 puts both 6s on task 0
+    >>> d["balanced"], round(d["gain"], 2), f.owner_of_group.tolist()
+    (True, 0.36, [0, 0, 1, 1, 0, 1, 0, 1])
+    >>> plan_groups([5] * 8, 4)[1]["balanced"]
+    False
+    """
+    n = check_num_partitions(num_partitions)
+    min_gain = check_min_gain(min_gain)
+    w = np.asarray(sizes, dtype=np.float64)
+    plain = np.arange(w.shape[0], dtype=np.int64) % n
+    lpt = lpt_owner(w, n)
+    hash_loads = np.bincount(plain, weights=w, minlength=n)
+    lpt_loads = np.bincount(lpt, weights=w, minlength=n)
+    gain = predicted_gain(hash_loads, lpt_loads)
+    balanced = gain >= min_gain if balance is None else bool(balance)
+    mean = float(w.sum()) / n if w.sum() > 0 else 1.0
+    decision = {"balanced": balanced, "gain": gain, "num_groups": int(w.shape[0]),
+                "hash_max_over_mean": float(hash_loads.max()) / mean,
+                "planned_max_over_mean": float((lpt_loads if balanced else hash_loads).max())
+                / mean}
+    _LOG.info("sparkbalance auto: %s (predicted gain %.1f%% of the slowest task, min_gain "
+              "%.1f%%; slowest/mean %.2f under hash, %.2f planned; %d key groups -> %d tasks)",
+              "balance by LPT over key groups" if balanced else "keep plain hash placement",
+              100 * gain, 100 * min_gain, decision["hash_max_over_mean"],
+              float(lpt_loads.max()) / mean, w.shape[0], n)
+    return GroupMapPartitioner(n, lpt if balanced else plain), decision
+
+
+def fit_auto(stats: KeyStats | None, num_partitions: int, *,
+             current: PartitionFunction | None = None, min_gain: float = DEFAULT_MIN_GAIN,
+             theta: float = 0.08, max_table: int | None = 3000,
+             beta: float = 1.5) -> PartitionFunction:
+    """Fit Mixed on ``stats`` and keep it only if it cuts the slowest partition by ``min_gain``.
+
+    Parameters
+    ----------
+    stats : KeyStats (``cost`` per key).
+    num_partitions : n.
+    current : the function in use (Mixed minimises migration from it).
+    min_gain : smallest :func:`predicted_gain` worth a routing table.
+    theta, max_table, beta : Mixed's parameters (Fang et al. Table 2).
+
+    Example
+    -------
+    >>> from sparkbalance.stats.keystats import KeyStats
+    >>> type(fit_auto(KeyStats.from_counts({f"k{i}": 1 for i in range(400)}), 4)).__name__
+    'HashPartitioner'
+    >>> warm = {f"w{i}": 50 for i in range(8)}
+    >>> type(fit_auto(KeyStats.from_counts({**warm, **{f"k{i}": 1 for i in range(100)}}),
+    ...               4)).__name__
+    'RoutingTablePartitioner'
+    """
+    n = check_num_partitions(num_partitions)
+    min_gain = check_min_gain(min_gain)
+    plain = HashPartitioner(n)
+    if stats is None or len(stats) == 0:
+        _LOG.info("sparkbalance auto: keep plain hash placement (no key statistics)")
+        return plain
+    from .tables import fit_mixed
+    cost = np.asarray(stats.cost, dtype=np.float64)
+    planned = fit_mixed(stats, n, current=current, theta=theta, max_table=max_table, beta=beta)
+    hash_loads = np.bincount(home_partitions(stats.keys, n), weights=cost, minlength=n)
+    plan_loads = np.bincount(planned.assign(stats.keys), weights=cost, minlength=n)
+    gain = predicted_gain(hash_loads, plan_loads)
+    keep = gain >= min_gain
+    mean = float(cost.sum()) / n if cost.sum() > 0 else 1.0
+    _LOG.info("sparkbalance auto: %s (predicted gain %.1f%% of the slowest partition, "
+              "min_gain %.1f%%; slowest/mean %.2f under hash, %.2f with Mixed)",
+              "route by Mixed's table" if keep else "keep plain hash placement", 100 * gain,
+              100 * min_gain, float(hash_loads.max()) / mean, float(plan_loads.max()) / mean)
+    return planned if keep else plain

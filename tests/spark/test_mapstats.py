@@ -1,0 +1,122 @@
+"""Zero-pass statistics (map-output key-group sizes) on Spark: every RDD adapter equals plain
+PySpark, the input is read once, plain placement when LPT gains too little, clear refusals,
+and one WARNING + the statistics pass without the JVM bridge."""
+from __future__ import annotations
+
+import logging
+import operator
+import random
+
+import pytest
+
+from sparkbalance.routing.keygroups import GroupMapPartitioner, key_group
+from sparkbalance.spark import mapstats
+from sparkbalance.spark import rdd as sbr
+
+N = 4
+
+
+@pytest.fixture(scope="module")
+def bridge(sc):
+    if not mapstats.available(sc):
+        pytest.skip("JVM bridge jar not built (bash jvm_bridge/build.sh)")
+    return True
+
+
+def _records() -> list[tuple]:
+    rng = random.Random(7)
+    recs = [("hot", i % 5) for i in range(2000)] + [(3, 1)] * 300
+    recs += [(rng.randrange(300), rng.randrange(20)) for _ in range(1500)]
+    recs += [(f"u{rng.randrange(60)}", 2) for _ in range(400)] + [((1, "t"), 4)] * 50
+    rng.shuffle(recs)
+    return recs
+
+
+@pytest.fixture(scope="module")
+def rdd(sc):
+    return sc.parallelize(_records(), 3).cache()
+
+
+def _sorted(r):
+    return sorted(r, key=repr)
+
+
+def test_partition_by_places_each_key_by_the_fitted_plan(rdd, bridge):
+    decision: dict = {}
+    out = mapstats.shuffle_by_groups(rdd, N, decision=decision)
+    f = mapstats.fitted_function(out)
+    assert isinstance(f, GroupMapPartitioner) and f.num_groups == mapstats.num_groups_for(N)
+    parts = out.glom().collect()
+    assert len(parts) == N == out.getNumPartitions()
+    assert _sorted(r for p in parts for r in p) == _sorted(_records())
+    for i, p in enumerate(parts):
+        assert all(f(k) == i for k, _ in p)
+    assert len(decision["sizes"]) == f.num_groups
+    # "hot" carries ~45% of the bytes: LPT leaves its group alone on one task
+    assert decision["balanced"]
+    hot = f.owner_of_group[key_group("hot", f.num_groups)]
+    assert {k for k, _ in parts[hot]} <= {k for k in {k for k, _ in _records()}
+                                          if f(k) == hot}
+    assert decision["planned_max_over_mean"] < decision["hash_max_over_mean"]
+
+
+@pytest.mark.parametrize("balance", [True, False])
+def test_every_adapter_equals_pyspark(sc, rdd, bridge, balance):
+    other = sc.parallelize([(k, -k) for k in range(0, 300, 7)] + [("hot", "x"), (3, "y")], 2)
+    kw = {"balance": balance}
+    assert _sorted(sbr.reduce_by_key(rdd, operator.add, N, **kw).collect()) == \
+        _sorted(rdd.reduceByKey(operator.add, N).collect())
+    assert _sorted(sbr.aggregate_by_key(rdd, [], lambda a, v: a + [v], operator.add, N,
+                                        **kw).mapValues(sorted).collect()) == \
+        _sorted(rdd.aggregateByKey([], lambda a, v: a + [v], operator.add, N)
+                .mapValues(sorted).collect())
+    assert _sorted(sbr.group_by_key(rdd, N, **kw).mapValues(sorted).collect()) == \
+        _sorted(rdd.groupByKey(N).mapValues(sorted).collect())
+    assert _sorted(sbr.join(rdd, other, N, **kw).collect()) == \
+        _sorted(rdd.join(other, N).collect())
+    assert _sorted(sbr.partition_by(rdd, N, stats="map-output", **kw).collect()) == \
+        _sorted(_records())
+
+
+def test_input_is_read_once(sc, bridge):
+    seen = sc.accumulator(0)
+
+    def tap(kv):
+        seen.add(1)
+        return kv
+
+    src = sc.parallelize(_records(), 3).map(tap)  # not cached: a re-run would count twice
+    out = sbr.reduce_by_key(src, operator.add, N)
+    out.collect()
+    out.count()
+    assert seen.value == len(_records())
+
+
+def test_plain_placement_when_lpt_gains_too_little(sc, bridge, caplog):
+    uniform = sc.parallelize([(i, 1) for i in range(4000)], 2)
+    with caplog.at_level(logging.INFO, logger="sparkbalance"):
+        out = mapstats.shuffle_by_groups(uniform, N, min_gain=0.5)
+    f = mapstats.fitted_function(out)
+    assert f.owner_of_group.tolist() == [g % N for g in range(f.num_groups)]
+    assert any("keep plain hash placement" in r.getMessage() for r in caplog.records)
+
+
+def test_refusals(rdd, bridge):
+    with pytest.raises(ValueError, match="strategy must be 'auto'"):
+        sbr.reduce_by_key(rdd, operator.add, N, "mixed", stats="map-output")
+    with pytest.raises(TypeError, match="takes min_gain"):
+        sbr.reduce_by_key(rdd, operator.add, N, stats="map-output", theta=0.1)
+    with pytest.raises(ValueError, match="min_gain"):
+        sbr.reduce_by_key(rdd, operator.add, N, min_gain=2.0)
+
+
+def test_without_the_bridge_one_warning_and_the_statistics_pass(rdd, monkeypatch, caplog):
+    monkeypatch.setattr(mapstats, "available", lambda _sc: False)
+    monkeypatch.setattr(mapstats, "_warned", [False])
+    with caplog.at_level(logging.WARNING, logger="sparkbalance"):
+        a = sbr.reduce_by_key(rdd, operator.add, N).collect()
+        b = sbr.reduce_by_key(rdd, operator.add, N).collect()
+    assert _sorted(a) == _sorted(b) == _sorted(rdd.reduceByKey(operator.add, N).collect())
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING
+                and "JVM bridge" in r.getMessage()]
+    assert len(warnings) == 1
