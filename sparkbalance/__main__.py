@@ -1,4 +1,4 @@
-"""Command line: ``python -m sparkbalance demo|bench ...``."""
+"""Command line: ``python -m sparkbalance demo|diagnose ...``."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--quick", action="store_true", help="small sizes (seconds, for CI)")
     demo.add_argument("--out", default="demo-out", help="folder for the plots")
     demo.add_argument("--part", choices=["all", "reduce", "stream"], default="all")
+    from .spark.diagnose import add_cli  # no pyspark import until the command runs
+    add_cli(sub)
     args, rest = parser.parse_known_args(argv)
+    if args.command == "diagnose":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        from .spark.diagnose import run_cli
+        return run_cli(args)
     if args.command == "demo":
         parts = ["reduce", "stream"] if args.part == "all" else [args.part]
         for part in parts:
