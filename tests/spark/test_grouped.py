@@ -56,8 +56,10 @@ def per_group(pdf):
     """One row per group; odd keys give an empty frame (empty output groups)."""
     k = pdf["k"].iloc[0]
     if pd.notna(k) and k % 2 == 1:
-        return pd.DataFrame({"k": pd.Series([], dtype="Int32"), "n": pd.Series([], dtype="int64"),
-                             "sv": pd.Series([], dtype="int64"), "cols": pd.Series([], dtype=object)})
+        return pd.DataFrame({"k": pd.Series([], dtype="Int32"),
+                             "n": pd.Series([], dtype="int64"),
+                             "sv": pd.Series([], dtype="int64"),
+                             "cols": pd.Series([], dtype=object)})
     return pd.DataFrame({"k": _k(k), "n": [len(pdf)], "sv": [int(pdf["v"].sum())],
                          "cols": [",".join(pdf.columns)]})
 
