@@ -24,7 +24,7 @@ SCHEMA2 = "k int, s string, n long, nkey int, cols string"
 CO_SCHEMA = "k int, nl long, nr long, cols string"
 
 
-def _rows(num: int = 600, keys: int = 40, seed: int = 5):
+def _rows(num: int = 240, keys: int = 24, seed: int = 5):
     rng = random.Random(seed)
     out = []
     for _ in range(num):
@@ -44,7 +44,7 @@ def data(spark):
 @pytest.fixture(scope="module")
 def other(spark):
     # keys 30..59: some shared with `data`, some only here (empty left frames), nulls too
-    rows = [(k, i) for i, k in enumerate(list(range(30, 60)) * 3 + [None, None, 0])]
+    rows = [(k, i) for i, k in enumerate(list(range(16, 36)) * 2 + [None, None, 0])]
     return spark.createDataFrame(rows, "k int, w long").coalesce(1).cache()
 
 
@@ -83,29 +83,36 @@ def _exchanges(df) -> int:
     return df._jdf.queryExecution().executedPlan().toString().count("Exchange ")
 
 
-def test_apply_in_pandas_equals_plain_spark_for_every_strategy(data):
-    """Null keys and empty output groups included; all strategies in one job."""
-    stats = key_stats(data, "k")
-    got, want = [], []
-    plain = data.groupBy("k").applyInPandas(per_group, SCHEMA)
-    for s in STRATEGIES:
-        g = sb.group_by(data, "k", num_partitions=N, strategy=s, stats=stats)
-        out = g.applyInPandas(per_group, SCHEMA)
-        assert out.columns == ["k", "n", "sv", "cols"]
-        got.append(out.withColumn("case", F.lit(s)))
-        want.append(plain.withColumn("case", F.lit(s)))
-    got, want = _union(got), _union(want)
-    assertDataFrameEqual(got, want)
-    assert {r["cols"] for r in got.select("cols").distinct().collect()} == {"k,s,v"}
+@pytest.fixture(scope="module")
+def stats_k(data):
+    return key_stats(data, "k")
+
+
+@pytest.fixture(scope="module")
+def plain_rows(data):
+    return data.groupBy("k").applyInPandas(per_group, SCHEMA).collect()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_apply_in_pandas_equals_plain_spark(data, stats_k, plain_rows, strategy):
+    """Every key-grouping strategy; null keys and empty output groups included."""
+    g = sb.group_by(data, "k", num_partitions=N, strategy=strategy, stats=stats_k)
+    out = g.applyInPandas(per_group, SCHEMA)
+    assert out.columns == ["k", "n", "sv", "cols"]
+    got = out.collect()
+    assertDataFrameEqual(got, plain_rows)
+    assert {r["cols"] for r in got} == {"k,s,v"}   # the helper column never reached func
 
 
 def test_multi_column_keys_and_the_key_tuple(data):
+    from pyspark.sql import Row
+    cases = ("hash", "keygroups", "mixed")
     got = [sb.group_by(data, "k", "s", num_partitions=N, strategy=s)
            .applyInPandas(per_group_keyed, SCHEMA2).withColumn("case", F.lit(s))
-           for s in ("hash", "keygroups", "mixed")]
-    plain = data.groupBy("k", "s").applyInPandas(per_group_keyed, SCHEMA2)
-    want = [plain.withColumn("case", F.lit(s)) for s in ("hash", "keygroups", "mixed")]
-    assertDataFrameEqual(_union(got), _union(want))
+           for s in cases]
+    plain = data.groupBy("k", "s").applyInPandas(per_group_keyed, SCHEMA2).collect()
+    assertDataFrameEqual(_union(got), [Row(**r.asDict(), case=s) for s in cases
+                                       for r in plain])
 
 
 def test_empty_input(spark):
@@ -115,26 +122,29 @@ def test_empty_input(spark):
     assert out.collect() == []
 
 
-def test_one_exchange_and_no_helper_column(data, other):
-    g = sb.group_by(data, "k", num_partitions=N, strategy="mixed")
+def test_one_exchange_and_no_helper_column(data, other, stats_k):
+    g = sb.group_by(data, "k", num_partitions=N, strategy="mixed", stats=stats_k)
     out = g.applyInPandas(per_group, SCHEMA)
     assert _exchanges(out) == 1 and sqlroute.PID_COL not in out.columns
-    co = g.cogroup(sb.group_by(other, "k", num_partitions=N, strategy="mixed"))
+    co = g.cogroup(sb.group_by(other, "k", num_partitions=N, strategy="hash"))
     assert _exchanges(co.applyInPandas(co_func, CO_SCHEMA)) == 2  # one per side
 
 
-def test_cogroup_equals_plain_spark_for_every_strategy(data, other):
+@pytest.fixture(scope="module")
+def plain_co_rows(data, other):
+    return data.groupBy("k").cogroup(other.groupBy("k")).applyInPandas(
+        co_func, CO_SCHEMA).collect()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cogroup_equals_plain_spark(data, other, stats_k, plain_co_rows, strategy):
     """Keys on one side only (empty frames on the other) and null keys included."""
-    got, want = [], []
-    plain = data.groupBy("k").cogroup(other.groupBy("k")).applyInPandas(co_func, CO_SCHEMA)
-    for s in STRATEGIES:
-        cg = sb.group_by(data, "k", num_partitions=N, strategy=s).cogroup(
-            sb.group_by(other, "k", num_partitions=N, strategy=s))
-        got.append(cg.applyInPandas(co_func, CO_SCHEMA).withColumn("case", F.lit(s)))
-        want.append(plain.withColumn("case", F.lit(s)))
-    got = _union(got)
-    assertDataFrameEqual(got, _union(want))
-    assert {r["cols"] for r in got.select("cols").distinct().collect()} == {"k,s,v|k,w"}
+    cg = sb.group_by(data, "k", num_partitions=N, strategy=strategy, stats=stats_k).cogroup(
+        sb.group_by(other, "k", num_partitions=N, strategy=strategy,
+                    stats=key_stats(other, "k")))
+    got = cg.applyInPandas(co_func, CO_SCHEMA).collect()
+    assertDataFrameEqual(got, plain_co_rows)
+    assert {r["cols"] for r in got} == {"k,s,v|k,w"}
 
 
 def test_cogroup_places_both_sides_by_one_function(data, other):
@@ -143,14 +153,14 @@ def test_cogroup_places_both_sides_by_one_function(data, other):
     right = sb.group_by(other, "k", num_partitions=N, partitioner=f)
     assert left.cogroup(right).partitioner is f       # shared: the placements are reused
     cg = sb.group_by(data, "k", num_partitions=N, strategy="mixed").cogroup(
-        sb.group_by(other, "k", num_partitions=N, strategy="keygroups"))
+        sb.group_by(other, "k", num_partitions=N, strategy="hash"))
     assert cg.partitioner.num_partitions == N          # refitted on both sides (left's strategy)
     with pytest.raises(ValueError, match="differ in length"):
         left.cogroup(sb.group_by(other, "k", "w", num_partitions=N, strategy="hash"))
 
 
 @pytest.mark.skipif(not grouped.has_arrow_api(), reason="applyInArrow needs PySpark >= 4.0")
-def test_apply_in_arrow_and_cogroup_arrow(data, other):
+def test_apply_in_arrow_and_cogroup_arrow(data, other, stats_k):
     import pyarrow as pa
 
     def arrow_group(table):
@@ -162,11 +172,12 @@ def test_apply_in_arrow_and_cogroup_arrow(data, other):
         return pa.table({"k": pa.array([key[0].as_py()], pa.int32()), "nl": [left.num_rows],
                          "nr": [right.num_rows],
                          "cols": [",".join(left.schema.names + ["|"] + right.schema.names)]})
-    g = sb.group_by(data, "k", num_partitions=N, strategy="keygroups")
+    g = sb.group_by(data, "k", num_partitions=N, strategy="keygroups", stats=stats_k)
     out = g.applyInArrow(arrow_group, SCHEMA)
     assert _exchanges(out) == 1
     assertDataFrameEqual(out, data.groupBy("k").applyInArrow(arrow_group, SCHEMA))
-    co = g.cogroup(sb.group_by(other, "k", num_partitions=N, strategy="keygroups"))
+    co = g.cogroup(sb.group_by(other, "k", num_partitions=N, strategy="keygroups",
+                               stats=key_stats(other, "k")))
     assertDataFrameEqual(co.applyInArrow(arrow_co, CO_SCHEMA),
                          data.groupBy("k").cogroup(other.groupBy("k"))
                          .applyInArrow(arrow_co, CO_SCHEMA))
@@ -185,7 +196,7 @@ def test_iterator_form_is_kept(data):
         plain.collect()
     except Exception:  # pragma: no cover - PySpark < 4.1 has no iterator form
         pytest.skip("this PySpark has no iterator form of applyInPandas")
-    g = sb.group_by(data, "k", num_partitions=N, strategy="mixed")
+    g = sb.group_by(data, "k", num_partitions=N, strategy="hash")
     assertDataFrameEqual(g.applyInPandas(batches, SCHEMA), plain)
 
 
@@ -195,9 +206,9 @@ def test_bad_function_arity_is_refused(data):
         g.applyInPandas(lambda a, b, c: a, SCHEMA)
 
 
-def test_group_cost_stats_price_groups_by_the_measured_times(data):
+def test_group_cost_stats_price_groups_by_the_measured_times(data, stats_k):
     """Constant per-group cost (1 s a group, rows free): every key costs about 1 s."""
-    stats = key_stats(data, "k")
+    stats = stats_k
     f = sb.group_by(data, "k", num_partitions=N, strategy="hash", stats=stats).partitioner
     groups = [int((f.assign(stats.keys) == p).sum()) for p in range(N)]
 
