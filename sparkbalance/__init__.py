@@ -62,6 +62,9 @@ _EXPORTS: dict[str, str] = {
     "balanced_repartition": "sparkbalance.spark.df_install",
     "balanced_agg": "sparkbalance.spark.df_install",
     "balanced_join": "sparkbalance.spark.df_install",
+    "group_cost_stats": "sparkbalance.spark.grouped",
+    "diagnose": "sparkbalance.spark.diagnose",
+    "SkewReport": "sparkbalance.spark.diagnose",
     # Spark UI plugin and the balance records
     "balance_log": "sparkbalance.spark.balance_log",
     "BalanceLog": "sparkbalance.spark.balance_log",

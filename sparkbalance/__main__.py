@@ -1,7 +1,9 @@
-"""Command line: ``python -m sparkbalance demo|bench|reproduce ...`` (``--help`` on every
-command).
+"""Command line: ``python -m sparkbalance demo|bench|reproduce|diagnose ...`` (``--help`` on
+every command).
 
-``demo`` runs the demos of :mod:`sparkbalance.demo` in this process. ``reproduce PAPER``
+``diagnose PATH --key COL`` prints a skew report of a Parquet/CSV file
+(:mod:`sparkbalance.spark.diagnose`). ``demo`` runs the demos of :mod:`sparkbalance.demo` in
+this process. ``reproduce PAPER``
 runs the reproduction of one paper's tables and figures
 (:mod:`sparkbalance.bench.reproduce`) in this process, plots under ``--out``. ``bench`` runs the
 benchmark scripts ``integration/benchmarks/bench_<name>.py`` of a checkout, one process
@@ -154,12 +156,20 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, forwarded = argv[:cut], argv[cut + 1:]
     parser = argparse.ArgumentParser(prog="python -m sparkbalance",
-                                     description="sparkbalance demos, benchmarks and reproductions")
+                                     description="sparkbalance demos, benchmarks, "
+                                                 "reproductions and skew reports")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = _demo_parser(sub)
     bench = _bench_parser(sub)
     _reproduce_parser(sub)
+    from .spark.diagnose import add_cli  # no pyspark import until the command runs
+    add_cli(sub)
     args = parser.parse_args(argv)
+    if args.command == "diagnose":
+        if forwarded:
+            parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")
+        from .spark.diagnose import run_cli
+        return run_cli(args)
     if args.command == "reproduce":
         if forwarded:
             parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")

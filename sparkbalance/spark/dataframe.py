@@ -216,8 +216,11 @@ class BalancedGroupedData:
     """
 
     def __init__(self, placed: "DataFrame", cols: Sequence[str], numeric: Sequence[str],
-                 partitioner: PartitionFunction) -> None:
+                 partitioner: PartitionFunction, source: dict[str, Any] | None = None) -> None:
+        self._placed = placed
         self._grouped: "GroupedData" = placed.groupBy(PID_COL, *cols)
+        # What the placement was made from; a cogroup re-places both sides by one function.
+        self._source = source
         self._cols = list(cols)
         self._numeric = list(numeric)
         #: The fitted partition function (key -> partition).
@@ -252,6 +255,22 @@ class BalancedGroupedData:
     def max(self, *cols: str) -> "DataFrame":
         return self._done(self._grouped.max(*self._numeric_cols(cols)))
 
+    # Grouped-map functions: sparkbalance.spark.grouped hides the helper column from them.
+    def applyInPandas(self, func: Any, schema: Any) -> "DataFrame":
+        """Same as ``GroupedData.applyInPandas``; ``func`` never sees the helper column."""
+        from .grouped import apply_in_pandas
+        return apply_in_pandas(self, func, schema)
+
+    def applyInArrow(self, func: Any, schema: Any) -> "DataFrame":
+        """Same as ``GroupedData.applyInArrow`` (PySpark >= 4.0)."""
+        from .grouped import apply_in_arrow
+        return apply_in_arrow(self, func, schema)
+
+    def cogroup(self, other: "BalancedGroupedData") -> Any:
+        """Same as ``GroupedData.cogroup``: both sides placed by one partition function."""
+        from .grouped import BalancedCogroupedData
+        return BalancedCogroupedData(self, other)
+
 
 def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
              strategy: str | None = None, **kwargs: Any) -> BalancedGroupedData:
@@ -266,8 +285,13 @@ def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
     """
     from pyspark.sql.types import NumericType
     n = conf.default_partitions(df) if num_partitions is None else num_partitions
-    placed, f = _place(df, n, cols, strategy, kwargs.pop("stats", None),
-                       kwargs.pop("sample_fraction", None), kwargs.pop("partitioner", None),
-                       kwargs.pop("current", None), kwargs.pop("literal_limit", None), kwargs)
+    source = {"df": df, "strategy": strategy, "stats": kwargs.pop("stats", None),
+              "sample_fraction": kwargs.pop("sample_fraction", None),
+              "literal_limit": kwargs.pop("literal_limit", None)}
+    placed, f = _place(df, n, cols, strategy, source["stats"], source["sample_fraction"],
+                       kwargs.pop("partitioner", None), kwargs.pop("current", None),
+                       source["literal_limit"], kwargs)
     numeric = [fld.name for fld in df.schema.fields if isinstance(fld.dataType, NumericType)]
-    return BalancedGroupedData(placed, list(cols), numeric, f)
+    source["params"] = {k: v for k, v in kwargs.items()
+                        if k not in ("weights", "listener")}
+    return BalancedGroupedData(placed, list(cols), numeric, f, source)

@@ -1,0 +1,308 @@
+"""Balanced grouped-map and cogrouped-map functions (``applyInPandas`` / ``applyInArrow``).
+
+``df.groupBy(k).applyInPandas(fit_model, schema)`` runs one Python call per group; a huge
+group (or a group whose call is slow) makes one task run for minutes, partial aggregation
+cannot help (the function is not decomposable) and AQE does not split it. Here the groups
+are placed by a key-grouping strategy instead of Spark's hash: the rows carry the target
+partition in a helper column (:data:`~sparkbalance.spark.sqlroute.PID_COL`), are placed by
+``repartitionById`` and grouped by ``(pid, *keys)``. Since ``pid`` is a function of the key,
+the groups are exactly the key groups, and the placement already clusters the rows on
+``pid``, so Spark plans **one** exchange per side. The user's function is wrapped so that it
+never sees the helper column (dropped from every frame, and from the grouping key tuple of
+the two-argument forms); its output schema is the user's, so nothing leaks out either.
+
+A cogroup needs both sides placed by the *same* function (a key must meet itself): the
+two sides' placements are replaced by one fitted on the sum of both sides' statistics,
+unless both were given the same ``partitioner=``.
+
+Per-group cost is often not proportional to rows: :func:`group_cost_stats` fits
+``c(k) = alpha rows(k) + beta`` to the task times a listener measured on a previous (or a
+sample) run, for ``group_by(..., stats=...)`` (model in :mod:`sparkbalance.stats.groupcost`).
+
+Example
+-------
+>>> import sparkbalance as sb                                                # doctest: +SKIP
+>>> out = sb.group_by(df, "user", num_partitions=16).applyInPandas(fit, "user long, w double")
+>>> both = sb.group_by(a, "k").cogroup(sb.group_by(b, "k")).applyInPandas(merge, schema)
+"""
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..stats.groupcost import GroupCost, group_cost_stats as _price
+from ..stats.keystats import KeyStats
+from .df_keystats import key_array, key_stats
+from .sqlroute import PID_COL
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+    from ..routing.base import PartitionFunction
+    from .dataframe import BalancedGroupedData
+
+__all__ = ["apply_in_pandas", "apply_in_arrow", "BalancedCogroupedData", "co_place",
+           "group_cost_stats", "has_arrow_api"]
+
+
+# --------------------------------------------------------------------- hiding the helper
+def _drop_pandas(pdf: Any) -> Any:
+    return pdf.drop(columns=[PID_COL])
+
+
+def _drop_arrow(table: Any) -> Any:
+    # Table and RecordBatch both have .select(indices); keeps the user's column order.
+    return table.select([i for i, n in enumerate(table.schema.names) if n != PID_COL])
+
+
+def _arity(func: Callable) -> int:
+    # The Python worker decides the form by exactly this count (pyspark worker.py:
+    # len(inspect.getfullargspec(func).args)); the wrapper must take the same number.
+    return len(inspect.getfullargspec(func).args)
+
+
+def _hints(func: Callable, names: list[str]) -> dict[str, Any]:
+    """The user's type hints renamed to the wrapper's parameters (Spark infers the iterator
+    forms from them), or none when the user gave none."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable string hints: Spark would see the raw ones too
+        hints = dict(getattr(func, "__annotations__", {}))
+    if not hints:
+        return {}
+    params = inspect.getfullargspec(func).args
+    out = {new: hints[old] for old, new in zip(params, names) if old in hints}
+    if "return" in hints:
+        out["return"] = hints["return"]
+    return out
+
+
+def _wrap_grouped(func: Callable, drop: Callable[[Any], Any]) -> Callable:
+    """``func`` over frames without the helper column and keys without ``pid``."""
+    n = _arity(func)
+    if n not in (1, 2):
+        raise ValueError(f"func takes {n} positional arguments; expected 1 (data) or 2 "
+                         "(key, data), as GroupedData.applyInPandas/applyInArrow")
+    iterator = _is_iterator(func)
+    if n == 2 and iterator:
+        def call(key, data):
+            return func(key[1:], (drop(b) for b in data))
+    elif n == 2:
+        def call(key, data):
+            return func(key[1:], drop(data))
+    elif iterator:
+        def call(data):
+            return func(drop(b) for b in data)
+    else:
+        def call(data):
+            return func(drop(data))
+    call.__annotations__ = _hints(func, ["key", "data"] if n == 2 else ["data"])
+    call.__name__ = getattr(func, "__name__", "func")
+    return call
+
+
+def _is_iterator(func: Callable) -> bool:
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:
+        return False
+    params = inspect.getfullargspec(func).args
+    data = hints.get(params[-1]) if params else None
+    name = getattr(data, "_name", getattr(data, "__name__", None))
+    return name == "Iterator"
+
+
+def _wrap_cogrouped(func: Callable, drop: Callable[[Any], Any]) -> Callable:
+    n = _arity(func)
+    if n == 3:
+        def call(key, left, right):
+            return func(key[1:], drop(left), drop(right))
+    elif n == 2:
+        def call(left, right):
+            return func(drop(left), drop(right))
+    else:
+        raise ValueError(f"func takes {n} positional arguments; expected 2 (left, right) or "
+                         "3 (key, left, right), as PandasCogroupedOps.applyInPandas")
+    call.__name__ = getattr(func, "__name__", "func")
+    return call
+
+
+def has_arrow_api() -> bool:
+    """Whether this PySpark has ``GroupedData.applyInArrow`` (Spark 4.0 and later).
+
+    Example
+    -------
+    >>> isinstance(has_arrow_api(), bool)                                   # doctest: +SKIP
+    True
+    """
+    from pyspark.sql import GroupedData
+    return hasattr(GroupedData, "applyInArrow")
+
+
+def _need_arrow() -> None:
+    if not has_arrow_api():
+        import pyspark
+        raise NotImplementedError(f"applyInArrow needs PySpark >= 4.0; this is "
+                                  f"{pyspark.__version__} (use applyInPandas)")
+
+
+# ------------------------------------------------------------------------- grouped map
+def apply_in_pandas(g: "BalancedGroupedData", func: Callable, schema: Any) -> "DataFrame":
+    """``GroupedData.applyInPandas`` over balanced groups (one exchange, no helper column).
+
+    ``func`` sees exactly the frames (and, in the two-argument form, the key tuples) that
+    ``df.groupBy(*cols).applyInPandas(func, schema)`` would give it; the iterator forms
+    (type hints ``Iterator[pd.DataFrame]``, Spark 4.1+) are kept.
+
+    Example
+    -------
+    >>> g = sb.group_by(df, "k", num_partitions=8)                           # doctest: +SKIP
+    >>> apply_in_pandas(g, lambda pdf: pdf.head(1), df.schema)               # doctest: +SKIP
+    """
+    return g._grouped.applyInPandas(_wrap_grouped(func, _drop_pandas), schema)
+
+
+def apply_in_arrow(g: "BalancedGroupedData", func: Callable, schema: Any) -> "DataFrame":
+    """``GroupedData.applyInArrow`` over balanced groups (PySpark >= 4.0).
+
+    Example
+    -------
+    >>> apply_in_arrow(g, lambda t: t.slice(0, 1), df.schema)                # doctest: +SKIP
+    """
+    _need_arrow()
+    return g._grouped.applyInArrow(_wrap_grouped(func, _drop_arrow), schema)
+
+
+# ---------------------------------------------------------------------------- cogroup
+def _side_stats(g: "BalancedGroupedData") -> KeyStats:
+    given = g._source["stats"]
+    if given is not None:
+        return given
+    return key_stats(g._source["df"], *g._cols,
+                     sample_fraction=g._source["sample_fraction"])
+
+
+def _sum_stats(a: KeyStats, b: KeyStats) -> KeyStats:
+    """Per key: counts and costs of both sides added (a cogroup call sees both frames)."""
+    index: dict[Any, int] = {}
+    keys: list = []
+    for k in a.keys.tolist() + b.keys.tolist():
+        if k not in index:
+            index[k] = len(keys)
+            keys.append(k)
+    counts, cost = np.zeros(len(keys)), np.zeros(len(keys))
+    for s in (a, b):
+        at = [index[k] for k in s.keys.tolist()]
+        np.add.at(counts, at, s.counts)
+        np.add.at(cost, at, s.cost)
+    return KeyStats(key_array(keys), counts, cost)
+
+
+def co_place(left: "BalancedGroupedData", right: "BalancedGroupedData"
+             ) -> tuple["DataFrame", "DataFrame", "PartitionFunction"]:
+    """Both sides placed by one partition function: (left, right, function).
+
+    Reuses the sides' placements when they share one partition function (the same
+    ``partitioner=``); otherwise fits the left side's strategy and ``num_partitions`` on
+    the sum of both sides' statistics (their ``stats=`` when given, else one aggregation
+    per side) and places both by it.
+
+    Example
+    -------
+    >>> l, r, f = co_place(sb.group_by(a, "k"), sb.group_by(b, "id"))       # doctest: +SKIP
+    """
+    from . import dataframe as sbdf
+    if len(left._cols) != len(right._cols):
+        raise ValueError(f"cogroup keys {left._cols} and {right._cols} differ in length; "
+                         "expected the same number of key columns on both sides")
+    if left.partitioner is right.partitioner:
+        return left._placed, right._placed, left.partitioner
+    src = left._source
+    n = left.partitioner.num_partitions
+    spec, params = sbdf.resolve_key_grouping(src["df"], src["strategy"], src["params"])
+    stats = _sum_stats(_side_stats(left), _side_stats(right)) if spec.needs_stats else None
+    f = sbdf.fit_partitioner(src["df"], n, *left._cols, strategy=spec.name, stats=stats,
+                             **params)
+    # Placed as group_by places (the helper column kept: the grouping needs it).
+    placed = [sbdf._place(s._source["df"], n, s._cols, strategy=None, stats=None,
+                          sample_fraction=None, partitioner=f, current=None,
+                          literal_limit=s._source["literal_limit"], params={})[0]
+              for s in (left, right)]
+    return placed[0], placed[1], f
+
+
+class BalancedCogroupedData:
+    """``PandasCogroupedOps`` over two sides placed by one partition function.
+
+    Example
+    -------
+    >>> cg = sb.group_by(a, "k").cogroup(sb.group_by(b, "k"))               # doctest: +SKIP
+    >>> cg.applyInPandas(lambda l, r: l.merge(r, on="k"), schema)            # doctest: +SKIP
+    """
+
+    def __init__(self, left: "BalancedGroupedData", right: "BalancedGroupedData") -> None:
+        from pyspark.sql import DataFrame  # noqa: F401  (fail early without pyspark)
+        pl, pr, f = co_place(left, right)
+        self._ops = pl.groupBy(PID_COL, *left._cols).cogroup(pr.groupBy(PID_COL, *right._cols))
+        #: The partition function both sides are placed by.
+        self.partitioner = f
+
+    def applyInPandas(self, func: Callable, schema: Any) -> "DataFrame":
+        """Same as ``PandasCogroupedOps.applyInPandas``; ``func`` never sees the helper."""
+        return self._ops.applyInPandas(_wrap_cogrouped(func, _drop_pandas), schema)
+
+    def applyInArrow(self, func: Callable, schema: Any) -> "DataFrame":
+        """Same as ``PandasCogroupedOps.applyInArrow`` (PySpark >= 4.0)."""
+        _need_arrow()
+        return self._ops.applyInArrow(_wrap_cogrouped(func, _drop_arrow), schema)
+
+
+# ------------------------------------------------------------------------- time weights
+def group_cost_stats(df: "DataFrame", *cols: str, listener: Any, current: "PartitionFunction",
+                     measured: "DataFrame | None" = None, stage_id: int | None = None,
+                     time: str = "run", stats: KeyStats | None = None
+                     ) -> tuple[KeyStats, GroupCost]:
+    """Key statistics of ``df`` priced by a grouped-map run the listener measured.
+
+    The measured run placed its groups by ``current`` (e.g. ``g.partitioner`` of a previous
+    balanced ``group_by``) over ``measured`` (default ``df``; a sample of it for a sample
+    run); each partition's task time is fitted to ``t0 + alpha rows + beta groups``
+    (:func:`sparkbalance.stats.groupcost.fit_group_cost`) and each key of ``df`` costs
+    ``alpha rows(k) + beta`` seconds. Pass the result as ``group_by(..., stats=...)``.
+
+    Parameters
+    ----------
+    df : the data to place next.
+    cols : key columns.
+    listener : a TaskMetricsListener that recorded the measured run.
+    current : the key-grouping partition function the measured run was placed by.
+    measured : the DataFrame the measured run processed (default ``df``).
+    stage_id : the measured stage (default: the latest with ``current.num_partitions``
+        tasks, :func:`sparkbalance.stats.timeweights.measured_stage`).
+    time : which task time ("run", "duration", "cpu"; ``TIME_FIELDS``).
+    stats : counts of ``df`` when already gathered (skips that aggregation).
+
+    Example
+    -------
+    >>> s, model = group_cost_stats(df, "k", listener=lst, current=g.partitioner)  # doctest: +SKIP
+    >>> sb.group_by(df, "k", num_partitions=16, stats=s).applyInPandas(f, schema)  # doctest: +SKIP
+    """
+    from ..stats.timeweights import measured_stage, partition_seconds
+    from .keystats import STATS_JOB_GROUP
+    if current is None or current.splits_keys:
+        raise ValueError("current= must be the key-grouping partition function the measured "
+                         f"run was placed by; got {current!r}")
+    tasks = [t for t in listener.tasks(successful_only=True)
+             if getattr(t, "job_group", None) != STATS_JOB_GROUP]
+    if not tasks:
+        raise ValueError("the listener recorded no successful task; run the grouped-map "
+                         "stage once with the listener attached first")
+    n = current.num_partitions
+    sid = measured_stage(tasks, n) if stage_id is None else stage_id
+    seconds = partition_seconds(tasks, n, stage_id=sid, time=time)
+    stats = key_stats(df, *cols) if stats is None else stats
+    seen = stats if measured is None else key_stats(measured, *cols)
+    return _price(stats, seconds, current.assign(seen.keys), measured=seen)

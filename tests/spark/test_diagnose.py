@@ -1,0 +1,79 @@
+"""sb.diagnose on known distributions: its predictions equal the placements then made."""
+from __future__ import annotations
+
+import collections
+import functools
+
+import pytest
+from pyspark.sql import functions as F
+
+import sparkbalance as sb
+from sparkbalance.__main__ import main
+
+N = 4
+
+
+@pytest.fixture(scope="module")
+def known(spark):
+    # key 7: 400 rows (40%); keys 100..299: 3 rows each (600); 30 null-key rows
+    rows = [(7, i) for i in range(400)] + [(100 + i // 3, i) for i in range(600)] \
+        + [(None, i) for i in range(30)]
+    return spark.createDataFrame(rows, "k int, v long").coalesce(1).cache()
+
+
+def _loads(df, case):
+    return df.select(F.lit(case).alias("case"), F.spark_partition_id().alias("p"))
+
+
+def test_report_figures_and_predicted_placements(known):
+    r = sb.diagnose(known, "k", num_partitions=N)
+    assert (r.rows, r.null_rows, r.distinct_keys) == (1030, 30, 202)
+    assert r.top[0] == (7, 400, pytest.approx(400 / 1030))
+    assert r.lower_bound == pytest.approx(400 / (1030 / N))
+    # every prediction equals the rows per partition of the placement then made: plain
+    # Spark's repartition(n, key) and sb.repartition by each fitted function, one job
+    frames = [_loads(known.repartition(N, "k"), "spark")]
+    frames += [_loads(sb.repartition(known, N, "k", partitioner=f), name)
+               for name, f in r.partitioners.items()]
+    counts = collections.Counter((x["case"], x["p"]) for x in
+                                 functools.reduce(lambda a, b: a.unionByName(b), frames)
+                                 .collect())
+    predicted = {"spark": r.spark, **r.placements}
+    for name, placement in predicted.items():
+        assert [counts[(name, p)] for p in range(N)] == placement.loads.tolist(), name
+    assert r.recommended != "spark" and r.speedup > 1.0
+    assert r.chosen.max_over_avg <= r.lower_bound * 1.05
+
+
+def test_pair_rdd_report_matches_partition_by(sc):
+    pairs = sc.parallelize([("hot", 1)] * 300 + [(f"k{i}", 1) for i in range(300)], 3)
+    r = sb.diagnose(pairs, num_partitions=N)
+    spark_loads = pairs.partitionBy(N).glom().map(len).collect()
+    assert r.spark.loads.tolist() == spark_loads
+    assert r.rows == 600 and r.distinct_keys == 301
+    f = r.partitioners[r.recommended] if r.recommended != "spark" else None
+    if f is not None:
+        placed = sb.partition_by(pairs, N, strategy=f).glom().map(len).collect()
+        assert placed == r.chosen.loads.tolist()
+
+
+def test_cli_over_parquet_and_csv(known, tmp_path, capsys):
+    known.write.parquet(str(tmp_path / "data.parquet"))
+    known.write.option("header", True).csv(str(tmp_path / "data.csv"))
+    assert main(["diagnose", str(tmp_path / "data.parquet"), "--key", "k",
+                 "--partitions", str(N), "--plot", str(tmp_path / "skew.png")]) == 0
+    out = capsys.readouterr().out
+    assert "rows                        1,030" in out and "recommendation:" in out
+    assert (tmp_path / "skew.png").exists()
+    assert main(["diagnose", str(tmp_path / "data.csv"), "--key", "k", "--format", "csv",
+                 "--partitions", str(N)]) == 0
+    assert "distinct keys               202" in capsys.readouterr().out
+
+
+def test_bad_calls_are_refused(known, sc):
+    with pytest.raises(ValueError, match="name at least one key column"):
+        sb.diagnose(known)
+    with pytest.raises(ValueError, match="num_partitions=0"):
+        sb.diagnose(known, "k", num_partitions=0)
+    with pytest.raises(ValueError, match="first element"):
+        sb.diagnose(sc.parallelize([(1, 1)]), "k")
