@@ -50,7 +50,7 @@ test-unit: setup
 $(STAMP35):
 	$(PYTHON35) -m venv $(VENV35)
 	$(PY35) -m pip install --quiet --upgrade pip
-	$(PY35) -m pip install --quiet "pyspark==3.5.*" "numpy>=1.26" "cloudpickle>=3.0" \
+	$(PY35) -m pip install --quiet "pyspark==3.5.*" "numpy>=1.26,<2" "cloudpickle>=3.0" \
 	    "pandas>=2.2,<3" "pyarrow>=15" "pytest>=8" "hypothesis>=6.100" "pytest-timeout>=2.3"
 	touch $(STAMP35)
 

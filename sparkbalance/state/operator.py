@@ -41,9 +41,9 @@ from . import checkpoint as ck
 from . import frames as fr
 from .blocks import check_pairs, group_block
 from .frame_rdds import as_frames, frame_ops
+from ..spark import conf
 from ..spark.listener import sparkbalance_job_group
-from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Measurement,
-                         initial_layout)
+from .controller import Controller, Measurement, initial_layout
 from .layout import GroupLayout, TableLayout
 from .migration import MigrationResult, migrate, summaries
 from .store import store_for
@@ -125,11 +125,15 @@ class KeyedStateOperator:
     update_values : ``update_values(state, values) -> (new_state, outputs)``, general form
         over one key's values of a batch (give this or ``update``). A state of ``None``
         deletes the key.
-    planner : "none" (plain hash, never rebalances), "mixed", "mintable", "minmig",
+    planner : default ``spark.sparkbalance.planner``, else "mixed". "none" (plain hash,
+        never rebalances), "mixed", "mintable", "minmig",
         "mixedbf", "readj" (routing table, seed 000) or "ssm", "mtm" (key groups, seed 003).
-    theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM).
-    max_table : A_max, bound on the routing table (routing-table planners).
-    window : None = state over all batches (default); w >= 1 = state of each key over its
+    theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM);
+        default ``spark.sparkbalance.theta``, else 0.08.
+    max_table : A_max, bound on the routing table (routing-table planners; None:
+        unbounded); default ``spark.sparkbalance.maxTable``, else 3000.
+    window : default ``spark.sparkbalance.window``, else None.
+        None = state over all batches; w >= 1 = state of each key over its
         last w batches (seed 000 §2.1; older contributions expire, see ``state.window``).
         The issue sketch defaulted to 1, which under these semantics makes the state
         per-batch only; we default to the unbounded running state instead.
@@ -156,8 +160,8 @@ class KeyedStateOperator:
 
     def __init__(self, spark: Any, num_partitions: int, update: Callable | None = None,
                  initial: Any = None, update_values: Callable | None = None,
-                 planner: str = "mixed", theta: float = DEFAULT_THETA,
-                 max_table: int | None = DEFAULT_MAX_TABLE, window: int | None = None,
+                 planner: str | None = None, theta: float | None = None,
+                 max_table: int | None | str = "default", window: int | None | str = "default",
                  checkpoint_dir: str | Path | None = None,
                  state_size: Callable[[Any], float] | None = None, *,
                  beta: float | None = None, num_groups: int | None = None,
@@ -167,6 +171,14 @@ class KeyedStateOperator:
         from pyspark import StorageLevel
 
         self.sc = _spark_context(spark)
+        # Settings not given come from spark.sparkbalance.* like the adapters' (spark.conf);
+        # "default" marks max_table/window unset, since None means "unbounded" for both.
+        planner = conf.resolve(self.sc, "planner", planner)
+        theta = conf.resolve(self.sc, "theta", theta)
+        if max_table == "default":
+            max_table = conf.resolve(self.sc, "max_table")
+        if window == "default":
+            window = conf.resolve(self.sc, "window")
         n = check_num_partitions(num_partitions)
         self._fold = StateFold(update, initial, update_values, window, state_size)
         self._controller = Controller(planner, theta, max_table, beta, planner_params)
