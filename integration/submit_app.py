@@ -11,6 +11,14 @@ from __future__ import annotations
 import json
 import operator
 import sys
+import time
+
+_T0 = time.time()
+
+
+def _step(name: str) -> None:
+    # progress on stderr: the test shows it when the application fails or is slow
+    print(f"[submit_app {time.time() - _T0:6.1f}s] {name}", file=sys.stderr, flush=True)
 
 
 def _executor_module(_):
@@ -34,6 +42,7 @@ def main(out_path: str) -> None:
                  "executor_modules": sorted(set(
                      sc.parallelize(range(4), 4).mapPartitions(_executor_module).collect()))}
 
+    _step("session up")
     # RDD adapters: key-grouping and splitting strategies equal plain Spark.
     data = [(i % 7 if i % 3 else 0, i) for i in range(3000)]
     rdd = sc.parallelize(data, 4)
@@ -49,6 +58,7 @@ def main(out_path: str) -> None:
                        sb.group_by_key(rdd, 4, strategy).collect()) == plain_groups
             and sorted(sb.join(rdd, other, 4, strategy).collect()) == plain_join)
     out["rdd"] = rdd_ok
+    _step("rdd adapters done")
 
     # DataFrame groupBy and join (placement without a Python UDF, 3.5 and 4.x alike).
     df = spark.createDataFrame(data, "k int, v long")
@@ -58,6 +68,7 @@ def main(out_path: str) -> None:
     jgot = sorted(sb.join_df(df, dim, "k", num_partitions=4).collect())
     jwant = sorted(df.join(dim, "k").collect())
     out["dataframe"] = {"group_by": got == want, "join": jgot == jwant}
+    _step("dataframe done")
 
     # Keyed-state stream with migrations, costs measured by the JVM recorder.
     batches = [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
@@ -76,6 +87,7 @@ def main(out_path: str) -> None:
                         "recorder": type(listener).__name__,
                         "tasks_recorded": len(listener.tasks())}
         op.close()
+    _step("keyed state done")
     spark.stop()
     with open(out_path, "w") as f:
         json.dump(out, f)

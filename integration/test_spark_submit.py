@@ -57,6 +57,7 @@ def test_the_bare_interpreter_has_no_sparkbalance(bare_python, tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+@pytest.mark.timeout(1800)  # a whole application on two executor JVMs
 def test_spark_submit_with_py_files_and_jars_equals_plain_spark(bare_python, tmp_path):
     if bridge_jar_path() is None:
         pytest.skip("bridge jar not built (bash jvm_bridge/build.sh PYTHON)")
@@ -73,7 +74,8 @@ def test_spark_submit_with_py_files_and_jars_equals_plain_spark(bare_python, tmp
     run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1500,
                          env=_env(PYSPARK_PYTHON=bare_python,
                                   PYSPARK_DRIVER_PYTHON=bare_python))
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+    steps = "\n".join(x for x in run.stderr.splitlines() if x.startswith("[submit_app"))
+    assert run.returncode == 0, steps + "\n" + run.stdout[-3000:] + run.stderr[-6000:]
     out = json.loads(result.read_text())
     zip_path = args[1]
     assert out["driver_module"].startswith(zip_path), out
