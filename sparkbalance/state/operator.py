@@ -2,8 +2,8 @@
 
 State lives in a persisted RDD of *frames* — the entries (``key -> entry``) of one key group
 on one partition, as raw bytes (:mod:`~sparkbalance.state.frames`) — placed by the current
-layout ``F`` (routing table of seed 000, or key-group intervals of seed 003). Per batch
-(seed 000 §4, Fig. 5):
+layout ``F`` (routing table of Fang et al., or key-group intervals of Ding et al.). Per batch
+(Fang et al. §4, Fig. 5):
 
 1. the batch is routed with ``F`` and grouped into one block per partition (its shuffle);
 2. ``concat(state, batch)`` (partition ``i`` of both, in the JVM) then a Python merge
@@ -127,14 +127,14 @@ class KeyedStateOperator:
         deletes the key.
     planner : default ``spark.sparkbalance.planner``, else "mixed". "none" (plain hash,
         never rebalances), "mixed", "mintable", "minmig",
-        "mixedbf", "readj" (routing table, seed 000) or "ssm", "mtm" (key groups, seed 003).
+        "mixedbf", "readj" (routing table, Fang et al.) or "ssm", "mtm" (key groups, Ding et al.).
     theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM);
         default ``spark.sparkbalance.theta``, else 0.08.
     max_table : A_max, bound on the routing table (routing-table planners; None:
         unbounded); default ``spark.sparkbalance.maxTable``, else 3000.
     window : default ``spark.sparkbalance.window``, else None.
         None = state over all batches; w >= 1 = state of each key over its
-        last w batches (seed 000 §2.1; older contributions expire, see ``state.window``).
+        last w batches (Fang et al. §2.1; older contributions expire, see ``state.window``).
         The issue sketch defaulted to 1, which under these semantics makes the state
         per-batch only; we default to the unbounded running state instead.
     checkpoint_dir : directory for durable checkpoints: a local path, or a Hadoop URI
@@ -411,7 +411,7 @@ class KeyedStateOperator:
     def scale(self, num_partitions: int) -> MigrationRecord:
         """Change the number of partitions to ``num_partitions``, moving only what must move.
 
-        Key groups (SSM/MTM): the optimal interval migration of seed 003 (new nodes take
+        Key groups (SSM/MTM): the optimal interval migration of Ding et al. (new nodes take
         over sub-intervals; removed nodes hand theirs over). Routing tables: h(k) = hash
         mod n changes with n, so most keys move (that is what key groups avoid). Shrinking
         keeps the emptied physical partitions as empty blocks (see ``state.layout``).
