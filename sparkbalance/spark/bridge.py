@@ -218,15 +218,18 @@ def _launch_default(key: str) -> str | None:
     """``key`` as the running driver JVM sees it (``spark-submit --conf``), if one runs.
 
     A builder's ``config(key, value)`` replaces the launch value; reading it first keeps
-    ``--jars``/``--conf spark.plugins=`` of ``spark-submit`` in the merged list. No JVM is
-    started here.
+    ``--jars``/``--conf spark.plugins=`` of ``spark-submit`` in the merged list. Under
+    ``spark-submit`` the JVM is already up (``$PYSPARK_GATEWAY_PORT``) and is connected to;
+    otherwise no JVM is started here (the builder's own settings must reach its launch).
     """
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError:  # pragma: no cover - configure() is called with a pyspark builder
         return None
-    if SparkContext._gateway is None:  # no JVM yet: nothing was set at launch
-        return None
+    if SparkContext._gateway is None:
+        if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+            return None  # no JVM yet: nothing was set at launch
+        SparkContext._ensure_initialized()  # connects to spark-submit's JVM, starts none
     return SparkConf().get(key, None)
 
 
