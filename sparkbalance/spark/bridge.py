@@ -260,6 +260,9 @@ def configure(builder: Any) -> Any:
     '/opt/a.jar,/.../sparkbalance/jars/sparkbalance-bridge.jar'
     """
     jar = bridge_jar()
+    if jar is None and BRIDGE_JAR_NAME in str(_launch_default("spark.jars") or ""):
+        # spark-submit --jars gave it (package from a --py-files zip, which holds no jar)
+        return builder
     if jar is None:
         _LOG.warning("sparkbalance bridge jar not found (install the wheel, run `bash "
                      "jvm_bridge/build.sh .venv/bin/python` in a checkout, or set $%s); the "

@@ -14,6 +14,8 @@ def test_an_executors_bad_key_names_type_partition_and_remedy(sc, strategy):
     with pytest.raises(Exception) as info:
         sb.reduce_by_key(rdd, operator.add, 2, strategy).collect()
     text = str(info.value)
-    line = next(x for x in text.splitlines() if "sparkbalance: key of type" in x)
+    lines = [x for x in text.splitlines() if "sparkbalance: key of type" in x]
+    assert lines, text[-4000:]
+    line = lines[0]
     assert "KeyRoutingError: sparkbalance: key of type NoneType in input partition 1 (stage" in line
     assert "expected int, str, bytes" in line
