@@ -90,8 +90,15 @@ class KeyGuard:
         """A guarded copy with its own local state (splitting functions, per map task)."""
         return KeyGuard(self.f.fresh())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Explicit: before Python 3.11 object has no __getstate__, and pickle would find the
+        # wrapped function's through __getattr__ and rebuild a guard without ``f``.
+        return (KeyGuard, (self.f,))
+
     def __getattr__(self, name: str) -> Any:
-        if name == "f":  # during unpickling, before __init__ state is restored
+        # "f" is missing only while an instance is being built; dunder lookups (pickle's
+        # __getstate__/__setstate__, copy's __deepcopy__...) must not reach the function.
+        if name == "f" or (name.startswith("__") and name.endswith("__")):
             raise AttributeError(name)
         return getattr(self.f, name)
 

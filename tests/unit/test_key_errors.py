@@ -31,3 +31,8 @@ def test_the_guard_is_the_function_otherwise():
     assert KeyGuard(p).candidates("a") == p.candidates("a")
     assert g == f and g == KeyGuard(f) and hash(g) == hash(f)
     assert pickle.loads(pickle.dumps(g))("a") == f("a")
+    for proto in range(2, pickle.HIGHEST_PROTOCOL + 1):  # the guard keeps its function
+        back = pickle.loads(pickle.dumps(KeyGuard(p), proto))
+        assert isinstance(back, KeyGuard) and back.fresh()("a") in p.candidates("a")
+    import copy
+    assert copy.deepcopy(g)("a") == f("a")
