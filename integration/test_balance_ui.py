@@ -3,7 +3,7 @@
 The plugin must be on ``spark.plugins`` before the SparkContext starts and the jar on the
 driver class path before the JVM starts, so the application runs in a child process (this
 file run as a script): it starts a loopback-only ``local[2]`` session through
-:func:`sparkbalance.spark.balance_log.configure`, posts records from Python, prints them
+:func:`sparkbalance.configure`, posts records from Python, prints them
 and its UI address as one JSON line, and stops when told to. The tests compare what the
 UI, the JSON endpoint, ``/metrics/json``, ``/metrics/prometheus`` and, after the child has
 stopped, Spark's History Server on its event log show with the Python records.
@@ -89,7 +89,8 @@ def _child(event_dir: str) -> None:
         .config("spark.metrics.conf.*.sink.prometheusServlet.class",
                 "org.apache.spark.metrics.sink.PrometheusServlet")
         .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus"))
-    spark = bl.configure(builder).getOrCreate()
+    from sparkbalance.spark.bridge import configure
+    spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     bl.balance_log().clear()
     for rec in _records():

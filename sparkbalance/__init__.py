@@ -53,6 +53,10 @@ _EXPORTS: dict[str, str] = {
     "TaskRecord": "sparkbalance.spark.records",
     "Recorder": "sparkbalance.spark.recorder",
     "session_builder_with_bridge": "sparkbalance.spark.bridge",
+    "bridge_jar": "sparkbalance.spark.bridge",
+    "configure": "sparkbalance.spark.bridge",
+    "submit_args": "sparkbalance.spark.submit",
+    "pyfiles_zip": "sparkbalance.spark.submit",
     "time_weighted_stats": "sparkbalance.stats.timeweights",
     # dataframe
     "repartition": "sparkbalance.spark.dataframe",

@@ -1,6 +1,7 @@
-"""Command line: ``python -m sparkbalance demo|bench|reproduce|diagnose ...`` (``--help`` on
-every command).
+"""Command line: ``python -m sparkbalance demo|bench|reproduce|diagnose|submit-args ...``
+(``--help`` on every command).
 
+``submit-args`` prints the ``spark-submit`` arguments that ship this installation.
 ``diagnose PATH --key COL`` prints a skew report of a Parquet/CSV file
 (:mod:`sparkbalance.spark.diagnose`). ``demo`` runs the demos of :mod:`sparkbalance.demo` in
 this process. ``reproduce PAPER``
@@ -16,6 +17,7 @@ import argparse
 import importlib
 import os
 import subprocess
+import shlex
 import sys
 from pathlib import Path
 
@@ -164,7 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     _reproduce_parser(sub)
     from .spark.diagnose import add_cli  # no pyspark import until the command runs
     add_cli(sub)
+    submit = sub.add_parser("submit-args",
+                            help="print the spark-submit arguments (--py-files, --jars, --conf) "
+                                 "that ship this installation to a cluster")
+    submit.add_argument("--zip", default=None,
+                        help="where to write the --py-files zip (default: a temp folder)")
     args = parser.parse_args(argv)
+    if args.command == "submit-args":
+        if forwarded:
+            parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")
+        from .spark.submit import submit_args
+        print(" ".join(shlex.quote(a) for a in submit_args(args.zip)))
+        return 0
     if args.command == "diagnose":
         if forwarded:
             parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")

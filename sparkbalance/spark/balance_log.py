@@ -3,9 +3,9 @@
 Every balanced operation (an RDD or DataFrame plan, a keyed-state batch, a migration) is
 one *record*, a flat JSON-able dict. :func:`post` appends it to the process-wide
 :func:`balance_log` and, when the session runs ``io.sparkbalance.bridge.BalancePlugin``
-(see :func:`configure`), sends it to the driver JVM in **one** py4j call. The plugin turns
-the records into metrics (``/metrics/json``, Prometheus), the Spark UI's "Balance" tab and
-listener events in the event log (the History Server shows the same tab). Without the jar
+(see :func:`sparkbalance.configure`), sends it to the driver JVM in **one** py4j call. The
+plugin turns the records into metrics (``/metrics/json``, Prometheus), the Spark UI's
+"Balance" tab and listener events in the event log (the History Server shows the same tab). Without the jar
 or the plugin the records stay in the Python log and nothing fails.
 
 Record fields (all optional except ``kind``; loads in the planner's cost unit):
@@ -48,6 +48,8 @@ import threading
 import time
 from typing import Any, Iterator, Mapping
 
+from .bridge import PLUGIN_CLASS
+
 __all__ = [
     "PLUGIN_CLASS",
     "DEFAULT_MAX_RECORDS",
@@ -56,13 +58,10 @@ __all__ = [
     "balance_log",
     "post",
     "plugin_active",
-    "configure",
-]
+    ]
 
 _LOG = logging.getLogger(__name__)
 
-#: The plugin class for ``spark.plugins`` (jvm_bridge/src/main/java).
-PLUGIN_CLASS = "io.sparkbalance.bridge.BalancePlugin"
 #: Records kept by the log; the same default as the plugin's ``spark.sparkbalance.ui.maxRecords``
 #: (a few thousand: a long stream cannot exhaust driver memory).
 DEFAULT_MAX_RECORDS = 3000
@@ -281,40 +280,3 @@ def _jvm_default(key: str) -> str:
         return ""
 
 
-def configure(builder: Any) -> Any:
-    """Put the bridge jar on ``spark.jars`` and the plugin on ``spark.plugins``.
-
-    Merges with what the builder (or ``spark-submit --conf``) already set. Takes effect
-    when the builder starts the driver JVM (the first session of the process). When the jar
-    is not built, logs one warning and returns the builder unchanged: records then stay in
-    :func:`balance_log`.
-
-    Parameters
-    ----------
-    builder : pyspark.sql.SparkSession.Builder
-
-    Returns
-    -------
-    The same builder.
-
-    Examples
-    --------
-    >>> from pyspark.sql import SparkSession  # doctest: +SKIP
-    >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
-    >>> spark.conf.get("spark.plugins")  # doctest: +SKIP
-    'io.sparkbalance.bridge.BalancePlugin'
-    """
-    # Lazy: the jar lookup lives in the JVM-bridge module, which imports the listener.
-    from sparkbalance.spark.bridge import bridge_jar_path
-
-    jar = bridge_jar_path()
-    if jar is None:
-        _LOG.warning("sparkbalance bridge jar not built (run `bash jvm_bridge/build.sh "
-                     ".venv/bin/python`); the Balance tab and metrics are off, records stay "
-                     "in sparkbalance.balance_log()")
-        return builder
-    options = getattr(builder, "_options", {})
-    for key, item in (("spark.jars", jar), ("spark.plugins", PLUGIN_CLASS)):
-        builder = builder.config(
-            key, _csv_union(str(options.get(key, "")), _jvm_default(key), item))
-    return builder

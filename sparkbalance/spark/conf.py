@@ -1,19 +1,22 @@
 """The ``spark.sparkbalance.*`` configuration keys: names, defaults, parsing and resolution.
 
 One small table (:data:`KEYS`) maps a short name to its Spark conf key and default; every
-adapter (DataFrame, RDD, keyed state) resolves a setting the same way:
+adapter (RDD, DataFrame, keyed state) resolves a setting the same way:
 
     explicit argument  >  the session's conf key  >  the default of the table
 
 * ``strategy``: ``spark.sparkbalance.strategy``, default
-  :data:`sparkbalance.strategies.DEFAULT_STRATEGY`;
-* ``theta``: ``spark.sparkbalance.theta``, unset: the planner's θ_max;
-* ``max_table``: ``spark.sparkbalance.maxTable``, unset: the planner's A_max;
-* ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics.
+  :data:`sparkbalance.strategies.DEFAULT_STRATEGY` (RDD and DataFrame adapters);
+* ``planner``: ``spark.sparkbalance.planner``, the keyed state's planner, same default;
+* ``theta``: ``spark.sparkbalance.theta``, θ_max (Fang et al. §3), default 0.08;
+* ``max_table``: ``spark.sparkbalance.maxTable``, A_max (Fang et al. §4), default 3000;
+* ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics;
+* ``window``: ``spark.sparkbalance.window``, batches of state kept per key, unset: all.
 
-``theta`` and ``max_table`` apply only to strategies of kind ``"table"`` (Fang et al.'s
-routing-table planners); :func:`resolve_strategy` adds them to those strategies' parameters
-and refuses unknown parameters (``TypeError``) before any Spark job runs.
+``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
+routing-table planners) and to the keyed state; :func:`resolve_strategy` adds them to those
+strategies' parameters and refuses unknown parameters (``TypeError``) before any Spark job
+runs. ``docs/configuration.md`` has the table for users.
 
 Examples
 --------
@@ -29,9 +32,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .. import strategies
+from ..planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 
-__all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_THETA", "CONF_MAX_TABLE",
-           "CONF_SAMPLE_FRACTION", "read", "resolve", "resolve_strategy",
+__all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
+           "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "read", "resolve", "resolve_strategy",
            "resolve_sample_fraction", "default_partitions"]
 
 
@@ -56,18 +60,25 @@ class ConfKey:
 
 KEYS: Mapping[str, ConfKey] = {
     "strategy": ConfKey("spark.sparkbalance.strategy", strategies.DEFAULT_STRATEGY, str,
-                        "strategy when the caller names none"),
-    "theta": ConfKey("spark.sparkbalance.theta", None, _number,
-                     "θ_max of the routing-table planners (Fang et al.)"),
-    "max_table": ConfKey("spark.sparkbalance.maxTable", None, _count,
-                         "A_max, the routing-table size bound (Fang et al.)"),
+                        "strategy of the RDD and DataFrame adapters when the caller names none"),
+    "planner": ConfKey("spark.sparkbalance.planner", strategies.DEFAULT_STRATEGY, str,
+                       "planner of the keyed state (KeyedStateOperator) when not given"),
+    "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, _number,
+                     "θ_max, the imbalance tolerated before re-planning (Fang et al. §3)"),
+    "max_table": ConfKey("spark.sparkbalance.maxTable", DEFAULT_MAX_TABLE, _count,
+                         "A_max, the routing-table size bound (Fang et al. §4)"),
     "sample_fraction": ConfKey("spark.sparkbalance.sampleFraction", None, _number,
-                               "statistics on a Bernoulli sample of this fraction"),
+                               "statistics on a Bernoulli sample of this fraction "
+                               "(unset: exact)"),
+    "window": ConfKey("spark.sparkbalance.window", None, _count,
+                      "keyed state: batches of state kept per key (unset: all batches)"),
 }
 CONF_STRATEGY: str = KEYS["strategy"].key
+CONF_PLANNER: str = KEYS["planner"].key
 CONF_THETA: str = KEYS["theta"].key
 CONF_MAX_TABLE: str = KEYS["max_table"].key
 CONF_SAMPLE_FRACTION: str = KEYS["sample_fraction"].key
+CONF_WINDOW: str = KEYS["window"].key
 #: Strategy parameters a table-kind strategy takes from the conf (parameter -> KEYS name).
 _TABLE_PARAMS = ("theta", "max_table")
 

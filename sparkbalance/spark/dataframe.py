@@ -5,8 +5,10 @@ skewed keys: it gathers per-key counts with one aggregation (or a sample, or tak
 :class:`~sparkbalance.stats.KeyStats`; :mod:`sparkbalance.spark.df_keystats`), fits a
 key-grouping strategy of the registry :mod:`sparkbalance.strategies`, turns the fitted
 partition function into a Spark SQL expression (:mod:`sparkbalance.spark.sqlroute`) and
-calls ``df.repartitionById(n, expr)``. The expression computes exactly what the Python
-partition function computes, so the DataFrame path and the RDD path agree key by key.
+places every row on the partition it names in one exchange (:func:`sparkbalance.spark.placement.place`:
+``repartitionById`` on Spark 4.1+, hash partitioning on a precomputed route value on Spark
+3.5). The expression computes exactly what the Python partition function computes, so the
+DataFrame path and the RDD path agree key by key.
 
 ``group_by(df, "key").agg(...)`` groups by ``(pid, key)`` after the placement: Spark sees the
 data already clustered on ``pid`` and plans **one** exchange (the placement itself), then
@@ -32,6 +34,7 @@ from ..stats.keystats import KeyStats
 from . import conf, sqlhash
 from .df_keystats import key_stats
 from .keystats import STATS_JOB_GROUP
+from .placement import place
 from .sqlroute import PID_COL, with_partition_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,7 +84,7 @@ def _measured_tasks(listener: Any) -> list[Any]:
 
 def _check_measured(current: PartitionFunction | None) -> PartitionFunction:
     # A task's partition maps to keys only if the measured stage placed key k on
-    # partition current(k): true of a sparkbalance placement (repartitionById on this
+    # partition current(k): true of a sparkbalance placement (placement.place on this
     # function), false of Spark's own df.repartition / df.groupBy (Murmur3 hash of the
     # row's columns), whose tasks say nothing about which key ran where.
     if current is None:
@@ -203,7 +206,7 @@ def _place(df, num_partitions, cols, strategy, stats, sample_fraction, partition
         raise ValueError(f"partitioner has {partitioner.num_partitions} partitions; expected "
                          f"num_partitions={n}")
     with_pid = with_partition_id(df, partitioner, *cols, literal_limit=literal_limit)
-    return with_pid.repartitionById(n, PID_COL), partitioner
+    return place(with_pid, n, PID_COL), partitioner
 
 
 class BalancedGroupedData:

@@ -25,6 +25,7 @@ from ..routing.base import check_num_partitions
 from ..stats.keystats import KeyStats
 from . import conf, sqlhash
 from .dataframe import fit_partitioner, resolve_key_grouping
+from .placement import place
 from .df_keystats import join_stats, key_stats
 from .sqlroute import (INTEGRAL_TYPES, NULL_PARTITION, PID_COL, bucketed_lookup, coerce_key,
                        partition_id, with_partition_id)
@@ -122,8 +123,8 @@ def join_df(left: "DataFrame", right: "DataFrame", on: str | Sequence[str], how:
         stats = join_stats(left, right, on, sample_fraction)
     f = fit_partitioner(left, n, *on, strategy=spec.name, stats=stats,
                         sample_fraction=sample_fraction, **params)
-    lp = with_partition_id(left, f, *on, literal_limit=literal_limit).repartitionById(n, PID_COL)
-    rp = with_partition_id(right, f, *on, literal_limit=literal_limit).repartitionById(n, PID_COL)
+    lp = place(with_partition_id(left, f, *on, literal_limit=literal_limit), n, PID_COL)
+    rp = place(with_partition_id(right, f, *on, literal_limit=literal_limit), n, PID_COL)
     return lp.join(rp, [PID_COL] + on, kind).drop(PID_COL)
 
 
@@ -180,7 +181,7 @@ def _split_join(left, right, on, kind, n, split_side, threshold, stats, sample_f
     if stats is None:
         stats = key_stats(big, *on, sample_fraction=sample_fraction)
     plan = plan_split(stats, n, split_side=split_side, threshold=threshold)
-    bp = _split_pid(big, on, plan, replicate=False).repartitionById(n, PID_COL)
-    sp = _split_pid(small, on, plan, replicate=True).repartitionById(n, PID_COL)
+    bp = place(_split_pid(big, on, plan, replicate=False), n, PID_COL)
+    sp = place(_split_pid(small, on, plan, replicate=True), n, PID_COL)
     lp, rp = (bp, sp) if split_side == "left" else (sp, bp)
     return lp.join(rp, [PID_COL] + on, kind).drop(PID_COL)

@@ -16,9 +16,10 @@ special case per name:
   ``join`` splits the left side and replicates each right record to every candidate
   partition of its key, so every left record meets every right record exactly once.
 
-A strategy is a registry name (None: :data:`sparkbalance.strategies.DEFAULT_STRATEGY`, the
-default of every adapter) or an already fitted partition function. Names and parameters are
-checked against the registry before any Spark job runs. Statistics are gathered only when
+A strategy is a registry name (None: ``spark.sparkbalance.strategy`` of the session, else
+:data:`sparkbalance.strategies.DEFAULT_STRATEGY`, the default of every adapter; see
+:mod:`sparkbalance.spark.conf`) or an already fitted partition function. Names and parameters
+are checked against the registry before any Spark job runs. Statistics are gathered only when
 the strategy needs them (``spec.needs_stats``), under the job group ``sparkbalance-stats``.
 
 **Zero-pass statistics.** Strategy "auto" (the default) with no statistics parameter, or
@@ -41,6 +42,8 @@ from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.hash import HashPartitioner
 from ..stats.keystats import KeyStats
 from . import mapstats
+from . import conf
+from .key_errors import KeyGuard
 from .keystats import gather_key_stats
 
 __all__ = ["partition_by", "reduce_by_key", "aggregate_by_key", "group_by_key", "join",
@@ -115,14 +118,15 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
     ----------
     rdd : pair RDD.
     num_partitions : int >= 1.
-    strategy : a name of :func:`sparkbalance.strategies.available`; None (default) is
-        :data:`sparkbalance.strategies.DEFAULT_STRATEGY`.
+    strategy : a name of :func:`sparkbalance.strategies.available`; None (default) reads
+        ``spark.sparkbalance.strategy``, else :data:`sparkbalance.strategies.DEFAULT_STRATEGY`.
     weights : {"count", "time"}
         Key cost = records, or records x measured seconds per record ("time": needs
         ``listener`` holding the task records of the previous run of this stage, routed by
         ``current``; see :func:`sparkbalance.stats.timeweights.time_weighted_stats`).
     listener : a :class:`~sparkbalance.spark.listener.TaskMetricsListener` (``weights="time"``).
-    sample_fraction : fraction of records the statistics job reads (None: all).
+    sample_fraction : fraction of records the statistics job reads (None:
+        ``spark.sparkbalance.sampleFraction``, else all).
     current : the partition function in use today (planners minimise migration from it).
     stats : KeyStats, optional
         Precomputed statistics (skips the statistics job).
@@ -137,7 +141,10 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
     """
     n = check_num_partitions(num_partitions)
     # Name, parameters and weights are checked before any job: a typo costs no stage.
-    spec = strategies.resolve(strategy, params)
+    # Unset settings come from spark.sparkbalance.* (conf), as in the DataFrame adapters.
+    spec, params = conf.resolve_strategy(rdd, strategy, params)
+    spec = strategies.resolve(spec.name, params)
+    sample_fraction = conf.resolve_sample_fraction(rdd, sample_fraction)
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
     if spec.needs_stats or weights == "time":
@@ -169,12 +176,16 @@ def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunc
     n = _num_partitions(rdd, num_partitions)
     if isinstance(strategy, PartitionFunction):  # an already fitted function
         if params:
-            raise TypeError(f"a fitted partition function takes no parameters; got {sorted(params)}")
+            raise TypeError("a fitted partition function takes no parameters; got "
+                            f"{sorted(params)}")
         if strategy.num_partitions != n:
             raise ValueError(f"partition function has {strategy.num_partitions} partitions; "
                              f"expected num_partitions={n}")
-        return strategy
-    return fit_partitioner(rdd, n, strategy=strategy, **params)
+        f = strategy
+    else:
+        f = fit_partitioner(rdd, n, strategy=strategy, **params)
+    # Keys an executor cannot route fail with a first line naming type, partition, remedy.
+    return KeyGuard(f)
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,7 +265,8 @@ def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int
     Examples
     --------
     >>> from operator import add
-    >>> sorted(reduce_by_key(sc.parallelize([("a", 1)] * 5), add, 2, "pkg").collect())  # doctest: +SKIP
+    >>> out = reduce_by_key(sc.parallelize([("a", 1)] * 5), add, 2, "pkg")  # doctest: +SKIP
+    >>> sorted(out.collect())                                                # doctest: +SKIP
     [('a', 5)]
     """
     zero_pass = mapstats.zero_pass_options(rdd, strategy, params)

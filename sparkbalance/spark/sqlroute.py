@@ -3,7 +3,8 @@
 :func:`partition_id` turns a key-grouping partition function into an INT Column equal to
 ``f(key)`` on every row, built from the SQL spelling of the stable hashes
 (:mod:`sparkbalance.spark.sqlhash`), so the DataFrame path and the RDD path agree key by
-key; ``df.repartitionById(n, pid)`` then places the rows:
+key; :func:`sparkbalance.spark.placement.place` then puts each row on that partition
+(``repartitionById`` on Spark 4.1+, hash partitioning on a route value on 3.5):
 
 * ``HashPartitioner``          -> ``pmod(h0(key), n)``
 * ``RoutingTablePartitioner``  -> ``coalesce(table[key], pmod(h0(key), n))``; the table is a
@@ -18,7 +19,7 @@ Null keys (a null in any key column) cannot be hashed; they all go to partition
 Examples
 --------
 >>> f = RoutingTablePartitioner(4, RoutingTable({"hot": 2}))           # doctest: +SKIP
->>> df.repartitionById(4, partition_id(df, f, "k"))                    # doctest: +SKIP
+>>> place(df.withColumn("pid", partition_id(df, f, "k")), 4, "pid")   # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ __all__ = ["NULL_PARTITION", "PID_COL", "DEFAULT_LITERAL_LIMIT", "INTEGRAL_TYPES
            "partition_id", "with_partition_id", "bucketed_lookup", "coerce_key"]
 
 #: Partition that receives every row whose key has a null column (nulls cannot be hashed;
-#: ``repartitionById`` also sends a null partition id to 0).
+#: a null partition id would go to 0 as well).
 NULL_PARTITION: int = 0
 #: Helper column holding the target partition (dropped from every result).
 PID_COL: str = "__sb_pid"
@@ -202,7 +203,7 @@ def partition_id(df: "DataFrame", f: PartitionFunction, *cols: str) -> "Column":
     Examples
     --------
     >>> f = RoutingTablePartitioner(4, {"hot": 2})                         # doctest: +SKIP
-    >>> df.repartitionById(4, partition_id(df, f, "k"))                     # doctest: +SKIP
+    >>> place(df.withColumn("pid", partition_id(df, f, "k")), 4, "pid")    # doctest: +SKIP
     """
     F = _F()
     cols = sqlhash.check_key_columns(df, cols)
@@ -238,7 +239,7 @@ def with_partition_id(df: "DataFrame", f: PartitionFunction, *cols: str,
 
     Examples
     --------
-    >>> with_partition_id(df, f, "k").repartitionById(4, PID_COL)       # doctest: +SKIP
+    >>> place(with_partition_id(df, f, "k"), 4, PID_COL)                # doctest: +SKIP
     """
     F = _F()
     cols = sqlhash.check_key_columns(df, cols)

@@ -31,10 +31,11 @@ import numpy as np
 
 from ..routing.base import check_num_partitions
 from ..routing.table import RoutingTable
+from ..spark import conf
 from ..spark.jobs import sparkbalance_job_group
 from .caching import BatchCache
 from .checkpoint import restore_checkpoint, save_checkpoint
-from .controller import (DEFAULT_MAX_TABLE, DEFAULT_THETA, Controller, Decision, Measurement,
+from .controller import (Controller, Decision, Measurement,
                          initial_layout)
 from .frame_rdds import frame_ops
 from .frames import DEFAULT_TABLE_GROUPS
@@ -81,10 +82,14 @@ class KeyedStateOperator:
         "mintable", "minmig", "mixedbf", "readj" (routing table, Fang et al.) or
         "ssm"/"keygroups", "mtm" (key groups, Ding et al.); case-insensitive. A split
         strategy ("pkg", ...) is refused. ``planner`` keeps the name as spelt (lower
-        case; also in checkpoints); ``strategy`` is the registry record.
-    theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM).
-    max_table : A_max, bound on the routing table (routing-table planners).
-    window : None = state over all batches (default); w >= 1 = state of each key over its
+        case; also in checkpoints); ``strategy`` is the registry record. Default
+        ``spark.sparkbalance.planner``, else "mixed".
+    theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM);
+        default ``spark.sparkbalance.theta``, else 0.08.
+    max_table : A_max, bound on the routing table (routing-table planners; None: unbounded);
+        default ``spark.sparkbalance.maxTable``, else 3000.
+    window : default ``spark.sparkbalance.window``, else None.
+        None = state over all batches; w >= 1 = state of each key over its
         last w batches (Fang et al. §2.1; older contributions expire, see
         ``state.window``). w = 1 would make the state per-batch only, hence the unbounded
         running state as the default.
@@ -119,8 +124,8 @@ class KeyedStateOperator:
 
     def __init__(self, spark: Any, num_partitions: int, update: Callable | None = None,
                  initial: Any = None, update_values: Callable | None = None,
-                 planner: str = "mixed", theta: float = DEFAULT_THETA,
-                 max_table: int | None = DEFAULT_MAX_TABLE, window: int | None = None,
+                 planner: str | None = None, theta: float | None = None,
+                 max_table: int | None | str = "default", window: int | None | str = "default",
                  checkpoint_dir: str | Path | None = None,
                  state_size: Callable[[Any], float] | None = None, *,
                  beta: float | None = None, num_groups: int | None = None,
@@ -132,6 +137,14 @@ class KeyedStateOperator:
         from pyspark import StorageLevel
 
         self.sc = spark_context(spark)
+        # Settings not given come from spark.sparkbalance.* like the adapters' (spark.conf);
+        # "default" marks max_table/window unset, since None means "unbounded" for both.
+        planner = conf.resolve(self.sc, "planner", planner)
+        theta = conf.resolve(self.sc, "theta", theta)
+        if max_table == "default":
+            max_table = conf.resolve(self.sc, "max_table")
+        if window == "default":
+            window = conf.resolve(self.sc, "window")
         n = check_num_partitions(num_partitions)
         self._fold = StateFold(update, initial, update_values, window, state_size,
                                inverse=inverse)

@@ -165,27 +165,3 @@ def test_a_failing_push_never_fails_the_caller():
     assert bl.post(sc, {"kind": "rdd"})["id"] == 0
 
 
-# --------------------------------------------------------------------------- configure
-class _Builder:
-    def __init__(self, **options):
-        self._options = dict(options)
-
-    def config(self, key, value):
-        self._options[key] = value
-        return self
-
-
-def test_configure_merges_jar_and_plugin(monkeypatch):
-    monkeypatch.setattr("sparkbalance.spark.bridge.bridge_jar_path", lambda: "/x/bridge.jar")
-    b = bl.configure(_Builder(**{"spark.jars": "/a.jar", "spark.plugins": "com.Other"}))
-    assert b._options["spark.jars"] == "/a.jar,/x/bridge.jar"
-    assert b._options["spark.plugins"] == "com.Other," + bl.PLUGIN_CLASS
-    again = bl.configure(b)  # idempotent
-    assert again._options["spark.plugins"] == "com.Other," + bl.PLUGIN_CLASS
-
-
-def test_configure_without_the_jar_leaves_the_builder_alone(monkeypatch, caplog):
-    monkeypatch.setattr("sparkbalance.spark.bridge.bridge_jar_path", lambda: None)
-    b = _Builder(**{"spark.plugins": "com.Other"})
-    assert bl.configure(b)._options == {"spark.plugins": "com.Other"}
-    assert "bridge jar not built" in caplog.text

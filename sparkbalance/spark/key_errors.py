@@ -1,0 +1,119 @@
+"""Bad keys met on executors, reported where the user reads first.
+
+A partition function refuses keys it cannot route (None, NaN, unhashable values such as
+lists and dicts) with a ``TypeError``/``ValueError`` that names the key. On an executor that
+message ends up at the bottom of a long Python traceback inside a Java one, without saying
+which task met the key. :class:`KeyGuard` wraps the function the RDD adapters hand to Spark
+and re-raises such a refusal as :class:`KeyRoutingError`, whose first line names the key's
+type, the partition and stage being read, and the valid key types; the Java trace may still
+surround it, but this line is the first of the Python part, with nothing chained below it.
+
+Example
+-------
+>>> g = KeyGuard(HashPartitioner(4))                         # doctest: +SKIP
+>>> g(None)                                                  # doctest: +SKIP
+Traceback (most recent call last):
+...
+KeyRoutingError: sparkbalance: key of type NoneType in input partition 3 (stage 7) cannot be routed by HashPartitioner ...
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key"]
+
+#: What every partition function of sparkbalance routes.
+VALID_KEYS = "int, str, bytes, bool, float (not NaN), or tuples of these"
+_REPR_LIMIT = 80
+
+
+class KeyRoutingError(TypeError, ValueError):
+    """A key no partition function can route (a ``TypeError`` and a ``ValueError``, so code
+    catching either of the original errors keeps working)."""
+
+
+def _where() -> str:
+    try:
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+    except Exception:  # noqa: BLE001 - no pyspark or no task: driver-side call
+        ctx = None
+    if ctx is None:
+        return "on the driver"
+    return f"in input partition {ctx.partitionId()} (stage {ctx.stageId()})"
+
+
+def describe_bad_key(key: Any, f: Any, exc: BaseException) -> str:
+    """The message of :class:`KeyRoutingError`: cause first, then the original refusal.
+
+    Examples
+    --------
+    >>> describe_bad_key([1], "f", TypeError("unhashable")).splitlines()[0]
+    "sparkbalance: key of type list on the driver cannot be routed by str: expected int, str, bytes, bool, float (not NaN), or tuples of these; got [1]"
+    """
+    text = repr(key)
+    if len(text) > _REPR_LIMIT:
+        text = text[:_REPR_LIMIT] + "..."
+    return (f"sparkbalance: key of type {type(key).__name__} {_where()} cannot be routed by "
+            f"{type(f).__name__}: expected {VALID_KEYS}; got {text}\n"
+            f"  ({type(exc).__name__}: {exc}) Filter or replace such keys before the keyed "
+            "operation (e.g. rdd.filter(lambda kv: kv[0] is not None)).")
+
+
+class KeyGuard:
+    """A partition function that re-raises refused keys as :class:`KeyRoutingError`.
+
+    Everything else (``num_partitions``, ``splits_keys``, ``candidates``, ``assign``...)
+    is the wrapped function's; two guards, or a guard and its function, compare equal when
+    the functions do, so PySpark's partitioner comparisons still skip needless shuffles.
+
+    Examples
+    --------
+    >>> class Double:
+    ...     num_partitions = 4
+    ...     def __call__(self, key):
+    ...         return 2 * hash(key) % 4
+    >>> KeyGuard(Double())(1), KeyGuard(Double()).num_partitions
+    (2, 4)
+    """
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+
+    def __call__(self, key: Any) -> int:
+        try:
+            return self.f(key)
+        except (TypeError, ValueError) as exc:
+            raise KeyRoutingError(describe_bad_key(key, self.f, exc)) from None
+
+    def fresh(self) -> "KeyGuard":
+        """A guarded copy with its own local state (splitting functions, per map task)."""
+        return KeyGuard(self.f.fresh())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Explicit: before Python 3.11 object has no __getstate__, and pickle would find the
+        # wrapped function's through __getattr__ and rebuild a guard without ``f``.
+        return (KeyGuard, (self.f,))
+
+    def __getattr__(self, name: str) -> Any:
+        # "f" is missing only while an instance is being built; dunder lookups (pickle's
+        # __getstate__/__setstate__, copy's __deepcopy__...) must not reach the function.
+        if name == "f" or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
+        return getattr(self.f, name)
+
+    def __getattribute__(self, name: str) -> Any:
+        # A guard has fresh() exactly when its function has: the adapters ask for it.
+        if name == "fresh" and not hasattr(object.__getattribute__(self, "f"), "fresh"):
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
+
+    def __eq__(self, other: Any) -> bool:
+        other = other.f if isinstance(other, KeyGuard) else other
+        return self.f == other
+
+    def __hash__(self) -> int:
+        return hash(self.f)
+
+    def __repr__(self) -> str:
+        return f"KeyGuard({self.f!r})"
