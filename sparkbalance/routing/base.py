@@ -97,18 +97,24 @@ class PartitionFunction(ABC):
         items = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
         return np.fromiter(map(self.partition, items), dtype=np.int64, count=len(items))
 
+    #: ``persist.save``, installed by :mod:`sparkbalance.routing.persist` when it loads (it
+    #: imports every partition function, so this base class must not import it).
+    _saver: Any = None
+
     def save(self, path: Any) -> None:
         """Write this fitted function to ``path`` as JSON (:func:`sparkbalance.routing.persist.save`).
 
-        Example
-        -------
+        Examples
+        --------
         >>> from sparkbalance.routing import HashPartitioner, load
         >>> HashPartitioner(4).save("/tmp/plan.json")  # doctest: +SKIP
         >>> load("/tmp/plan.json")                     # doctest: +SKIP
         HashPartitioner(num_partitions=4)
         """
-        from .persist import save  # persist imports every router: import it late
-        save(self, path)
+        saver = PartitionFunction._saver
+        if saver is None:  # pragma: no cover - routing/__init__ installs it on import
+            raise RuntimeError("sparkbalance.routing.persist is not loaded")
+        saver(self, path)
 
     # Pickling: the memo is per-process scratch space, never shipped to executors.
     def __getstate__(self) -> dict[str, Any]:

@@ -134,8 +134,8 @@ class GroupMapPartitioner(PartitionFunction):
     zero-pass statistics of :mod:`sparkbalance.spark.mapstats`). ``owner[g] = g mod n`` is
     plain hash placement by ``h_1`` when ``n`` divides ``m``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = GroupMapPartitioner(2, [1, 0, 0, 1])
     >>> f.num_groups, f.owner_of_group.tolist()
     (4, [1, 0, 0, 1])

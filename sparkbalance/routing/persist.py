@@ -45,8 +45,8 @@ def hash_family_id() -> dict[str, Any]:
 
     The probes catch a change of the formula even under an unchanged seed.
 
-    Example
-    -------
+    Examples
+    --------
     >>> hash_family_id()["seed"]
     20261121
     """
@@ -131,8 +131,8 @@ _CODECS: dict[str, tuple[type, Callable[[Any], dict], Callable[[int, dict], Part
 def to_dict(f: PartitionFunction) -> dict[str, Any]:
     """The JSON-ready description of ``f`` (format, version, hash family, fields).
 
-    Example
-    -------
+    Examples
+    --------
     >>> to_dict(HashPartitioner(4))["type"]
     'hash'
     """
@@ -147,8 +147,8 @@ def to_dict(f: PartitionFunction) -> dict[str, Any]:
 def from_dict(d: dict[str, Any]) -> PartitionFunction:
     """Rebuild a partition function from :func:`to_dict`'s output (checks format and family).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from_dict(to_dict(KeyGroupPartitioner(2, 8))) == KeyGroupPartitioner(2, 8)
     True
     """
@@ -172,8 +172,8 @@ def from_dict(d: dict[str, Any]) -> PartitionFunction:
 def save(f: PartitionFunction, path: str | os.PathLike) -> None:
     """Write ``f`` to ``path`` as JSON (atomically: a new file renamed over the old one).
 
-    Example
-    -------
+    Examples
+    --------
     >>> save(HashPartitioner(4), "/tmp/plan.json")  # doctest: +SKIP
     """
     text = json.dumps(to_dict(f), separators=(",", ":"))
@@ -188,10 +188,13 @@ def load(path: str | os.PathLike) -> PartitionFunction:
 
     Raises ``ValueError`` for a file of another format, version or hash family.
 
-    Example
-    -------
+    Examples
+    --------
     >>> load("/tmp/plan.json").num_partitions  # doctest: +SKIP
     4
     """
     with open(path, encoding="utf-8") as fh:
         return from_dict(json.load(fh))
+
+
+PartitionFunction._saver = save  # the method form, f.save(path), without an import circle

@@ -258,6 +258,27 @@ class BalancedGroupedData:
     def max(self, *cols: str) -> "DataFrame":
         return self._done(self._grouped.max(*self._numeric_cols(cols)))
 
+    # Cogroup: both sides placed by one function (sparkbalance.spark.grouped.co_place).
+    def needs_stats(self) -> bool:
+        """Whether this side's strategy is fitted on key statistics."""
+        src = self._source
+        return resolve_key_grouping(src["df"], src["strategy"], src["params"])[0].needs_stats
+
+    def place_with(self, other: "BalancedGroupedData", stats: KeyStats | None
+                   ) -> tuple["DataFrame", "DataFrame", PartitionFunction]:
+        """Refit this side's strategy on ``stats`` (both sides' keys) and place both sides
+        by it, the helper column kept (the grouping needs it)."""
+        src = self._source
+        n = self.partitioner.num_partitions
+        spec, params = resolve_key_grouping(src["df"], src["strategy"], src["params"])
+        f = fit_partitioner(src["df"], n, *self._cols, strategy=spec.name, stats=stats,
+                            **params)
+        placed = [_place(s._source["df"], n, s._cols, strategy=None, stats=None,
+                         sample_fraction=None, partitioner=f, current=None,
+                         literal_limit=s._source["literal_limit"], params={})[0]
+                  for s in (self, other)]
+        return placed[0], placed[1], f
+
     # Grouped-map functions: sparkbalance.spark.grouped hides the helper column from them.
     def applyInPandas(self, func: Any, schema: Any) -> "DataFrame":
         """Same as ``GroupedData.applyInPandas``; ``func`` never sees the helper column."""

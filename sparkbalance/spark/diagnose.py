@@ -15,8 +15,8 @@ placement would put on the slowest partition, as max/avg rows:
 * the predicted speed-up of the slowest task (Spark's max / the recommended max) and the
   recommendation with its reason.
 
-Example
--------
+Examples
+--------
 >>> report = sb.diagnose(df, "user", num_partitions=16)                  # doctest: +SKIP
 >>> print(report)                                                        # doctest: +SKIP
 >>> report.plot("skew.png")                                              # doctest: +SKIP
@@ -129,8 +129,8 @@ class SkewReport:
         Needs matplotlib (the ``plot`` extra). Returns the ``matplotlib.figure.Figure``;
         saves it to ``path`` when given.
 
-        Example
-        -------
+        Examples
+        --------
         >>> report.plot("skew.png")                                       # doctest: +SKIP
         """
         from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
@@ -176,8 +176,8 @@ def evaluate(stats: KeyStats, num_partitions: int, spark_partition: Sequence[int
     names : strategies to evaluate (default :data:`sparkbalance.registry.KEY_GROUPING`).
     params : strategy parameters, passed to every strategy that accepts them.
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = KeyStats.from_counts({"a": 50, **{i: 1 for i in range(50)}})
     >>> r = evaluate(s, 4, [0] * 51)
     >>> round(r.lower_bound, 2), round(r.spark.max_over_avg, 2)
@@ -289,8 +289,8 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
     strategies : strategies to compare (default every key-grouping strategy).
     params : strategy parameters (``theta``, ``num_groups``...).
 
-    Example
-    -------
+    Examples
+    --------
     >>> r = diagnose(df, "user", num_partitions=16)                         # doctest: +SKIP
     >>> r.recommended, round(r.speedup, 2)                                  # doctest: +SKIP
     ('mixed', 3.1)

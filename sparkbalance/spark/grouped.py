@@ -19,8 +19,8 @@ Per-group cost is often not proportional to rows: :func:`group_cost_stats` fits
 ``c(k) = alpha rows(k) + beta`` to the task times a listener measured on a previous (or a
 sample) run, for ``group_by(..., stats=...)`` (model in :mod:`sparkbalance.stats.groupcost`).
 
-Example
--------
+Examples
+--------
 >>> import sparkbalance as sb                                                # doctest: +SKIP
 >>> out = sb.group_by(df, "user", num_partitions=16).applyInPandas(fit, "user long, w double")
 >>> both = sb.group_by(a, "k").cogroup(sb.group_by(b, "k")).applyInPandas(merge, schema)
@@ -133,8 +133,8 @@ def _wrap_cogrouped(func: Callable, drop: Callable[[Any], Any]) -> Callable:
 def has_arrow_api() -> bool:
     """Whether this PySpark has ``GroupedData.applyInArrow`` (Spark 4.0 and later).
 
-    Example
-    -------
+    Examples
+    --------
     >>> isinstance(has_arrow_api(), bool)                                   # doctest: +SKIP
     True
     """
@@ -157,8 +157,8 @@ def apply_in_pandas(g: "BalancedGroupedData", func: Callable, schema: Any) -> "D
     ``df.groupBy(*cols).applyInPandas(func, schema)`` would give it; the iterator forms
     (type hints ``Iterator[pd.DataFrame]``, Spark 4.1+) are kept.
 
-    Example
-    -------
+    Examples
+    --------
     >>> g = sb.group_by(df, "k", num_partitions=8)                           # doctest: +SKIP
     >>> apply_in_pandas(g, lambda pdf: pdf.head(1), df.schema)               # doctest: +SKIP
     """
@@ -168,8 +168,8 @@ def apply_in_pandas(g: "BalancedGroupedData", func: Callable, schema: Any) -> "D
 def apply_in_arrow(g: "BalancedGroupedData", func: Callable, schema: Any) -> "DataFrame":
     """``GroupedData.applyInArrow`` over balanced groups (PySpark >= 4.0).
 
-    Example
-    -------
+    Examples
+    --------
     >>> apply_in_arrow(g, lambda t: t.slice(0, 1), df.schema)                # doctest: +SKIP
     """
     _need_arrow()
@@ -210,35 +210,25 @@ def co_place(left: "BalancedGroupedData", right: "BalancedGroupedData"
     the sum of both sides' statistics (their ``stats=`` when given, else one aggregation
     per side) and places both by it.
 
-    Example
-    -------
+    Examples
+    --------
     >>> l, r, f = co_place(sb.group_by(a, "k"), sb.group_by(b, "id"))       # doctest: +SKIP
     """
-    from . import dataframe as sbdf
     if len(left._cols) != len(right._cols):
         raise ValueError(f"cogroup keys {left._cols} and {right._cols} differ in length; "
                          "expected the same number of key columns on both sides")
     if left.partitioner is right.partitioner:
         return left._placed, right._placed, left.partitioner
-    src = left._source
-    n = left.partitioner.num_partitions
-    spec, params = sbdf.resolve_key_grouping(src["df"], src["strategy"], src["params"])
-    stats = _sum_stats(_side_stats(left), _side_stats(right)) if spec.needs_stats else None
-    f = sbdf.fit_partitioner(src["df"], n, *left._cols, strategy=spec.name, stats=stats,
-                             **params)
-    # Placed as group_by places (the helper column kept: the grouping needs it).
-    placed = [sbdf._place(s._source["df"], n, s._cols, strategy=None, stats=None,
-                          sample_fraction=None, partitioner=f, current=None,
-                          literal_limit=s._source["literal_limit"], params={})[0]
-              for s in (left, right)]
-    return placed[0], placed[1], f
+    if not left.needs_stats():
+        return left.place_with(right, None)
+    return left.place_with(right, _sum_stats(_side_stats(left), _side_stats(right)))
 
 
 class BalancedCogroupedData:
     """``PandasCogroupedOps`` over two sides placed by one partition function.
 
-    Example
-    -------
+    Examples
+    --------
     >>> cg = sb.group_by(a, "k").cogroup(sb.group_by(b, "k"))               # doctest: +SKIP
     >>> cg.applyInPandas(lambda l, r: l.merge(r, on="k"), schema)            # doctest: +SKIP
     """
@@ -285,8 +275,8 @@ def group_cost_stats(df: "DataFrame", *cols: str, listener: Any, current: "Parti
     time : which task time ("run", "duration", "cpu"; ``TIME_FIELDS``).
     stats : counts of ``df`` when already gathered (skips that aggregation).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s, model = group_cost_stats(df, "k", listener=lst, current=g.partitioner)  # doctest: +SKIP
     >>> sb.group_by(df, "k", num_partitions=16, stats=s).applyInPandas(f, schema)  # doctest: +SKIP
     """

@@ -8,8 +8,8 @@ and re-raises such a refusal as :class:`KeyRoutingError`, whose first line names
 type, the partition and stage being read, and the valid key types; the Java trace may still
 surround it, but this line is the first of the Python part, with nothing chained below it.
 
-Example
--------
+Examples
+--------
 >>> g = KeyGuard(HashPartitioner(4))                         # doctest: +SKIP
 >>> g(None)                                                  # doctest: +SKIP
 Traceback (most recent call last):

@@ -78,8 +78,8 @@ def num_groups_for(num_partitions: int) -> int:
     """``m``: a multiple of ``n`` (so ``g mod n`` is hash placement), above
     BYPASS_MERGE_THRESHOLD and at most MAX_GROUPS.
 
-    Example
-    -------
+    Examples
+    --------
     >>> num_groups_for(2), num_groups_for(16), num_groups_for(64), num_groups_for(3000)
     (202, 512, 1984, 3000)
     """
@@ -176,8 +176,8 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
     min_gain, balance : see :func:`sparkbalance.strategies.auto.plan_groups`.
     decision : a dict to receive the plan's decision and the group sizes (``sizes``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> shuffle_by_groups(sc.parallelize([("a", 1)] * 9), 2).glom().map(len).collect()  # doctest: +SKIP
     [9, 0]
     """
@@ -255,8 +255,8 @@ def zero_pass_options(rdd: Any, strategy: Any, params: dict[str, Any]) -> dict[s
     (``min_gain``, ``num_groups``, ``balance``) are popped from ``params``. Without the
     bridge jar it logs one WARNING per process and returns None (the statistics pass).
 
-    Example
-    -------
+    Examples
+    --------
     >>> zero_pass_options(rdd, "mixed", {})  # doctest: +SKIP
     """
     from .. import strategies

@@ -13,8 +13,8 @@ targets have distinct values) it groups and joins exactly as ``pid`` does, and S
 output hash-partitioned on it, so a later ``groupBy(pid, key)`` or join on ``(pid, key)``
 adds no exchange.
 
-Example
--------
+Examples
+--------
 >>> [spark_hash_int(v) % 4 for v in route_values(4)]
 [0, 1, 2, 3]
 """

@@ -6,8 +6,8 @@ Python sources; :func:`submit_args` adds the bridge jar (``--jars``) and, when t
 it, the plugin (``--conf spark.plugins=...``). ``python -m sparkbalance submit-args`` prints
 them for this installation.
 
-Example
--------
+Examples
+--------
 >>> args = submit_args(zip_path="/tmp/sb.zip")        # doctest: +SKIP
 >>> " ".join(args)                                    # doctest: +SKIP
 '--py-files /tmp/sb.zip --jars /.../sparkbalance-bridge.jar --conf spark.plugins=...'

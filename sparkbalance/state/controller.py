@@ -275,8 +275,8 @@ class Controller:
     def judge(self, m: Measurement, decision: Decision | None) -> Judgement:
         """Whether to carry out ``decision`` (None: nothing was planned), with the numbers.
 
-        Example
-        -------
+        Examples
+        --------
         >>> c = Controller("mixed", 0.1, trigger="paper")
         >>> m = Measurement(np.array([3.0, 1.0]), np.array([0, 1]), 1.5, None, np.ones(2),
         ...                 np.ones(2), None, 2, 2.0)

@@ -70,8 +70,8 @@ class PayoffModel:
     horizon : batches over which a migration must pay back (>= 1).
     prior_fixed_s, prior_s_per_byte : the cost model before any migration was observed.
 
-    Example
-    -------
+    Examples
+    --------
     >>> pm = PayoffModel(horizon=5)
     >>> for lmax, t in [(100, 1.1), (200, 2.1), (150, 1.6), (120, 1.3)]:
     ...     pm.observe_batch(t, lmax)

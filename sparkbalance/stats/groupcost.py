@@ -15,8 +15,8 @@ belongs to no key); the cost of group k is then ``c(k) = alpha * rows(k) + beta`
 the weight a key-grouping planner balances (Fang et al. §2: the load of a task is the sum
 of its keys' costs c(k)). Pure (numpy only).
 
-Example
--------
+Examples
+--------
 >>> m = fit_group_cost(seconds=[3.0, 5.0, 4.0], rows=[10, 10, 20], groups=[1, 3, 1])
 >>> round(m.beta, 6), round(m.alpha, 6)
 (1.0, 0.1)
@@ -38,8 +38,8 @@ __all__ = ["GroupCost", "fit_group_cost", "group_cost_stats"]
 class GroupCost:
     """The fitted model ``T_p = t0 + alpha * R_p + beta * G_p`` (seconds).
 
-    Example
-    -------
+    Examples
+    --------
     >>> GroupCost(t0=0.0, alpha=0.5, beta=2.0).cost([0, 4]).tolist()
     [2.0, 4.0]
     """
@@ -82,8 +82,8 @@ def fit_group_cost(seconds: Sequence[float] | np.ndarray, rows: Sequence[float] 
     rows : R_p, rows of each partition.
     groups : G_p, groups (distinct keys) of each partition.
 
-    Example
-    -------
+    Examples
+    --------
     >>> m = fit_group_cost([1.0, 1.0, 2.0], rows=[5, 50, 7], groups=[1, 1, 2])
     >>> round(m.beta, 6), round(m.alpha, 6)
     (1.0, 0.0)
@@ -123,8 +123,8 @@ def group_cost_stats(stats: KeyStats, seconds: Sequence[float] | np.ndarray,
     -------
     (stats with the fitted cost, the fitted :class:`GroupCost`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> s = KeyStats.from_counts({"a": 10, "b": 10, "c": 20, "d": 10})
     >>> out, m = group_cost_stats(s, [2.0, 4.0, 3.0], [0, 1, 2, 1])
     >>> out.cost.round(6).tolist()

@@ -46,8 +46,8 @@ def lpt_owner(sizes: Any, num_partitions: int) -> np.ndarray:
     Groups go largest first to the task of least load so far (ties: lowest index), so a
     group heavier than the mean ends alone on its task. Empty groups go round-robin.
 
-    Example
-    -------
+    Examples
+    --------
     >>> lpt_owner([9, 1, 1, 1, 4, 4], 2).tolist()
     [0, 1, 0, 1, 1, 1]
     """
@@ -71,8 +71,8 @@ def lpt_owner(sizes: Any, num_partitions: int) -> np.ndarray:
 def predicted_gain(hash_loads: Any, planned_loads: Any) -> float:
     """``1 - max(planned) / max(hash)``: the share of the slowest task a plan removes.
 
-    Example
-    -------
+    Examples
+    --------
     >>> predicted_gain([4, 1], [3, 2])
     0.25
     """
@@ -105,8 +105,8 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
     (GroupMapPartitioner, decision) where ``decision`` holds ``balanced``, ``gain``,
     ``hash_max_over_mean`` and ``planned_max_over_mean``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> f, d = plan_groups([6, 1, 6, 1, 1, 1, 1, 1], 2)  # g mod 2 puts both 6s on task 0
     >>> d["balanced"], round(d["gain"], 2), f.owner_of_group.tolist()
     (True, 0.36, [0, 0, 1, 1, 0, 1, 0, 1])
@@ -149,8 +149,8 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
     min_gain : smallest :func:`predicted_gain` worth a routing table.
     theta, max_table, beta : Mixed's parameters (Fang et al. Table 2).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.stats.keystats import KeyStats
     >>> type(fit_auto(KeyStats.from_counts({f"k{i}": 1 for i in range(400)}), 4)).__name__
     'HashPartitioner'

@@ -26,8 +26,8 @@ lower index, all-zero units never moved (``layout``); -IMP nodes visited by decr
 divergent load level (``pairwise``); a global plan's nodes renamed to keep the most load
 or state in place when the current assignment is given (``relabel``; an extension).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from sparkbalance.planning.correlation import GlobalCorrelation, correlation
 >>> t = np.arange(10)

@@ -106,8 +106,8 @@ class LLFPlacement(_Baseline):
     capacity : node capacity in load units (None = the mean node load).
     relabel : global scope: rename nodes to keep the most in place.
 
-    Example
-    -------
+    Examples
+    --------
     >>> p = LLFPlacement().plan([[3., 3.], [2., 2.], [1., 1.], [1., 1.]], 2)
     >>> p.node_means.tolist()   # LPT: 3 | 2+1, then the last 1 to the first least loaded
     [4.0, 3.0]
@@ -132,8 +132,8 @@ class RandomPlacement(_Baseline):
     seed : seed of the random unit selection.
     epsilon, capacity, relabel : as :class:`LLFPlacement`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> a = RandomPlacement(seed=1).plan([[1., 1.]] * 6, 3).assignment
     >>> a.tolist() == RandomPlacement(seed=1).plan([[1., 1.]] * 6, 3).assignment.tolist()
     True

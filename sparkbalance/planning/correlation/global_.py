@@ -39,8 +39,8 @@ def improve_correlation(lay: Layout, theta: float, label: str = "COR-GLB") -> di
     Returns the number of ``iterations``, of ``accepted`` pairs and the accepted
     ``improvements`` as (i, j, ρ before, ρ after) in planned node names.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s = np.array([[2., 0.], [2., 0.], [0., 2.], [0., 2.]])
     >>> lay = Layout(s, np.array([0, 0, 1, 1]), None, 2)
@@ -159,8 +159,8 @@ class GlobalCorrelation:
     relabel : rename the planned nodes to keep the most in place when ``assignment`` is
         given (our extension).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> t = np.arange(10)
     >>> up, down = 1.0 + (t % 10 < 5), 1.0 + (t % 10 >= 5)   # square waves in antiphase

@@ -46,8 +46,8 @@ def _rho_cols(sc: np.ndarray, inv_std: np.ndarray, y: np.ndarray, k: int) -> np.
 class Layout:
     """Mutable placement of m units on n nodes, with the node series kept current.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> lay = Layout(np.array([[1., 3.], [2., 2.]]), np.array([0, 0]), None, 2)
     >>> lay.move(1, 1); lay.node_loads().tolist()
@@ -160,8 +160,8 @@ class Layout:
 def greedy_fill(lay: Layout, units: np.ndarray, nodes: Sequence[int], label: str) -> None:
     """Place every unit of ``units`` (unplaced) on ``nodes``, least-loaded node first.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s = np.array([[2., 0.], [0., 2.], [2., 0.], [0., 2.]])
     >>> lay = Layout(s, None, None, 2)
@@ -209,8 +209,8 @@ def greedy_fill(lay: Layout, units: np.ndarray, nodes: Sequence[int], label: str
 def one_way(lay: Layout, hi: int, lo: int, label: str) -> float:
     """Move units ``hi -> lo`` while the moved load stays < (L_hi − L_lo)/2; return it.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s = np.array([[1., 1.], [1., 1.], [1., 1.]])
     >>> lay = Layout(s, np.array([0, 0, 0]), None, 2)

@@ -67,8 +67,8 @@ def _ordered(lay: Layout, i: int, j: int) -> tuple[int, int]:
 def redistribute(lay: Layout, i: int, j: int, label: str = "COR-RE") -> None:
     """Two-way redistribution of a pair (§3.3.2): empty, greedy refill, one-way.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s = np.array([[2., 0.], [2., 0.], [0., 2.], [0., 2.]])
     >>> lay = Layout(s, np.array([0, 0, 1, 1]), None, 2)
@@ -85,8 +85,8 @@ def redistribute(lay: Layout, i: int, j: int, label: str = "COR-RE") -> None:
 def exchange(lay: Layout, i: int, j: int, delta: float, label: str = "COR-SE") -> None:
     """Selective exchange of a pair (§3.3.3): one-way, moves with score > δ, one-way.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s = np.array([[2., 0.], [2., 0.], [0., 2.], [0., 2.]])
     >>> lay = Layout(s, np.array([0, 0, 1, 1]), None, 2)
@@ -172,8 +172,8 @@ class PairwiseCorrelation:
     capacity : node capacity in load units (the paper's normalised 1); None = the mean
         node load of the window.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s = np.array([[2., 0.], [2., 0.], [0., 2.], [0., 2.]])
     >>> p = PairwiseCorrelation("redistribute", improved=True).plan(s, [0, 0, 1, 1], 2)

@@ -31,8 +31,8 @@ POLICIES = ("correlation", "largest", "random")
 def check_series(series: Any) -> np.ndarray:
     """An (m, k) float array of non-negative, finite loads (unit × sample).
 
-    Example
-    -------
+    Examples
+    --------
     >>> check_series([[1, 2], [3, 4]]).shape
     (2, 2)
     """

@@ -37,8 +37,8 @@ class Placement:
     seconds : wall time of ``plan()``.
     planner, params : name and parameters of the planner; ``info``: extra figures.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from sparkbalance.planning.correlation import GlobalCorrelation
     >>> s = np.array([[2., 0.], [0., 2.], [2., 0.], [0., 2.]])
@@ -78,8 +78,8 @@ class Placement:
     def summary(self) -> str:
         """One line with the figures that matter.
 
-        Example
-        -------
+        Examples
+        --------
         >>> from sparkbalance.planning.correlation import GlobalCorrelation
         >>> GlobalCorrelation().plan([[1., 0.], [0., 1.]], 1).summary().startswith("COR-GLB")
         True
@@ -92,8 +92,8 @@ class Placement:
     def explain(self, unit: int) -> str:
         """Why ``unit`` ends on its node: the planner's decisions about it, in order.
 
-        Example
-        -------
+        Examples
+        --------
         >>> from sparkbalance.planning.correlation import PairwiseCorrelation
         >>> s = [[1., 1.], [1., 1.], [1., 1.], [1., 1.]]
         >>> p = PairwiseCorrelation().plan(s, [0, 0, 0, 0], 2)
@@ -125,8 +125,8 @@ def make_placement(series: np.ndarray, assignment: np.ndarray, previous: np.ndar
                    story: Mapping[int, Sequence[str]] | None = None) -> Placement:
     """Measure a final assignment into a :class:`Placement` (figures over ``series``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> p = make_placement(np.array([[1., 0.], [0., 1.]]), np.array([0, 0]), np.array([0, 1]),
     ...                    2, seconds=0.0, planner="manual", params={})

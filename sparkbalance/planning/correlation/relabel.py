@@ -17,8 +17,8 @@ __all__ = ["max_weight_matching", "relabel"]
 def max_weight_matching(w: np.ndarray) -> np.ndarray:
     """Permutation ``p`` maximising Σ_i w[i, p[i]] for a square matrix ``w``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> max_weight_matching(np.array([[1., 5.], [4., 1.]])).tolist()
     [1, 0]
     """
@@ -67,8 +67,8 @@ def relabel(new: np.ndarray, old: np.ndarray, weight: np.ndarray, num_nodes: int
     """The renaming ``perm`` (planned node p becomes ``perm[p]``) that keeps the most
     ``weight`` of the units of ``new`` on their ``old`` node.
 
-    Example
-    -------
+    Examples
+    --------
     >>> perm = relabel(np.array([1, 1, 0]), np.array([0, 0, 1]), np.ones(3), 2)
     >>> perm[np.array([1, 1, 0])].tolist()
     [0, 0, 1]

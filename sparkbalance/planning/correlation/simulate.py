@@ -99,8 +99,8 @@ def square_wave_workload(num_nodes: int = PAPER_NODES,
     nearly flat as in the paper's Table 3 (RAND and LLF near ρ = 0); ``"random"`` draws
     them uniformly, which lets the total load itself swing and raises every planner's ρ.
 
-    Example
-    -------
+    Examples
+    --------
     >>> tr = square_wave_workload(num_nodes=2, units_per_node=5, chain_length=5, seed=1)
     >>> tr.series.shape, round(float(tr.series.sum(axis=0).mean()) / 2, 1)
     ((10, 200), 0.9)
@@ -147,8 +147,8 @@ def on_off_workload(num_nodes: int = PAPER_NODES, units_per_node: int = PAPER_UN
     Data arrives periodically while a stream is active (no arrival noise), so a sample's
     load is its active fraction × the stream rate.
 
-    Example
-    -------
+    Examples
+    --------
     >>> tr = on_off_workload(num_nodes=2, units_per_node=5, chain_length=5, seed=1)
     >>> tr.series.shape, bool((tr.series >= 0).all())
     ((10, 200), True)
@@ -181,8 +181,8 @@ def on_off_workload(num_nodes: int = PAPER_NODES, units_per_node: int = PAPER_UN
 def connected_assignment(trace: LoadTrace, num_nodes: int) -> np.ndarray:
     """Every chain on one node (the "connected plan" of §1 and §5.2.2).
 
-    Example
-    -------
+    Examples
+    --------
     >>> connected_assignment(LoadTrace(np.zeros((4, 1)), np.array([0, 0, 1, 1]), ""), 2).tolist()
     [0, 0, 1, 1]
     """
@@ -192,8 +192,8 @@ def connected_assignment(trace: LoadTrace, num_nodes: int) -> np.ndarray:
 def random_assignment(num_units: int, num_nodes: int, seed: int = 0) -> np.ndarray:
     """A random placement with equal unit counts per node (±1) (§5.1.4).
 
-    Example
-    -------
+    Examples
+    --------
     >>> np.bincount(random_assignment(10, 5, seed=3)).tolist()
     [2, 2, 2, 2, 2]
     """
@@ -205,8 +205,8 @@ def window_metrics(loads: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarr
     """Per sliding window of an (n, T) node-load array: average node std, mean pair ρ and
     std(X)/n (Theorem 1's bound), each of length T − window + 1.
 
-    Example
-    -------
+    Examples
+    --------
     >>> s, r, b = window_metrics(np.array([[1., 0., 1.], [0., 1., 0.]]), 2)
     >>> s.tolist(), r.tolist(), b.tolist()
     ([0.5, 0.5], [-1.0, -1.0], [0.0, 0.0])
@@ -269,8 +269,8 @@ def simulate(trace: LoadTrace, num_nodes: int, initial: np.ndarray, *, once: Any
 
     Planners are called as ``plan(window_series, assignment=a, num_nodes=n)``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from sparkbalance.planning.correlation import GlobalCorrelation
     >>> tr = square_wave_workload(num_nodes=4, units_per_node=4, chain_length=4, samples=60)
     >>> r = simulate(tr, 4, connected_assignment(tr, 4), once=GlobalCorrelation())

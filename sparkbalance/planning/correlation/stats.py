@@ -35,8 +35,8 @@ ZERO_STD_RTOL: float = 1e-9
 class LoadStatistics:
     """Mean, variance and standard deviation of each row of an (m, k) series (1/k form).
 
-    Example
-    -------
+    Examples
+    --------
     >>> st = load_statistics([[1., 3.], [2., 2.]])
     >>> st.mean.tolist(), st.var.tolist()
     ([2.0, 2.0], [1.0, 0.0])
@@ -50,8 +50,8 @@ class LoadStatistics:
 def load_statistics(series: np.ndarray) -> LoadStatistics:
     """E S, var S and √var S of every row (Xing et al. §2.3, population form).
 
-    Example
-    -------
+    Examples
+    --------
     >>> load_statistics([[0., 2., 4.]]).std.round(4).tolist()
     [1.633]
     """
@@ -65,8 +65,8 @@ def load_statistics(series: np.ndarray) -> LoadStatistics:
 def covariance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """cov(S₁, S₂) along the last axis (broadcasting), population form.
 
-    Example
-    -------
+    Examples
+    --------
     >>> float(covariance([1., 2., 3.], [3., 2., 1.]))
     -0.6666666666666666
     """
@@ -87,8 +87,8 @@ def _std_and_flat(c: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
     """ρ(S₁, S₂) along the last axis (broadcasting); 0 when either series is constant.
 
-    Example
-    -------
+    Examples
+    --------
     >>> float(correlation([1., 0., 1., 0.], [0., 1., 0., 1.]))
     -1.0
     >>> float(correlation([1., 2., 3.], [5., 5., 5.]))  # constant: ρ = 0 by definition
@@ -111,8 +111,8 @@ def correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
 def correlation_matrix(x: np.ndarray) -> np.ndarray:
     """ρ between every pair of rows of an (n, k) array (diagonal 1, constant rows 0).
 
-    Example
-    -------
+    Examples
+    --------
     >>> correlation_matrix([[1., 0.], [0., 1.], [2., 0.]]).tolist()
     [[1.0, -1.0, 1.0], [-1.0, 1.0, -1.0], [1.0, -1.0, 1.0]]
     """
@@ -130,8 +130,8 @@ def correlation_matrix(x: np.ndarray) -> np.ndarray:
 def node_series(series: np.ndarray, assignment: np.ndarray, num_nodes: int) -> np.ndarray:
     """X_j = Σ_{o on N_j} S_o: the (n, k) load series of every node.
 
-    Example
-    -------
+    Examples
+    --------
     >>> node_series([[1., 2.], [3., 4.], [5., 6.]], [0, 1, 0], 2).tolist()
     [[6.0, 8.0], [3.0, 4.0]]
     """
@@ -148,8 +148,8 @@ def unit_node_correlation(series: np.ndarray, assignment: np.ndarray, num_nodes:
 
     For the node holding o the other series is X_j − S_o (Xing et al. §3.3.1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> r = unit_node_correlation([[1., 0.], [0., 1.], [1., 0.]], [0, 0, 1], 2)
     >>> r.tolist()  # unit 2 is alone: its node minus itself is empty, ρ = 0
     [[-1.0, 1.0], [-1.0, -1.0], [0.0, 0.0]]
@@ -175,8 +175,8 @@ def unit_node_correlation(series: np.ndarray, assignment: np.ndarray, num_nodes:
 def mean_pair_correlation(x: np.ndarray) -> float:
     """(2 / n(n−1)) Σ_{i<j} ρ_ij of the node series (Xing et al. §2.4 goal (3), Table 3).
 
-    Example
-    -------
+    Examples
+    --------
     >>> mean_pair_correlation([[1., 0.], [0., 1.], [2., 0.]])
     -0.3333333333333333
     """
@@ -194,8 +194,8 @@ def node_std_mean(x: np.ndarray) -> float:
 
     Theorem 1's lower bound on it is std(X)/n with X = Σ_j X_j.
 
-    Example
-    -------
+    Examples
+    --------
     >>> node_std_mean([[1., 3.], [2., 2.]])
     0.5
     """
@@ -210,8 +210,8 @@ class LoadWindow:
     (the planners accept any k >= 1; Xing et al. §3.4 plan after a warm-up of k samples,
     which ``ready`` tells).
 
-    Example
-    -------
+    Examples
+    --------
     >>> w = LoadWindow(num_units=2, k=3)
     >>> for batch in ([1., 0.], [2., 0.], [3., 1.], [4., 1.]):
     ...     w.push(batch)
