@@ -53,15 +53,15 @@ class ConfKey:
     """One ``spark.sparkbalance.*`` setting: its conf key, default and parser of the text."""
 
     key: str
-    default: Any
+    default: Any          # a value, or a zero-argument callable read at resolve time
     parse: Callable[[str], Any]
     doc: str
 
 
 KEYS: Mapping[str, ConfKey] = {
-    "strategy": ConfKey("spark.sparkbalance.strategy", strategies.DEFAULT_STRATEGY, str,
+    "strategy": ConfKey("spark.sparkbalance.strategy", lambda: strategies.DEFAULT_STRATEGY, str,
                         "strategy of the RDD and DataFrame adapters when the caller names none"),
-    "planner": ConfKey("spark.sparkbalance.planner", strategies.DEFAULT_STRATEGY, str,
+    "planner": ConfKey("spark.sparkbalance.planner", "mixed", str,
                        "planner of the keyed state (KeyedStateOperator) when not given"),
     "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, _number,
                      "θ_max, the imbalance tolerated before re-planning (Fang et al. §3)"),
@@ -147,7 +147,10 @@ def resolve(spark_or_df: Any, name: str, explicit: Any = None) -> Any:
     if explicit is not None:
         return explicit
     value = read(spark_or_df, name)
-    return _entry(name).default if value is None else value
+    if value is None:
+        default = _entry(name).default
+        return default() if callable(default) else default   # the registry's, read now
+    return value
 
 
 def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str, Any]

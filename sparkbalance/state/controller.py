@@ -52,8 +52,12 @@ def state_planners() -> list[str]:
     >>> state_planners()[:2]
     ['hash', 'mixed']
     """
-    return [n for n in strategies.available(state=True)
-            if strategies.get(n).kind in STATE_KINDS]
+    return [n for n in strategies.available(state=True) if _runs_state(strategies.get(n))]
+
+
+def _runs_state(spec: strategies.Strategy) -> bool:
+    """One partition per key and a planner to re-plan with (or plain hash)."""
+    return spec.kind in STATE_KINDS and (spec.kind == "hash" or spec.planner is not None)
 
 
 def state_strategy(planner: Any) -> strategies.Strategy:
@@ -76,6 +80,9 @@ def state_strategy(planner: Any) -> strategies.Strategy:
         spec = strategies.get(planner)
     except ValueError:
         raise ValueError(f"planner={planner!r}; expected one of {valid}") from None
+    if spec.kind in STATE_KINDS and not _runs_state(spec):
+        raise ValueError(f"planner={planner!r} fits a one-off partition function and has no "
+                         f"planner to re-plan the keyed state with: expected one of {valid}")
     if spec.kind not in STATE_KINDS:
         raise ValueError(f"planner={planner!r} splits keys over several partitions (kind "
                          f"{spec.kind!r}); the keyed state keeps each key on one partition: "

@@ -76,7 +76,7 @@ def test_unknown_parameters_are_refused_before_any_job(spark, pairs):
 def test_keyed_state_reads_the_conf_and_explicit_wins(spark):
     default = KeyedStateOperator(spark, 4, update=lambda s, v: s + v, initial=0)
     assert (default.planner, default.theta, default.window) == (
-        strategies.DEFAULT_STRATEGY, conf.KEYS["theta"].default, None)
+        "mixed", conf.KEYS["theta"].default, None)
     with _conf(spark, planner="minmig", theta=0.3, window=2):
         op = KeyedStateOperator(spark, 4, update=lambda s, v: s + v, initial=0)
         assert (op.planner, op.theta, op.window) == ("minmig", 0.3, 2)
