@@ -142,7 +142,7 @@ def resolve(spark_or_df: Any, name: str, explicit: Any = None) -> Any:
     Examples
     --------
     >>> resolve(None, "strategy", None)     # no session: the registry default
-    'mixed'
+    'auto'
     """
     if explicit is not None:
         return explicit

@@ -3,6 +3,7 @@ runs and they agree on the record count. Runs in a subprocess (its own local[4] 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,4 +19,4 @@ def test_bench_endtoend_quick_runs():
     assert out.returncode == 0, out.stderr[-3000:]
     assert "record counts differ" not in out.stdout
     for variant in ("plain", "aqe-df", "auto", "mixed", "keygroups", "pkg"):
-        assert f"\\n{variant} " in out.stdout.replace("\n", "\\n"), out.stdout
+        assert re.search(rf"^{variant}\s", out.stdout, re.M), out.stdout
