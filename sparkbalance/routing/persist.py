@@ -198,3 +198,5 @@ def load(path: str | os.PathLike) -> PartitionFunction:
 
 
 PartitionFunction._saver = save  # the method form, f.save(path), without an import circle
+#: The names ``import sparkbalance as sb`` exports (``sb.save_plan(f, path)``, ``sb.load_plan``).
+save_plan, load_plan = save, load

@@ -20,53 +20,16 @@ Pure (no pyspark).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..routing.base import PartitionFunction, check_num_partitions
-from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, equal_bounds, key_group,
-                                 key_groups, validate_bounds)
+from ..routing.base import check_num_partitions
+from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, GroupMapPartitioner,
+                                 equal_bounds, validate_bounds)
 from ..routing.table import RoutingTable, RoutingTablePartitioner
 
-__all__ = ["TableLayout", "GroupLayout", "GroupMapPartitioner", "Layout"]
-
-
-class GroupMapPartitioner(PartitionFunction):
-    """Key -> key group -> physical partition through an explicit ``group_to_partition`` map.
-
-    Examples
-    --------
-    >>> f = GroupMapPartitioner(3, [2, 2, 0, 1])
-    >>> f.num_groups, 0 <= f("k") < 3
-    (4, True)
-    """
-
-    def __init__(self, num_partitions: int, group_to_partition: Sequence[int] | np.ndarray
-                 ) -> None:
-        super().__init__(num_partitions)
-        g = np.asarray(group_to_partition, dtype=np.int64)
-        if g.ndim != 1 or g.size == 0:
-            raise ValueError(f"group_to_partition has shape {g.shape}; expected (num_groups,)")
-        if g.min() < 0 or g.max() >= self.num_partitions:
-            raise ValueError(f"group_to_partition names partitions {int(g.min())}..{int(g.max())};"
-                             f" expected 0 <= p < num_partitions={self.num_partitions}")
-        self.group_to_partition = g
-        self.num_groups = int(g.size)
-        self._g = g.tolist()
-
-    def partition(self, key: Any) -> int:
-        return self._g[key_group(key, self.num_groups)]
-
-    def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
-        return self.group_to_partition[key_groups(keys, self.num_groups)]
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is GroupMapPartitioner and other.num_partitions == self.num_partitions
-                and np.array_equal(other.group_to_partition, self.group_to_partition))
-
-    def __hash__(self) -> int:
-        return hash(("GroupMapPartitioner", self.num_partitions, tuple(self._g)))
+__all__ = ["TableLayout", "GroupLayout", "Layout"]
 
 
 @dataclass(frozen=True)
