@@ -37,6 +37,7 @@ from .window import StateFold
 __all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "Header",
            "header", "state_frame", "data_frame", "frame_index", "frame_block",
            "frame_payload", "merge_partition", "moved_entries", "stay_frames",
+           "Carry", "RidePartitioner", "Move", "carried_items", "ride_block",
            "frames_of_entries",
            "reroute_groups", "frames_to_block", "frames_stats", "frames_summary",
            "DEFAULT_TABLE_GROUPS", "entries_of", "check_state_frame"]
@@ -152,20 +153,125 @@ def _union(frames: list[bytes], group: int) -> dict:
     return block
 
 
+class Carry:
+    """Shuffle key of a state item riding in a batch's routing shuffle: it goes to
+    partition ``pid`` whatever its own key (a key of the state may be any routable value,
+    so the marker is a type of its own, never a key value)."""
+
+    __slots__ = ("pid",)
+
+    def __init__(self, pid: int) -> None:
+        self.pid = int(pid)
+
+    def __reduce__(self) -> tuple:
+        return (Carry, (self.pid,))
+
+    def __repr__(self) -> str:
+        return f"Carry({self.pid})"
+
+
+class RidePartitioner:
+    """Partition function of a batch shuffle that also carries migrating state: a batch
+    record goes to ``fn(key)`` (the new layout), a carried item to its ``Carry.pid``.
+
+    Example
+    -------
+    >>> p = RidePartitioner(lambda k: 1)
+    >>> p("a"), p(Carry(0))
+    (1, 0)
+    """
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, k: Any) -> int:
+        return k.pid if type(k) is Carry else self.fn(k)
+
+
+class Move(NamedTuple):
+    """A migration riding in one batch's shuffle (Fang et al. §4, Fig. 5 steps 3-7 folded
+    into the next batch): the frames marked in ``mask`` (byte ``pid * G + group``, placed
+    by the old layout) may hold leaving state. Routing table: an entry leaves when
+    ``fn(key) != pid``; key groups: a whole frame leaves when ``g2p[group] != pid``."""
+
+    mask: bytes
+    num_groups: int
+    fn: Any = None                  # new partition function (routing table)
+    g2p: Any = None                 # new group -> partition array (key groups)
+
+    def marked(self, pid: int, group: int) -> bool:
+        at = pid * self.num_groups + group
+        return 0 <= group < self.num_groups and at < len(self.mask) and self.mask[at] != 0
+
+
+def carried_items(pid: int, frames: Iterable[bytes], move: Move
+                  ) -> Iterator[tuple[Carry, Any]]:
+    """Map side of a riding migration: ``(Carry(new pid), item)`` for what leaves
+    partition ``pid`` — ``("e", key, entry)`` per entry (routing table) or ``("f", frame)``
+    per whole frame (key groups, moved as bytes, never unpickled). ``frames`` are the
+    frames :meth:`Move.marked` selects; the reduce side (:func:`merge_partition`) drops
+    exactly these from the same frames."""
+    for f in frames:
+        h = header(f)
+        if h.tag != TAG_STATE:
+            raise RuntimeError(f"partition {pid}: a {chr(h.tag)!r} frame among the state frames")
+        if move.g2p is not None:
+            to = int(move.g2p[h.group])
+            if to != pid:
+                yield Carry(to), ("f", f)
+            continue
+        fn = move.fn
+        for k, e in frame_block(f, h).items():
+            to = fn(k)
+            if to != pid:
+                yield Carry(to), ("e", k, e)
+
+
+def ride_block(it: Iterable[tuple[Any, Any]]) -> list[bytes]:
+    """Reduce side of a riding batch shuffle: one ``B`` frame whose payload is
+    ``(block, carried)`` — the batch's ``{key: [values]}`` and the carried items.
+
+    Example
+    -------
+    >>> f = ride_block([("a", 1), (Carry(0), ("e", "b", [2, 1.0, None])), ("a", 3)])[0]
+    >>> frame_payload(f)
+    ({'a': [1, 3]}, [('e', 'b', [2, 1.0, None])])
+    """
+    block: dict[Any, list] = {}
+    carried: list = []
+    for k, v in it:
+        if type(k) is Carry:
+            carried.append(v)
+            continue
+        vals = block.get(k)
+        if vals is None:
+            block[k] = [v]
+        else:
+            vals.append(v)
+    return [data_frame(TAG_BATCH, (block, carried))]
+
+
 def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
-                    num_groups: int, per_group: bool, watch: frozenset | None = None
-                    ) -> Iterator[bytes]:
+                    num_groups: int, per_group: bool, watch: frozenset | None = None,
+                    move: Move | None = None) -> Iterator[bytes]:
     """Merge the batch block into the state frames of partition ``pid``.
 
     ``frames``: the partition's ``S`` frames and exactly one ``B`` frame (the batch,
-    ``{key: [values]}``). Yields the new ``S`` frames, then one ``O`` frame (the
+    ``{key: [values]}``, or ``(block, carried)`` from :func:`ride_block` when a migration
+    rides in the batch's shuffle). Yields the new ``S`` frames, then one ``O`` frame (the
     ``(key, output)`` list) and one ``T`` frame: statistics ``(pid, keys, cost, memory,
-    nkeys, total_bytes)`` per key, or ``(pid, None, cost[g], memory[g], nkeys,
-    total_bytes)`` per group when ``per_group``. Per key, only the keys of the batch and
-    the keys in ``watch`` (the routing table's: a planner may move them with zero cost)
-    are listed; ``None`` lists every key. A group is re-pickled only when the batch has
-    keys of it, its window expires, or it has several frames; any other frame passes
-    through as it is (its index is read only if it may hold a watched key).
+    nkeys, total_bytes, moved_out, moved_in, bytes_in)`` per key, or ``(pid, None,
+    cost[g], memory[g], ...)`` per group when ``per_group``. Per key, only the keys of the
+    batch and the keys in ``watch`` (the routing table's: a planner may move them with zero
+    cost) are listed; ``None`` lists every key. A group is re-pickled only when the batch
+    has keys of it, its window expires, it has several frames, or state left or arrived;
+    any other frame passes through as it is (its index is read only if it may hold a
+    watched key).
+
+    ``move`` (a migration riding in this batch): the entries (frames) of the marked frames
+    that leave ``pid`` are dropped (``moved_out``), the carried ones arriving here are
+    taken in (``moved_in`` keys of ``bytes_in`` Σ S(k), counted before the batch folds into
+    them). Both counts come from this result-stage task, so a retried task is counted once.
 
     Example
     -------
@@ -176,6 +282,7 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     """
     by_group: dict[int, list[tuple[bytes, Header]]] = defaultdict(list)
     batch = None
+    carried: list = []
     for f in frames:
         h = header(f)
         if h.tag == TAG_STATE:
@@ -184,10 +291,59 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
             if batch is not None:
                 raise RuntimeError(f"partition {pid} received two batch blocks; expected one")
             batch = frame_payload(f)
+            if isinstance(batch, tuple):
+                batch, carried = batch
         else:
             raise RuntimeError(f"partition {pid} holds a {chr(h.tag)!r} frame in its state")
     if batch is None:
         raise RuntimeError(f"partition {pid} received no batch block; expected exactly one")
+    # Entries decoded in this pass outside the batch fold: the stays of frames that lost
+    # entries, and the arrivals (routing table). Their groups are re-pickled.
+    extra: dict[int, dict] = {}
+    moved_out = moved_in = 0
+    bytes_in = 0.0
+    if move is not None:
+        for g in [g for g in by_group if move.marked(pid, g)]:
+            kept: list[tuple[bytes, Header]] = []
+            for f, h in by_group[g]:
+                if move.g2p is not None:
+                    if int(move.g2p[g]) != pid:
+                        moved_out += h.nkeys
+                    else:
+                        kept.append((f, h))
+                    continue
+                block = frame_block(f, h)
+                fn = move.fn
+                stays = {k: e for k, e in block.items() if fn(k) == pid}
+                moved_out += len(block) - len(stays)
+                _add_entries(extra, g, stays, pid)
+            if kept:
+                by_group[g] = kept
+            else:
+                del by_group[g]
+        arrivals: dict = {}
+        for item in carried:
+            if item[0] == "f":
+                f = item[1]
+                h = header(f)
+                by_group[h.group].append((f, h))
+                moved_in += h.nkeys
+                bytes_in += h.nbytes
+            else:
+                _, k, e = item
+                if k in arrivals:
+                    raise RuntimeError(f"key {k!r} arrived twice at partition {pid}; the "
+                                       "migration is inconsistent")
+                arrivals[k] = e
+                moved_in += 1
+                bytes_in += float(e[1])
+        if arrivals:
+            akeys = list(arrivals)
+            for k, g in zip(akeys, key_groups(akeys, num_groups).tolist()):
+                _add_entries(extra, g, {k: arrivals[k]}, pid)
+    elif carried:
+        raise RuntimeError(f"partition {pid} received {len(carried)} migrating items but no "
+                           "migration rides in this batch")
     bkeys = list(batch)
     bgroups = key_groups(bkeys, num_groups).tolist() if bkeys else []
     batch_of: dict[int, dict] = defaultdict(dict)
@@ -204,13 +360,13 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     g_cost = np.zeros(num_groups) if per_group else None
     g_mem = np.zeros(num_groups) if per_group else None
     nkeys, total = 0, 0.0
-    for g in sorted(set(by_group) | set(batch_of)):
+    for g in sorted(set(by_group) | set(batch_of) | set(extra)):
         fhs = by_group.get(g, [])
         fs = [f for f, _ in fhs]
         bsub = batch_of.get(g)
         expiring = expire_before is not None and any(0 <= h.oldest <= expire_before
                                                      for _, h in fhs)
-        if bsub is None and not expiring and len(fs) == 1:
+        if bsub is None and not expiring and len(fs) == 1 and g not in extra:
             h = fhs[0][1]
             yield fs[0]
             nkeys += h.nkeys
@@ -227,6 +383,14 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
                 s_mem.append(sizes)
             continue
         block = _union(fs, g) if fs else {}
+        more = extra.get(g)
+        if more:
+            both = block.keys() & more.keys()
+            if both:
+                raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} are stored twice in "
+                                   f"key group {g} of partition {pid}; the state layout is "
+                                   "inconsistent")
+            block.update(more)
         block, outs, (_, keys, c, mem, nk) = merge_blocks(pid, block, bsub or {}, fold, seq)
         outputs.extend(outs)
         if block:
@@ -244,12 +408,26 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
             s_cost.append(c)
             s_mem.append(mem)
     yield data_frame(TAG_OUTPUTS, outputs, nkeys=len(outputs))
+    moved = (moved_out, moved_in, bytes_in)
     if per_group:
-        stats = (pid, None, g_cost, g_mem, nkeys, total)
+        stats = (pid, None, g_cost, g_mem, nkeys, total) + moved
     else:
         stats = (pid, s_keys, np.concatenate(s_cost) if s_cost else np.zeros(0),
-                 np.concatenate(s_mem) if s_mem else np.zeros(0), nkeys, total)
+                 np.concatenate(s_mem) if s_mem else np.zeros(0), nkeys, total) + moved
     yield data_frame(TAG_STATS, stats, nkeys=nkeys)
+
+
+def _add_entries(extra: dict[int, dict], g: int, entries: dict, pid: int) -> None:
+    """Add decoded entries of group ``g``; a key seen twice is a broken layout."""
+    have = extra.get(g)
+    if have is None:
+        extra[g] = dict(entries)
+        return
+    both = have.keys() & entries.keys()
+    if both:
+        raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} are stored twice in key "
+                           f"group {g} of partition {pid}; the state layout is inconsistent")
+    have.update(entries)
 
 
 def moved_entries(pid: int, frames: Iterable[bytes], fn: Any) -> Iterator[tuple[Any, Any]]:

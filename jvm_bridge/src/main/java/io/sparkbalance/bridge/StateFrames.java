@@ -3,7 +3,6 @@ package io.sparkbalance.bridge;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 
-import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 
 /**
@@ -29,17 +28,53 @@ public final class StateFrames {
   public static JavaRDD<byte[]> select(JavaRDD<byte[]> rdd, byte tag, byte[] mask,
                                        int stride, boolean member) {
     final byte[] m = mask;
-    return rdd.filter(f -> {
+    // The partition is the RDD's own index, not the task's: inside a union (a batch
+    // shuffle carrying migrating state) the two differ.
+    return rdd.mapPartitionsWithIndex((pid, it) -> new Filter(it, f -> {
       if (f.length < 5 || f[0] != tag) {
         return false;
       }
       if (m == null) {
         return true;
       }
-      long at = (long) TaskContext.getPartitionId() * stride + group(f);
-      boolean marked = group(f) >= 0 && at < m.length && m[(int) at] != 0;
+      int g = group(f);
+      long at = (long) pid * stride + g;
+      boolean marked = g >= 0 && at < m.length && m[(int) at] != 0;
       return marked == member;
-    });
+    }), true);
+  }
+
+  /** The frames of an iterator a predicate keeps (lazy). */
+  static final class Filter implements Iterator<byte[]> {
+    private final Iterator<byte[]> in;
+    private final java.util.function.Predicate<byte[]> keep;
+    private byte[] next;
+
+    Filter(Iterator<byte[]> in, java.util.function.Predicate<byte[]> keep) {
+      this.in = in;
+      this.keep = keep;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null && in.hasNext()) {
+        byte[] f = in.next();
+        if (keep.test(f)) {
+          next = f;
+        }
+      }
+      return next != null;
+    }
+
+    @Override
+    public byte[] next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      byte[] f = next;
+      next = null;
+      return f;
+    }
   }
 
   /** The group of a frame (bytes 1-4, big-endian). */
