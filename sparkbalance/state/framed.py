@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..routing.keygroups import key_group
+from ..routing.keygroups import key_group, key_groups
 from . import frames as fr
 from .blocks import group_block
 from .frame_rdds import FrameOps, as_frames, mask_of, summaries
@@ -97,7 +97,7 @@ class FramedState:
         state = self.rdd
         if layout is src:
             batch_frames = as_frames(pairs.partitionBy(P, fn).mapPartitions(
-                lambda it: [fr.data_frame(fr.TAG_BATCH, group_block(it)[0])],
+                lambda it: fr.batch_frames(group_block(it)[0], None, G),
                 preservesPartitioning=True))
             move, carried, read = None, None, None
         else:
@@ -118,10 +118,24 @@ class FramedState:
             if carried_level is not None:
                 carried.persist(carried_level)
             batch_frames = as_frames(pairs.union(carried).partitionBy(
-                P, fr.RidePartitioner(fn)).mapPartitions(fr.ride_block,
+                P, fr.RidePartitioner(fn)).mapPartitions(lambda it: fr.ride_block(it, G),
                                                           preservesPartitioning=True))
-        rdd = self.ops.map_frames(
-            self.ops.concat(state, batch_frames),
+        # Python reads only the frames of the groups the batch touches, the planner
+        # watches (table keys: their sizes are listed), a migration touches, or whose
+        # window expires; the JVM passes every other frame on unread.
+        mask = None
+        if watch or move is not None:
+            m = np.zeros(P * G, dtype=np.uint8)
+            if watch:
+                wg = np.unique(key_groups(list(watch), G))
+                m.reshape(P, G)[:, wg] = 1
+            if move is not None:
+                mv = np.frombuffer(move.mask, dtype=np.uint8)
+                m[:mv.size] |= mv
+            mask = m.tobytes()
+        expire = None if fold.window is None else seq - fold.window
+        rdd = self.ops.merge_around(
+            state, batch_frames, mask, G, expire,
             lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group, watch, move))
         return Merged(self, rdd, layout, carried, read)
 
@@ -256,8 +270,24 @@ class Merged:
     def stats(self) -> list[tuple]:
         """Per-partition statistics ``(pid, keys|None, cost, memory, nkeys, total_bytes)``
         of the batch (one job; see :func:`~sparkbalance.state.frames.merge_partition`)."""
-        P = self.layout.num_physical
-        stats = self.base.ops.select(self.rdd, fr.TAG_STATS).map(fr.frame_payload).collect()
+        P, G = self.layout.num_physical, self.base.num_groups
+        ops = self.base.ops
+
+        def _one(pid: int, it: Iterable[bytes]) -> list[tuple]:
+            stats, bypass = None, []
+            for f in it:
+                if f[0] == fr.TAG_STATS:
+                    stats = fr.frame_payload(f)
+                else:
+                    bypass.append(f)
+            if stats is None:
+                raise RuntimeError(f"merge produced no statistics for partition {pid}")
+            return [fr.with_bypass(stats, bypass, G)]
+
+        frames = ops.select(self.rdd, fr.TAG_STATS)
+        if ops.jvm:
+            frames = ops.concat(frames, ops.select(self.rdd, fr.TAG_BYPASS))
+        stats = frames.mapPartitionsWithIndex(_one).collect()
         if len(stats) != P:
             raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
                                f"expected {P}")

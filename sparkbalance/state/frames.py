@@ -34,7 +34,8 @@ from ..routing.keygroups import key_groups
 from .blocks import merge_blocks
 from .window import StateFold
 
-__all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "Header",
+__all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "TAG_GROUPS", "TAG_BYPASS",
+           "groups_frame", "batch_frames", "bypass_summary", "with_bypass", "Header",
            "header", "state_frame", "data_frame", "frame_index", "frame_block",
            "frame_payload", "merge_partition", "moved_entries", "stay_frames",
            "Carry", "RidePartitioner", "Move", "carried_items", "ride_block",
@@ -43,7 +44,13 @@ __all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "Header",
            "DEFAULT_TABLE_GROUPS", "entries_of", "check_state_frame"]
 
 TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS = (ord(c) for c in "SBOT")
-_TAGS = {TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS}
+#: ``G``: the key groups a batch block touches (int32 big-endian after the header), read
+#: by the JVM to keep the other state frames out of Python; ``U``: the JVM's summary of
+#: the state frames that bypassed Python (``(int32 group, int32 nkeys, float64 nbytes)``
+#: per frame after the header).
+TAG_GROUPS, TAG_BYPASS = ord("G"), ord("U")
+_TAGS = {TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS, TAG_GROUPS, TAG_BYPASS}
+_BYPASS = np.dtype([("group", ">i4"), ("nkeys", ">i4"), ("nbytes", ">f8")])
 _HEAD = struct.Struct(">BiidqI")
 HEADER_SIZE: int = _HEAD.size
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -153,6 +160,59 @@ def _union(frames: list[bytes], group: int) -> dict:
     return block
 
 
+def groups_frame(groups: Iterable[int]) -> bytes:
+    """A ``G`` frame listing key groups (for the JVM's ``StateFrames.divert``).
+
+    Example
+    -------
+    >>> f = groups_frame([3, 1])
+    >>> chr(f[0]), np.frombuffer(f[HEADER_SIZE:], ">i4").tolist()
+    ('G', [1, 3])
+    """
+    g = np.asarray(sorted(set(groups)), dtype=">i4")
+    return _HEAD.pack(TAG_GROUPS, 0, len(g), 0.0, -1, 0) + g.tobytes()
+
+
+def batch_frames(block: dict, carried: list | None, num_groups: int) -> list[bytes]:
+    """The ``G`` frame (groups of the batch's keys and of carried entries) then the ``B``
+    frame of one partition's batch block (``(block, carried)`` when a migration rides).
+
+    Example
+    -------
+    >>> [chr(f[0]) for f in batch_frames({"a": [1]}, None, 4)]
+    ['G', 'B']
+    """
+    keys = list(block)
+    if carried:
+        keys += [it[1] for it in carried if it[0] == "e"]
+    groups = key_groups(keys, num_groups).tolist() if keys else []
+    payload = block if carried is None else (block, carried)
+    return [groups_frame(groups), data_frame(TAG_BATCH, payload)]
+
+
+def bypass_summary(frame: bytes) -> tuple[int, float, np.ndarray]:
+    """``(nkeys, nbytes, per-frame records)`` of a ``U`` frame (fields group, nkeys,
+    nbytes)."""
+    h = header(frame)
+    recs = np.frombuffer(frame, dtype=_BYPASS, offset=HEADER_SIZE)
+    return h.nkeys, h.nbytes, recs
+
+
+def with_bypass(stats: tuple, frames: Iterable[bytes], num_groups: int) -> tuple:
+    """Statistics ``stats`` of a Python merge plus the state frames that bypassed it
+    (``U`` frames): their keys and bytes (per group for key-group statistics)."""
+    stats = list(stats)
+    for f in frames:
+        nk, nb, recs = bypass_summary(f)
+        stats[4] += nk
+        stats[5] += nb
+        if stats[1] is None and len(recs):
+            mem = np.array(stats[3], dtype=np.float64, copy=True)
+            np.add.at(mem, recs["group"].astype(np.int64), recs["nbytes"].astype(np.float64))
+            stats[3] = mem
+    return tuple(stats)
+
+
 class Carry:
     """Shuffle key of a state item riding in a batch's routing shuffle: it goes to
     partition ``pid`` whatever its own key (a key of the state may be any routable value,
@@ -227,13 +287,14 @@ def carried_items(pid: int, frames: Iterable[bytes], move: Move
                 yield Carry(to), ("e", k, e)
 
 
-def ride_block(it: Iterable[tuple[Any, Any]]) -> list[bytes]:
-    """Reduce side of a riding batch shuffle: one ``B`` frame whose payload is
-    ``(block, carried)`` — the batch's ``{key: [values]}`` and the carried items.
+def ride_block(it: Iterable[tuple[Any, Any]], num_groups: int) -> list[bytes]:
+    """Reduce side of a riding batch shuffle: the ``G`` frame and one ``B`` frame whose
+    payload is ``(block, carried)`` — the batch's ``{key: [values]}`` and the carried
+    items (:func:`batch_frames`).
 
     Example
     -------
-    >>> f = ride_block([("a", 1), (Carry(0), ("e", "b", [2, 1.0, None])), ("a", 3)])[0]
+    >>> f = ride_block([("a", 1), (Carry(0), ("e", "b", [2, 1.0, None])), ("a", 3)], 4)[1]
     >>> frame_payload(f)
     ({'a': [1, 3]}, [('e', 'b', [2, 1.0, None])])
     """
@@ -248,7 +309,7 @@ def ride_block(it: Iterable[tuple[Any, Any]]) -> list[bytes]:
             block[k] = [v]
         else:
             vals.append(v)
-    return [data_frame(TAG_BATCH, (block, carried))]
+    return batch_frames(block, carried, num_groups)
 
 
 def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
@@ -293,6 +354,8 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
             batch = frame_payload(f)
             if isinstance(batch, tuple):
                 batch, carried = batch
+        elif h.tag == TAG_GROUPS:
+            continue          # for the JVM's divert; the Python fallback sees it too
         else:
             raise RuntimeError(f"partition {pid} holds a {chr(h.tag)!r} frame in its state")
     if batch is None:

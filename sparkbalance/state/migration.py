@@ -1,4 +1,8 @@
-"""Delta migration of the keyed state (Fang et al. §4, Fig. 5 steps 3-7, in Spark terms).
+"""Delta migration of the keyed state on its own (Fang et al. §4, Fig. 5 steps 3-7, in
+Spark terms): for ``scale()`` and for a decided migration that must move before the next
+batch (a read of the state, a checkpoint). Between batches the operator does not call it:
+the keys move in the next batch's own shuffle
+(:meth:`FramedState.merge <sparkbalance.state.framed.FramedState.merge>` with ``to=``).
 
 The state is an RDD of frames, each the entries of one key group on one partition
 (:mod:`sparkbalance.state.frames`). Given the layout ``F`` the state is placed by and a
