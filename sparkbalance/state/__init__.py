@@ -5,14 +5,16 @@ Modules, one concept each:
 - :mod:`.window` — a key's entry and how a batch's values fold into it (window w, S(k));
 - :mod:`.blocks` — one block (dict) per partition: group a batch, merge it into a block;
 - :mod:`.frames` — the state as frames (one pickled block per key group, fixed header);
-- :mod:`.frame_rdds` — frame RDDs: select/concat in the JVM (bridge jar) or in Python;
+- :mod:`.frame_rdds` — frame RDDs: select/concat, and the merge that keeps untouched
+  frames out of Python, in the JVM (bridge jar) or in Python;
 - :mod:`.framed` — :class:`FramedState`, the state as one object: merge a batch, read
   statistics, state and outputs (the operator's only view of the frames);
 - :mod:`.layout` — the versioned partition function of the state (routing table or
   key-group intervals) and its physical partitions;
 - :mod:`.controller` — measure loads, decide (λ > 1 + θ), plan (pure; planner names
   from :mod:`sparkbalance.strategies`);
-- :mod:`.migration` — move only Δ: stays narrow, moved keys shuffled, concatenated;
+- :mod:`.migration` — move only Δ on its own (``scale``): stays narrow, moved keys
+  shuffled, concatenated (between batches Δ rides in the next batch's shuffle instead);
 - :mod:`.records` — :class:`BatchRecord` (``history``) and :class:`MigrationRecord`;
 - :mod:`.inputs` — a batch (RDD or DataFrame) into validated ``(key, value)`` pairs;
 - :mod:`.timing` — measured task seconds of a batch's merge (listener attached);

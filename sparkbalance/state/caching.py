@@ -9,6 +9,14 @@ settings) by ``RDD.checkpoint()`` — reliable, survives the loss of an executor
 by ``RDD.localCheckpoint()`` — fast, but a lost executor then loses cached blocks that
 cannot be recomputed and the job fails with Spark's "checkpoint block not found" error (no
 silent loss). A truncated RDD stays cached ("pinned") until the next truncation.
+
+Lineage stays a chain: each batch's merged RDD reads the previous batch's state through
+one narrow dependency, and the only other RDD it depends on beyond its own batch is the
+state carried by a migration riding in its shuffle, whose lineage is cut as soon as the
+batch has run (:meth:`BatchCache.cut`; kept cached until the next truncation makes it
+unneeded). A lost executor or a late read of an old batch's outputs therefore recomputes
+each batch since the last truncation at most once, never once per reference (a migration
+that referred to the previous batch three times made it grow as 3^batches).
 """
 from __future__ import annotations
 
@@ -38,6 +46,7 @@ class BatchCache:
         self._held: list[Any] = []       # cached RDDs of the current batch
         self._previous: list[Any] = []   # the previous batch's, released by end()
         self._pinned: Any = None         # last lineage-truncated RDD (kept cached)
+        self._lineage: list[Any] = []    # cut RDDs the chain since _pinned still reads
 
     def hold(self, *rdds: Any) -> None:
         """Keep ``rdds`` cached until the batch after the current one ends."""
@@ -52,12 +61,35 @@ class BatchCache:
             else:
                 rdd.localCheckpoint()     # fast; cached blocks are the only copy
 
+    def cut(self, rdd: Any) -> None:
+        """Cut the lineage of ``rdd`` (persisted by the caller) once a job has computed it:
+        reliably with the context's checkpoint directory, else locally. Used for the
+        state a migration carries through a batch's shuffle: without the cut, that
+        batch would refer to the previous one twice (narrow and through the shuffle)."""
+        if self.sc.getCheckpointDir() is not None:
+            rdd.checkpoint()
+        else:
+            rdd.localCheckpoint()
+
+    def keep_until_truncation(self, *rdds: Any) -> None:
+        """Keep ``rdds`` (cut RDDs the state's lineage reads) until the next truncation."""
+        self._lineage.extend(r for r in rdds if r is not None)
+
+    def pin(self, rdd: Any) -> None:
+        """``rdd`` (cached, lineage cut, materialised outside a batch: a migrated state)
+        is the new truncation point; what the old one kept is released at the end of the
+        next batch (the current batch's outputs may still read it)."""
+        self._held.extend([self._pinned, *self._lineage])
+        self._lineage = []
+        self._pinned = rdd
+
     def begin(self, rdd: Any, truncated: bool) -> None:
         """A new batch whose cached merged RDD ``rdd`` is materialised: the RDDs held so
         far become the previous batch's (released by :meth:`end`)."""
         self._previous, self._held = self._held, []
         if truncated:
-            self._previous.append(self._pinned)
+            self._previous.extend([self._pinned, *self._lineage])
+            self._lineage = []
             self._pinned = rdd
         else:
             self._held.append(rdd)
@@ -72,13 +104,14 @@ class BatchCache:
     def reset(self, *rdds: Any) -> None:
         """Forget everything held (a restored state): hold only ``rdds``."""
         self._held, self._previous = [r for r in rdds if r is not None], []
+        self._lineage = []
 
     def close(self, *also: Any) -> None:
         """Release every RDD held, pinned or in ``also``."""
-        for rdd in self._held + self._previous + [self._pinned, *also]:
+        for rdd in self._held + self._previous + self._lineage + [self._pinned, *also]:
             if rdd is not None:
                 try:
                     rdd.unpersist()
                 except Exception:  # noqa: BLE001 - a stopped context must not fail close()
                     pass
-        self._held, self._previous, self._pinned = [], [], None
+        self._held, self._previous, self._lineage, self._pinned = [], [], [], None

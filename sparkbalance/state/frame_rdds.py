@@ -100,6 +100,25 @@ class FrameOps:
         pb = b.mapPartitions(lambda it: [list(it)])
         return as_frames(pa.zip(pb).flatMap(lambda t: t[0] + t[1]))
 
+    def merge_around(self, state: Any, batch: Any, mask: bytes | None, num_groups: int,
+                     expire_before: int | None, merge: Callable) -> Any:
+        """The merge ``merge(pid, frames)`` of ``batch``'s frames (each partition a ``G``
+        frame then its ``B`` frame) into ``state``'s, feeding Python only the state frames
+        it must read (JVM): those of the groups the ``G`` frame lists, the groups marked
+        in ``mask`` (``partition * num_groups + group``) and the frames whose window
+        expires (``oldest <= expire_before``); the others are appended after the merge's
+        output, unread, with one ``U`` frame summarising them. A chain of three narrow
+        RDDs in one task (divert, the Python merge, rejoin). Without the bridge jar every
+        frame goes through ``merge`` (the same result, no ``U`` frame)."""
+        if not self.jvm:
+            return self.map_frames(self.concat(state, batch), merge)
+        import uuid
+        tag = uuid.uuid4().hex
+        low = -(2 ** 63) if expire_before is None else int(expire_before)
+        diverted = self.wrap(self._cls.divert(self.concat(batch, state)._jrdd, mask,
+                                              int(num_groups), low, tag))
+        return self.wrap(self._cls.rejoin(self.map_frames(diverted, merge)._jrdd, tag))
+
     def empty(self, num_partitions: int) -> Any:
         """An RDD of ``num_partitions`` empty partitions (frames)."""
         return as_frames(self.sc.parallelize([], num_partitions))

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
+from ..routing.keygroups import key_group, key_groups
 from . import frames as fr
 from .blocks import group_block
-from .frame_rdds import FrameOps, as_frames, summaries
+from .frame_rdds import FrameOps, as_frames, mask_of, summaries
 from .layout import GroupLayout, TableLayout
 from .window import StateFold
 
-__all__ = ["FramedState", "Merged"]
+__all__ = ["FramedState", "Merged", "move_of"]
 
 
 class FramedState:
@@ -65,24 +68,76 @@ class FramedState:
         return self.layout.num_physical
 
     # ------------------------------------------------------------------ one batch
-    def merge(self, pairs: Any, fold: StateFold, seq: int) -> "Merged":
+    def merge(self, pairs: Any, fold: StateFold, seq: int,
+              to: TableLayout | GroupLayout | None = None,
+              candidates: frozenset | None = None, carried_level: Any = None) -> "Merged":
         """The lazy merge of ``pairs`` (an RDD of ``(key, value)``) into the state: the
         batch is routed by the layout (its one shuffle) and folded into the frames of its
-        keys' groups (:func:`~sparkbalance.state.frames.merge_partition`). No job runs."""
-        layout, G = self.layout, self.num_groups
+        keys' groups (:func:`~sparkbalance.state.frames.merge_partition`). No job runs.
+
+        ``to``: a new layout ``F'`` with the same partition count; the batch is routed by
+        ``F'`` and the state that must move rides in the same shuffle (the migration costs
+        no job of its own): the frames that can hold a leaving key (for a routing table,
+        those of the keys in ``candidates``, the table delta; for key groups, those of the
+        groups that change partition) are read on the map side, their leaving entries (or
+        whole frames) shuffled with the batch, and dropped from the frames on the reduce
+        side by the same merge. The carried items are cached (``carried_level``) and their
+        lineage cut once the merge has run, so the state never refers to the batch before
+        this one more than once (:meth:`Merged.cut`).
+        """
+        G = self.num_groups
+        src = self.layout
+        layout = src if to is None or to == src else to
         fn, P = layout.fn, layout.num_physical
-        batch_frames = as_frames(pairs.partitionBy(P, fn).mapPartitions(
-            lambda it: [fr.data_frame(fr.TAG_BATCH, group_block(it)[0])],
-            preservesPartitioning=True))
         per_group = isinstance(layout, GroupLayout)
         # Per-key statistics of the batch's keys and the table's: a key with no records in
         # the batch adds no load, and only a table key can move without adding load, so the
         # planner needs no other key (and a big state costs no per-key driver work).
         watch = None if per_group else frozenset(layout.table.routes)
-        rdd = self.ops.map_frames(
-            self.ops.concat(self.rdd, batch_frames),
-            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group, watch))
-        return Merged(self, rdd)
+        state = self.rdd
+        if layout is src:
+            batch_frames = as_frames(pairs.partitionBy(P, fn).mapPartitions(
+                lambda it: fr.batch_frames(group_block(it)[0], None, G),
+                preservesPartitioning=True))
+            move, carried, read = None, None, None
+        else:
+            move = move_of(src, layout, G, candidates)
+            if P > src.num_physical:
+                state = self.ops.pad(state, P)
+            read = self.ops.sc.accumulator(0)
+
+            def _carry(pid: int, it: Iterable[bytes]) -> Iterable:
+                def counted() -> Iterable[bytes]:
+                    for f in it:
+                        read.add(1)
+                        yield f
+                return fr.carried_items(pid, counted(), move)
+
+            touched = self.ops.select(self.rdd, fr.TAG_STATE, move.mask, G, True)
+            carried = touched.mapPartitionsWithIndex(_carry)
+            if carried_level is not None:
+                carried.persist(carried_level)
+            batch_frames = as_frames(pairs.union(carried).partitionBy(
+                P, fr.RidePartitioner(fn)).mapPartitions(lambda it: fr.ride_block(it, G),
+                                                          preservesPartitioning=True))
+        # Python reads only the frames of the groups the batch touches, the planner
+        # watches (table keys: their sizes are listed), a migration touches, or whose
+        # window expires; the JVM passes every other frame on unread.
+        mask = None
+        if watch or move is not None:
+            m = np.zeros(P * G, dtype=np.uint8)
+            if watch:
+                wg = np.unique(key_groups(list(watch), G))
+                m.reshape(P, G)[:, wg] = 1
+            if move is not None:
+                mv = np.frombuffer(move.mask, dtype=np.uint8)
+                m[:mv.size] |= mv
+            mask = m.tobytes()
+        expire = None if fold.window is None else seq - fold.window
+        rdd = self.ops.merge_around(
+            state, batch_frames, mask, G, expire,
+            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group, watch, move))
+        return Merged(self, rdd, layout, carried, read)
 
     # ------------------------------------------------------------------ reading
     def stats(self) -> list[tuple]:
@@ -142,21 +197,97 @@ class FramedState:
         return cls(ops, rdd, layout, G, (rdd,))
 
 
+def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_groups: int,
+            candidates: frozenset | None = None) -> fr.Move:
+    """The :class:`~sparkbalance.state.frames.Move` from layout ``src`` to ``dst`` (same
+    partition count): the frames that can hold a key whose partition changes.
+
+    Example
+    -------
+    >>> a = GroupLayout.initial(2, 4)                       # groups on [0, 0, 1, 1]
+    >>> b = GroupLayout(2, 2, 4, np.array([0, 1, 4]), np.array([0, 1]), 1)   # [0, 1, 1, 1]
+    >>> list(move_of(a, b, 4).mask)                         # group 1 leaves partition 0
+    [0, 1, 0, 0, 0, 0, 0, 0]
+    """
+    G = int(num_groups)
+    if src.num_partitions != dst.num_partitions:
+        raise ValueError(f"a migration riding in a batch keeps n; got {src.num_partitions} "
+                         f"-> {dst.num_partitions} partitions (use migrate_state to scale)")
+    if isinstance(src, GroupLayout) and isinstance(dst, GroupLayout):
+        if src.num_groups != G or dst.num_groups != G:
+            raise ValueError(f"key-group layouts of {src.num_groups} and {dst.num_groups} "
+                             f"groups over frames of {G} groups; expected equal counts")
+        g2p_old, g2p_new = src.group_to_partition(), dst.group_to_partition()
+        moving = np.flatnonzero(g2p_old != g2p_new)
+        return fr.Move(mask_of(((int(g2p_old[g]), int(g)) for g in moving),
+                               src.num_physical, G), G, None, g2p_new)
+    if isinstance(src, GroupLayout) or isinstance(dst, GroupLayout):
+        raise ValueError(f"a {src.kind} layout cannot move to a {dst.kind} layout")
+    if candidates is None:
+        candidates = frozenset(src.table.diff(dst.table).keys)
+    fn_old = src.fn
+    mask = mask_of({(fn_old(k), key_group(k, G)) for k in candidates}, src.num_physical, G)
+    return fr.Move(mask, G, dst.fn, None)
+
+
 class Merged:
     """A batch merged into a :class:`FramedState` (lazy until :meth:`stats` runs a job):
     per partition the new state frames, one outputs frame and one statistics frame."""
 
-    def __init__(self, base: FramedState, rdd: Any) -> None:
+    def __init__(self, base: FramedState, rdd: Any,
+                 layout: TableLayout | GroupLayout | None = None, carried: Any = None,
+                 frames_read: Any = None) -> None:
         self.base = base
         #: The merged frame RDD; persist it before :meth:`stats` so that :meth:`state` and
         #: :meth:`outputs` read the cache instead of re-running the merge.
         self.rdd = rdd
+        #: The layout the batch was routed with and the new state is placed by.
+        self.layout = base.layout if layout is None else layout
+        #: The migrating items of a riding migration (map side; None without one).
+        self.carried = carried
+        self._read = frames_read
+
+    @property
+    def moves(self) -> bool:
+        """A migration rides in this batch's shuffle."""
+        return self.carried is not None
+
+    @property
+    def frames_read(self) -> int:
+        """State frames the map side of a riding migration read (-1 without one; a map
+        stage count, so a re-run task may add twice)."""
+        return -1 if self._read is None else int(self._read.value)
+
+    @staticmethod
+    def moved(stats: list[tuple]) -> tuple[int, int, float]:
+        """``(keys out, keys in, Σ S(k) in)`` of a riding migration, summed over the
+        statistics of :meth:`stats` (exact: one result-stage task per partition)."""
+        out = sum(int(st[6]) for st in stats if len(st) > 8)
+        got = sum(int(st[7]) for st in stats if len(st) > 8)
+        nb = sum(float(st[8]) for st in stats if len(st) > 8)
+        return out, got, nb
 
     def stats(self) -> list[tuple]:
         """Per-partition statistics ``(pid, keys|None, cost, memory, nkeys, total_bytes)``
         of the batch (one job; see :func:`~sparkbalance.state.frames.merge_partition`)."""
-        P = self.base.num_physical
-        stats = self.base.ops.select(self.rdd, fr.TAG_STATS).map(fr.frame_payload).collect()
+        P, G = self.layout.num_physical, self.base.num_groups
+        ops = self.base.ops
+
+        def _one(pid: int, it: Iterable[bytes]) -> list[tuple]:
+            stats, bypass = None, []
+            for f in it:
+                if f[0] == fr.TAG_STATS:
+                    stats = fr.frame_payload(f)
+                else:
+                    bypass.append(f)
+            if stats is None:
+                raise RuntimeError(f"merge produced no statistics for partition {pid}")
+            return [fr.with_bypass(stats, bypass, G)]
+
+        frames = ops.select(self.rdd, fr.TAG_STATS)
+        if ops.jvm:
+            frames = ops.concat(frames, ops.select(self.rdd, fr.TAG_BYPASS))
+        stats = frames.mapPartitionsWithIndex(_one).collect()
         if len(stats) != P:
             raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
                                f"expected {P}")
@@ -165,7 +296,7 @@ class Merged:
     def state(self) -> FramedState:
         """The state after the batch (lazy, narrow over the merged frames)."""
         b = self.base
-        return FramedState(b.ops, b.ops.select(self.rdd, fr.TAG_STATE), b.layout,
+        return FramedState(b.ops, b.ops.select(self.rdd, fr.TAG_STATE), self.layout,
                            b.num_groups)
 
     def outputs(self) -> Any:

@@ -1,4 +1,8 @@
-"""Delta migration of the keyed state (Fang et al. §4, Fig. 5 steps 3-7, in Spark terms).
+"""Delta migration of the keyed state on its own (Fang et al. §4, Fig. 5 steps 3-7, in
+Spark terms): for ``scale()`` and for a decided migration that must move before the next
+batch (a read of the state, a checkpoint). Between batches the operator does not call it:
+the keys move in the next batch's own shuffle
+(:meth:`FramedState.merge <sparkbalance.state.framed.FramedState.merge>` with ``to=``).
 
 The state is an RDD of frames, each the entries of one key group on one partition
 (:mod:`sparkbalance.state.frames`). Given the layout ``F`` the state is placed by and a
@@ -53,7 +57,8 @@ class MigrationResult:
 
 def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, seq: int,
                   reason: str, planned_bytes: float, candidates: frozenset | None = None,
-                  storage_level: Any = None) -> tuple[FramedState, MigrationRecord]:
+                  storage_level: Any = None, cut: Any = None
+                  ) -> tuple[FramedState, MigrationRecord]:
     """Move ``state`` to ``new_layout``, shuffling only the keys whose partition changes.
 
     Parameters
@@ -65,11 +70,17 @@ def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, 
     candidates : for a routing table with an unchanged n, the only keys whose partition can
         change (the table delta); None = any key.
     storage_level : where the arrivals are cached (default ``MEMORY_AND_DISK``).
+    cut : ``cut(rdd)`` cuts the lineage of a persisted RDD once computed
+        (:meth:`~sparkbalance.state.caching.BatchCache.cut`). Given, the new state is
+        materialised into one cached RDD whose lineage is cut (one more job, over the
+        frames in the JVM): the view below refers to the old state three times, and a
+        chain of such views recomputes each level once per reference.
 
     Returns
     -------
-    The new state (lazy narrow view: stays ∪ arrivals, the arrivals cached and listed in
-    its ``cached``) and the :class:`~sparkbalance.state.records.MigrationRecord`.
+    The new state (without ``cut``: a lazy narrow view, stays ∪ arrivals, the arrivals
+    cached; with ``cut``: the materialised state) — the cached RDDs in its ``cached`` —
+    and the :class:`~sparkbalance.state.records.MigrationRecord`.
 
     Examples
     --------
@@ -85,7 +96,15 @@ def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, 
     old = state.layout
     res = migrate(state.ops, state.rdd, old, new_layout, state.num_groups, storage_level,
                   candidates=candidates)
-    new = FramedState(state.ops, res.rdd, new_layout, state.num_groups, res.cached)
+    rdd, cached = res.rdd, res.cached
+    if cut is not None:
+        rdd.persist(storage_level)
+        cut(rdd)
+        rdd._jrdd.count()          # materialise (JVM only: frames are not decoded)
+        for r in cached:
+            r.unpersist()
+        cached = (rdd,)
+    new = FramedState(state.ops, rdd, new_layout, state.num_groups, cached)
     rec = MigrationRecord(seq, reason, old.num_partitions, new_layout.num_partitions,
                           res.keys_moved, res.bytes_moved, planned_bytes,
                           time.perf_counter() - t0, new_layout.version, res.frames_touched)

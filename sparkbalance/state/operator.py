@@ -3,26 +3,36 @@
 State lives in a persisted RDD of *frames* (:class:`~sparkbalance.state.framed.FramedState`)
 placed by the current layout ``F`` (routing table of Fang et al., or key-group intervals of
 Ding et al.). Per batch (Fang et al. §4, Fig. 5), :meth:`KeyedStateOperator.process` is
-five calls:
+four calls:
 
-1. **merge** — the batch is routed with ``F`` and merged into the state, narrow on the
-   state (:meth:`FramedState.merge <sparkbalance.state.framed.FramedState.merge>`);
-2. **measure** — one small job runs the merge, caches it and collects the per-key (or
+1. **merge** — the batch is routed with the layout ``F`` and merged into the state,
+   narrow on the state (:meth:`FramedState.merge
+   <sparkbalance.state.framed.FramedState.merge>`). When the previous batch decided on a
+   new layout ``F'``, this batch is routed with ``F'`` and only the keys with
+   ``F'(k) != F(k)`` ride in the same shuffle (**migrate**): a migration runs no job
+   of its own (Fang et al. §4, Fig. 5: the pause between the plan and the resume is the
+   stage boundary of the next batch);
+2. **measure** — one job runs the merge, caches it and collects the per-key (or
    per-key-group) costs and sizes (with a listener: measured task seconds,
-   :mod:`~sparkbalance.state.timing`); the controller turns them into loads;
-3. **decide** — λ > 1 + θ? then the planner gives ``F'``
+   :mod:`~sparkbalance.state.timing`), and the keys that left and arrived, which must
+   agree; the controller turns the costs into loads;
+3. **decide** — λ > 1 + θ? then the planner gives ``F'``, used from the next batch
    (:class:`~sparkbalance.state.controller.Controller`);
-4. **migrate** — only the keys with ``F'(k) != F(k)`` move
-   (:func:`~sparkbalance.state.migration.migrate_state`); ``F'`` is used from the next batch;
-5. **record** — a :class:`~sparkbalance.state.records.BatchRecord`, and optionally a
+4. **record** — a :class:`~sparkbalance.state.records.BatchRecord`, and optionally a
    durable checkpoint (:func:`~sparkbalance.state.checkpoint.save_checkpoint`).
 
-Lineage is truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.caching`);
-on clusters where executors come and go, set ``sc.setCheckpointDir``; an operator with a
-``checkpoint_dir`` is restarted from its last durable checkpoint.
+Reading the state between batches (``collect_state``, ``state_rdd``, ``blocks_rdd``,
+``frames_rdd``), a checkpoint and :meth:`~KeyedStateOperator.scale` first move a pending
+migration on their own (one job, :func:`~sparkbalance.state.migration.migrate_state`).
+
+Lineage is a chain truncated every ``truncate_every`` batches
+(:mod:`~sparkbalance.state.caching`); on clusters where executors come and go, set
+``sc.setCheckpointDir``; an operator with a ``checkpoint_dir`` is restarted from its last
+durable checkpoint.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -174,6 +184,8 @@ class KeyedStateOperator:
         self._num_keys = 0
         self._state_bytes = 0.0
         self._last: Measurement | None = None
+        self._pending: Decision | None = None     # F' decided, moved by the next batch
+        self._pending_seq = -1
         self._cache = BatchCache(self.sc, self._level)
         self._state = FramedState.empty(frame_ops(self.sc), layout, groups)
         self._state.rdd.persist(self._level)
@@ -193,46 +205,57 @@ class KeyedStateOperator:
     @property
     def num_partitions(self) -> int:
         """n: partitions the layout routes to."""
-        return self._state.layout.num_partitions
+        return self.layout.num_partitions
 
     @property
     def layout(self) -> TableLayout | GroupLayout:
-        return self._state.layout
+        """The layout the next batch is routed with (a decided migration included)."""
+        return self._state.layout if self._pending is None else self._pending.layout
+
+    @property
+    def pending_migration(self) -> bool:
+        """A new layout is decided and its keys move with the next batch (or with the next
+        read of the state, checkpoint or ``scale``)."""
+        return self._pending is not None
 
     @property
     def partition_function(self) -> Any:
-        """The current (versioned) partition function F."""
-        return self._state.layout.fn
+        """The (versioned) partition function F the next batch is routed with."""
+        return self.layout.fn
 
     @property
     def table(self) -> RoutingTable | None:
         """The routing table (routing-table planners) or None (key groups)."""
-        layout = self._state.layout
+        layout = self.layout
         return layout.table if isinstance(layout, TableLayout) else None
 
     @property
     def version(self) -> int:
-        return self._state.layout.version
+        return self.layout.version
 
     @property
     def state_rdd(self) -> Any:
         """``(key, state)`` pairs of the current state (lazy; for big states)."""
+        self._settle()
         return self._state.pairs()
 
     @property
     def blocks_rdd(self) -> Any:
         """One ``{key: entry}`` block per physical partition (entry = ``[state, S(k),
         window segments]``; lazy, decodes every frame)."""
+        self._settle()
         return self._state.blocks()
 
     @property
     def frames_rdd(self) -> Any:
         """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames`)."""
+        self._settle()
         return self._state.rdd
 
     def collect_state(self) -> dict:
         """``{key: state}`` on the driver (tests and small states). A key stored twice is
         a ``RuntimeError`` (a broken layout), never silently merged."""
+        self._settle()
         return self._state.collect()
 
     # ------------------------------------------------------------------ one batch
@@ -245,40 +268,72 @@ class KeyedStateOperator:
         t0 = time.perf_counter()
         batch_id = None if batch_id is None else check_batch_id(batch_id)
         seq = self._seq
-        merged = self._state.merge(as_pairs(batch, self.key_col, self.value_col),
-                                   self._fold, seq)
+        merged = self._merged(batch)
         m = self._measure(merged)
         decision = self._decide(m)
-        migration = self._migrate(decision, "imbalance")
-        self._record(seq, batch_id, m, decision, migration, t0)
+        self._record(seq, batch_id, m, decision, t0)
         return merged.outputs()
 
     def merge_rdd(self, batch: Any) -> Any:
-        """The lazy merge of ``batch`` into the state (no job runs): per partition the new
-        state frames, one outputs frame and one statistics frame. ``process`` persists and
-        runs it; exposed to inspect the lineage (``merge_rdd(b)._jrdd.rdd().toDebugString()``:
-        a ``ZippedPartitionsRDD2`` whose state side is narrow down to the cached frames).
+        """The lazy merge of ``batch`` into the state (no job runs), as :meth:`process`
+        would run it (a pending migration rides in it): per partition the new state
+        frames, one outputs frame and one statistics frame. Exposed to inspect the lineage
+        (``merge_rdd(b)._jrdd.rdd().toDebugString()``: a ``ZippedPartitionsRDD2`` whose
+        state side is narrow down to the cached frames).
         """
-        return self._state.merge(as_pairs(batch, self.key_col, self.value_col), self._fold,
-                                 self._seq).rdd
+        return self._merged(batch, persist_carried=False).rdd
+
+    def _merged(self, batch: Any, persist_carried: bool = True) -> Merged:
+        p = self._pending
+        pairs = as_pairs(batch, self.key_col, self.value_col)
+        if p is None:
+            return self._state.merge(pairs, self._fold, self._seq)
+        return self._state.merge(pairs, self._fold, self._seq, to=p.layout,
+                                 candidates=p.candidates,
+                                 carried_level=self._level if persist_carried else None)
 
     def _measure(self, merged: Merged) -> Measurement:
-        """Run the merge (one job, cached; the state becomes the merged one) and measure
-        the batch's loads under the layout it was routed with."""
+        """Run the merge (one job, cached; the state becomes the merged one, placed by
+        the layout the batch was routed with) and measure the batch's loads under it. A
+        riding migration is checked (keys out = keys in) and recorded."""
         seq = self._seq
         truncated = (seq + 1) % self.truncate_every == 0
         self._cache.persist(merged.rdd, truncated)
+        if merged.moves:
+            self._cache.cut(merged.carried)
         group = f"sparkbalance-state-{id(self)}-{seq}"
         t0 = time.perf_counter()
-        with sparkbalance_job_group(self.sc, group, f"sparkbalance keyed state batch {seq}"):
-            stats = merged.stats()
+        try:
+            with sparkbalance_job_group(self.sc, group,
+                                        f"sparkbalance keyed state batch {seq}"):
+                stats = merged.stats()
+            if merged.moves:
+                out, got, nbytes = Merged.moved(stats)
+                if out != got:
+                    raise RuntimeError(f"migration moved {out} keys out but {got} arrived; "
+                                       "refusing the new layout (state kept as before)")
+        except BaseException:
+            merged.rdd.unpersist()
+            if merged.moves:
+                merged.carried.unpersist()
+            raise
         merge_s = time.perf_counter() - t0
         self._cache.begin(merged.rdd, truncated)
+        if merged.moves:
+            # A truncated merge no longer reads the carried state; else keep it until the
+            # next truncation (a recomputation of this batch reads it, not the old state).
+            if truncated:
+                self._cache.hold(merged.carried)
+            else:
+                self._cache.keep_until_truncation(merged.carried)
+            self._complete(got, nbytes, merged.frames_read, time.perf_counter() - t0)
         self._state = merged.state()
         layout = self._state.layout
         m = self._controller.measure(stats, layout,
                                      merge_seconds(self.listener, group, layout.num_physical))
-        self._controller.observe_batch(merge_s, m)
+        # A batch that carried a migration teaches the cost model (its excess time), not
+        # the time fit (Controller.observe_batch).
+        self._controller.observe_batch(merge_s, m, nbytes if merged.moves else 0.0)
         self._last = m
         self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
         return m
@@ -297,33 +352,61 @@ class KeyedStateOperator:
         self._judgement = self._controller.judge(m, decision)
         return decision if self._judgement.migrate else None
 
-    def _migrate(self, decision: Decision | None, reason: str) -> MigrationRecord | None:
-        """Move the state to ``decision.layout`` (nothing when it is the current one)."""
-        if decision is None or decision.layout == self._state.layout:
-            return None
-        self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
-                                         reason=reason, planned_bytes=decision.planned_bytes,
-                                         candidates=decision.candidates,
-                                         storage_level=self._level)
-        self._cache.hold(*self._state.cached)
-        self._controller.observe_migration(rec.seconds, rec.bytes_moved)
+    def _complete(self, keys_moved: int, bytes_moved: float, frames: int,
+                  seconds: float) -> MigrationRecord:
+        """Record the pending migration as done: its :class:`MigrationRecord`, and the
+        moved keys and bytes in the history row of the batch that decided it."""
+        p, seq = self._pending, self._pending_seq
+        old = self._state.layout
+        rec = MigrationRecord(seq, "imbalance", old.num_partitions,
+                              p.layout.num_partitions, keys_moved, bytes_moved,
+                              p.planned_bytes, seconds, p.layout.version, frames)
         self.migrations.append(rec)
+        for i in range(len(self.history) - 1, -1, -1):
+            if self.history[i].seq == seq:
+                self.history[i] = dataclasses.replace(
+                    self.history[i], keys_moved=keys_moved, bytes_moved=bytes_moved,
+                    migration_seconds=seconds)
+                break
+        self._pending, self._pending_seq = None, -1
         return rec
 
+    def _settle(self) -> None:
+        """Move a pending migration now, on its own (one job plus one that materialises
+        the moved state with its lineage cut): for reads of the state between batches,
+        checkpoints and ``scale``."""
+        p = self._pending
+        if p is None:
+            return
+        self._state, rec = migrate_state(self._state, p.layout, seq=self._pending_seq,
+                                         reason="imbalance", planned_bytes=p.planned_bytes,
+                                         candidates=p.candidates, storage_level=self._level,
+                                         cut=self._cache.cut)
+        self._cache.pin(self._state.rdd)
+        self._controller.observe_migration(rec.seconds, rec.bytes_moved)   # its own jobs
+        self._complete(rec.keys_moved, rec.bytes_moved, rec.frames_touched, rec.seconds)
+
     def _record(self, seq: int, batch_id: int | None, m: Measurement,
-                decision: Decision | None, migration: MigrationRecord | None,
-                t0: float) -> None:
+                decision: Decision | None, t0: float) -> None:
         self._cache.end()
+        moving = decision is not None and decision.layout != self._state.layout
+        # Provisional until the next batch moves the keys: the plan's moves and bytes.
+        planned = None if not moving else MigrationRecord(
+            seq, "imbalance", m.loads.size, decision.layout.num_partitions,
+            decision.planned_moves, decision.planned_bytes, decision.planned_bytes, 0.0,
+            decision.layout.version)
+        if moving:
+            self._pending, self._pending_seq = decision, seq
         self._seq += 1
         if batch_id is not None:
             self.last_batch_id = batch_id
-        if self._store is not None and self._seq % self.checkpoint_every == 0:
-            self.save_checkpoint()
-        after = m.imbalance if migration is None else decision.imbalance_after
+        after = m.imbalance if not moving else decision.imbalance_after
         self.history.append(batch_record(
-            seq, batch_id, m, self._state.layout, migration, after, self._plan_seconds,
+            seq, batch_id, m, self.layout, planned, after, self._plan_seconds,
             time.perf_counter() - t0, timed=self.listener is not None,
             judgement=self._judgement))
+        if self._store is not None and self._seq % self.checkpoint_every == 0:
+            self.save_checkpoint()
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.
@@ -346,12 +429,21 @@ class KeyedStateOperator:
         keeps the emptied physical partitions as empty blocks (see ``state.layout``).
         """
         n_new = check_num_partitions(num_partitions)
+        self._settle()
         layout = self._state.layout
         m = self._last if self._last is not None else self._measure_state()
         if isinstance(layout, GroupLayout):
             m = self._measure_state(cost=m.cost)
         decision = self._controller.plan(m, layout, n_new)
-        rec = self._migrate(decision, "scale")
+        rec = None
+        if decision.layout != layout:
+            self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
+                                             reason="scale",
+                                             planned_bytes=decision.planned_bytes,
+                                             candidates=decision.candidates,
+                                             storage_level=self._level, cut=self._cache.cut)
+            self._cache.pin(self._state.rdd)
+            self.migrations.append(rec)
         if rec is None:
             rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0, 0.0,
                                   0.0, decision.seconds, layout.version)
@@ -376,6 +468,7 @@ class KeyedStateOperator:
         """Commit state + layout + version + last batch id atomically to checkpoint_dir."""
         if self._store is None:
             raise ValueError("checkpoint_dir=None; give the operator a checkpoint_dir")
+        self._settle()
         save_checkpoint(self._store, self._state, seq=self._seq,
                         last_batch_id=self.last_batch_id, planner=self.planner,
                         window=self.window, num_keys=self._num_keys,
@@ -391,6 +484,7 @@ class KeyedStateOperator:
         self._state = got.state
         self._cache.reset(*got.state.cached)
         self._seq = got.seq
+        self._pending, self._pending_seq = None, -1
         self.last_batch_id = got.last_batch_id
         self._num_keys, self._state_bytes = got.num_keys, got.state_bytes
 

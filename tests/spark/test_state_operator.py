@@ -94,7 +94,7 @@ def test_window_keeps_only_the_last_w_batches(sc):
         for k, v in b:
             ref[k] = ref.get(k, 0) + v
     assert op.collect_state() == ref
-    # S(k) grows with the values kept in the window (Fang et al.'s memory model)
+    # S(k) grows with the values kept in the window (the memory model of Fang et al. §2.1)
     sizes = {k: e[1] for blk in op.blocks_rdd.collect() for k, e in blk.items()}
     hot = max(ref, key=ref.get)
     cold = min(ref, key=ref.get)
@@ -135,7 +135,8 @@ def _narrow_to_cache(jrdd) -> bool:
 
 def test_merge_is_narrow_on_the_state_side(sc):
     """toDebugString: above the cached state there is no ShuffledRDD on the state side."""
-    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed")
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
+                            theta=100.0)          # no migration pending: the plain merge
     data = _stream(n_batches=2)
     op.process(sc.parallelize(data[0], 2))
     merged = op.merge_rdd(sc.parallelize(data[1], 2))._jrdd.rdd()
@@ -151,14 +152,17 @@ def test_merge_is_narrow_on_the_state_side(sc):
     deps = zipped.dependencies()
     assert deps.size() == 2
     assert all("OneToOneDependency" in deps.apply(i).getClass().getName() for i in range(2))
-    # state side: narrow down to the cached blocks of the previous batch
-    assert _narrow_to_cache(deps.apply(0).rdd())
-    state_text = deps.apply(0).rdd().toDebugString()
+    # one side (the state; first without the bridge jar, second with it: the JVM reads the
+    # batch's groups before the state) is narrow down to the cached blocks of the
+    # previous batch, the other is exactly the batch's own shuffle
+    sides = [deps.apply(i).rdd() for i in range(2)]
+    state = [r for r in sides if _narrow_to_cache(r)]
+    assert len(state) == 1
+    state_text = state[0].toDebugString()
     assert "CachedPartitions" in state_text, state_text
     above_cache = state_text.split("CachedPartitions")[0]
     assert "ShuffledRDD" not in above_cache and "+-" not in above_cache, state_text
-    # batch side: exactly the batch's own shuffle
-    batch_text = deps.apply(1).rdd().toDebugString()
+    batch_text = [r for r in sides if r is not state[0]][0].toDebugString()
     assert len(re.findall(r"ShuffledRDD", batch_text)) == 1
     op.close()
 
@@ -278,25 +282,27 @@ def test_the_bridge_selects_frames_in_the_jvm(sc):
 
 @pytest.mark.parametrize("planner", ["mixed", "ssm"])
 def test_migration_reads_only_the_touched_frames(sc, planner):
-    """Only the frames that can hold a moving key reach a Python worker."""
+    """Only the frames that can hold a moving key reach a Python worker. The keys move in
+    the shuffle of the batch after the decision, so a migration's record appears then."""
     from sparkbalance.state import frames as fr
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
                             theta=0.02, trigger="paper")
-    for b in _stream(n_batches=3, num_keys=400, records=1200):
-        table_before = op.table
-        layout_before = op.layout
+    layouts = [op.layout]          # layouts[t]: the layout batch t is routed with
+    seen = 0
+    for b in _stream(n_batches=4, num_keys=400, records=1200):
         op.process(sc.parallelize(b, 2))
-        if not op.history[-1].rebalanced:
-            continue
-        m = op.migrations[-1]
-        frames_now = op.frames_rdd.map(lambda f: fr.header(f).group).count()
-        assert 0 < m.frames_touched < frames_now
-        if planner == "mixed":   # at most one frame per key of the table delta
-            assert m.frames_touched <= len(table_before.diff(op.table).keys)
-        else:                    # exactly the frames of the groups that changed partition
-            moved = layout_before.group_to_partition() != op.layout.group_to_partition()
-            assert m.frames_touched <= int(moved.sum())
-    assert any(r.rebalanced for r in op.history)
+        layouts.append(op.layout)
+        for m in op.migrations[seen:]:
+            before, after = layouts[m.seq], layouts[m.seq + 1]
+            frames_now = op._state.rdd.map(lambda f: fr.header(f).group).count()
+            assert 0 < m.frames_touched < frames_now
+            if planner == "mixed":   # at most one frame per key of the table delta
+                assert m.frames_touched <= len(before.table.diff(after.table).keys)
+            else:                    # exactly the frames of the groups that changed partition
+                moved = before.group_to_partition() != after.group_to_partition()
+                assert m.frames_touched <= int(moved.sum())
+        seen = len(op.migrations)
+    assert seen >= 1 and any(r.rebalanced for r in op.history)
     op.close()
 
 

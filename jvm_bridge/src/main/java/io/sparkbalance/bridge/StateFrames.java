@@ -1,7 +1,11 @@
 package io.sparkbalance.bridge;
 
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
@@ -29,17 +33,53 @@ public final class StateFrames {
   public static JavaRDD<byte[]> select(JavaRDD<byte[]> rdd, byte tag, byte[] mask,
                                        int stride, boolean member) {
     final byte[] m = mask;
-    return rdd.filter(f -> {
+    // The partition is the RDD's own index, not the task's: inside a union (a batch
+    // shuffle carrying migrating state) the two differ.
+    return rdd.mapPartitionsWithIndex((pid, it) -> new Filter(it, f -> {
       if (f.length < 5 || f[0] != tag) {
         return false;
       }
       if (m == null) {
         return true;
       }
-      long at = (long) TaskContext.getPartitionId() * stride + group(f);
-      boolean marked = group(f) >= 0 && at < m.length && m[(int) at] != 0;
+      int g = group(f);
+      long at = (long) pid * stride + g;
+      boolean marked = g >= 0 && at < m.length && m[(int) at] != 0;
       return marked == member;
-    });
+    }), true);
+  }
+
+  /** The frames of an iterator a predicate keeps (lazy). */
+  static final class Filter implements Iterator<byte[]> {
+    private final Iterator<byte[]> in;
+    private final java.util.function.Predicate<byte[]> keep;
+    private byte[] next;
+
+    Filter(Iterator<byte[]> in, java.util.function.Predicate<byte[]> keep) {
+      this.in = in;
+      this.keep = keep;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null && in.hasNext()) {
+        byte[] f = in.next();
+        if (keep.test(f)) {
+          next = f;
+        }
+      }
+      return next != null;
+    }
+
+    @Override
+    public byte[] next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      byte[] f = next;
+      next = null;
+      return f;
+    }
   }
 
   /** The group of a frame (bytes 1-4, big-endian). */
@@ -58,6 +98,139 @@ public final class StateFrames {
           + b.getNumPartitions() + " partitions; expected equal counts");
     }
     return a.zipPartitions(b, (x, y) -> new Chain(x, y));
+  }
+
+  /** Tag of the frame listing the key groups a batch block touches ({@code 'G'}). */
+  static final byte TAG_GROUPS = (byte) 'G';
+  /** Tag of the summary of the frames that bypassed Python ({@code 'U'}). */
+  static final byte TAG_BYPASS = (byte) 'U';
+  /** Fixed header size of a frame ({@code >BiidqI} in frames.py). */
+  static final int HEADER = 29;
+
+  /** Frames set aside by {@link #divert} for {@link #rejoin} of the same task. */
+  private static final ConcurrentHashMap<String, List<byte[]>> ASIDE = new ConcurrentHashMap<>();
+
+  private static String asideKey(String tag, int pid) {
+    TaskContext tc = TaskContext.get();
+    return tag + ":" + pid + ":" + (tc == null ? -1L : tc.taskAttemptId());
+  }
+
+  /**
+   * The merge's input without the state frames it need not read. Per partition, the
+   * {@code 'G'} frame (first: the batch side comes first) lists the key groups of the
+   * batch; a state frame goes on to Python when its group is listed, marked in
+   * {@code mask} (byte {@code partition * stride + group}: groups whose keys the planner
+   * watches, or that a migration touches), or its window expires ({@code oldest} in
+   * {@code [0, expireBefore]}); any other is set aside, unread, for {@link #rejoin} in
+   * the same task. Other frames pass on. Narrow; {@code tag} names the pair.
+   */
+  public static JavaRDD<byte[]> divert(JavaRDD<byte[]> rdd, byte[] mask, int stride,
+                                       long expireBefore, String tag) {
+    final byte[] m = mask;
+    return rdd.mapPartitionsWithIndex((pid, it) -> {
+      // Filled by the thread feeding Python, read by the task's thread: synchronised.
+      final List<byte[]> aside = java.util.Collections.synchronizedList(new ArrayList<>());
+      ASIDE.put(asideKey(tag, pid), aside);
+      TaskContext tc = TaskContext.get();
+      if (tc != null) {
+        final String key = asideKey(tag, pid);
+        tc.addTaskCompletionListener(ctx -> {
+          ASIDE.remove(key);
+        });
+      }
+      final boolean[] touched = new boolean[Math.max(stride, 0)];
+      return new Filter(it, f -> {
+        if (f.length < HEADER) {
+          return true;
+        }
+        if (f[0] == TAG_GROUPS) {
+          ByteBuffer b = ByteBuffer.wrap(f, HEADER, f.length - HEADER);
+          while (b.remaining() >= 4) {
+            int g = b.getInt();
+            if (g >= 0 && g < touched.length) {
+              touched[g] = true;
+            }
+          }
+          return false;
+        }
+        if (f[0] != (byte) 'S') {
+          return true;
+        }
+        int g = group(f);
+        boolean keep = g < 0 || g >= touched.length || touched[g];
+        if (!keep && m != null) {
+          long at = (long) pid * stride + g;
+          keep = at < m.length && m[(int) at] != 0;
+        }
+        if (!keep) {
+          long oldest = ByteBuffer.wrap(f, 17, 8).getLong();
+          keep = oldest >= 0 && oldest <= expireBefore;
+        }
+        if (!keep) {
+          aside.add(f);
+        }
+        return keep;
+      });
+    }, true);
+  }
+
+  /**
+   * Partition {@code i}: the frames of {@code merged} (the Python merge over
+   * {@link #divert}'s output), then the state frames set aside, then one {@code 'U'}
+   * frame summarising them: the header ({@code nkeys}, {@code nbytes} summed) and one
+   * {@code (int group, int nkeys, double nbytes)} per frame set aside. Narrow.
+   */
+  public static JavaRDD<byte[]> rejoin(JavaRDD<byte[]> merged, String tag) {
+    return merged.mapPartitionsWithIndex((pid, it) -> new Iterator<byte[]>() {
+      private Iterator<byte[]> rest;
+
+      @Override
+      public boolean hasNext() {
+        if (rest == null && it.hasNext()) {
+          return true;
+        }
+        if (rest == null) {
+          List<byte[]> aside = ASIDE.remove(asideKey(tag, pid));
+          if (aside == null) {
+            // never silently: the frames set aside would be lost
+            throw new IllegalStateException("no frames set aside for " + tag + " partition "
+                + pid + " in this task; divert and rejoin must run in one task");
+          }
+          List<byte[]> tail;
+          synchronized (aside) {
+            tail = new ArrayList<>(aside);
+          }
+          tail.add(summary(aside));
+          rest = tail.iterator();
+        }
+        return rest.hasNext();
+      }
+
+      @Override
+      public byte[] next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        return rest == null ? it.next() : rest.next();
+      }
+    }, true);
+  }
+
+  static byte[] summary(List<byte[]> frames) {
+    ByteBuffer out = ByteBuffer.allocate(HEADER + 16 * frames.size());
+    int nkeys = 0;
+    double nbytes = 0.0;
+    for (byte[] f : frames) {
+      ByteBuffer h = ByteBuffer.wrap(f);
+      nkeys += h.getInt(5);
+      nbytes += h.getDouble(9);
+    }
+    out.put(TAG_BYPASS).putInt(0).putInt(nkeys).putDouble(nbytes).putLong(-1L).putInt(0);
+    for (byte[] f : frames) {
+      ByteBuffer h = ByteBuffer.wrap(f);
+      out.putInt(group(f)).putInt(h.getInt(5)).putDouble(h.getDouble(9));
+    }
+    return out.array();
   }
 
   /** One iterator after the other. */

@@ -1,0 +1,114 @@
+"""Keyed state on two executor JVMs losing one mid-stream: the state stays exact and the
+recomputation stays a chain (bounded Python workers), with migrations in most batches.
+
+Runs last in its session on purpose (it kills an executor and asks for a new one).
+"""
+from __future__ import annotations
+
+import operator
+import os
+import threading
+import time
+
+import pytest
+
+from sparkbalance.state.operator import KeyedStateOperator
+from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def _python_workers(root: int) -> int:
+    """Python processes (daemons and workers) below the process ``root`` (the driver JVM:
+    local-cluster executors are its children)."""
+    kids = _children()
+    n, stack = 0, list(kids.get(root, []))
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"pyspark" in f.read():
+                    n += 1
+        except OSError:
+            pass
+        stack.extend(kids.get(pid, []))
+    return n
+
+
+class _Peak:
+    """The most Python workers seen while a block runs (sampled every 0.25 s)."""
+
+    def __init__(self, root: int) -> None:
+        self.root, self.peak, self._stop = root, 0, threading.Event()
+
+    def __enter__(self) -> "_Peak":
+        def run() -> None:
+            while not self._stop.is_set():
+                self.peak = max(self.peak, _python_workers(self.root))
+                time.sleep(0.25)
+        self._t = threading.Thread(target=run, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def _executors(sc) -> list[str]:
+    ids = sc._jsc.sc().getExecutorIds()
+    return [ids.apply(i) for i in range(ids.size())]
+
+
+@pytest.mark.timeout(1800)   # two executors on a shared 2-core machine: minutes
+def test_executor_lost_mid_stream_keeps_the_state_exact(cluster_spark, tmp_path):
+    sc = cluster_spark.sparkContext
+    sc.setCheckpointDir(str(tmp_path / "spark-ck"))   # reliable truncation survives the loss
+    driver = int(sc._jvm.ProcessHandle.current().pid())
+    batches = [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
+        shifting_zipf_counts(120, 4, 10, z=1.1, records_per_batch=480, f=2.0, seed=9))]
+    op = KeyedStateOperator(cluster_spark, 4, update=operator.add, initial=0,
+                            planner="mixed", theta=0.02, trigger="paper")
+    ref: dict = {}
+    killed, peak_after, peak_before = None, 0, 0
+    try:
+        for t, b in enumerate(batches):
+            for k, v in b:
+                ref[k] = ref.get(k, 0) + v
+            want = {k: ref[k] for k, _ in b}
+            if killed is None and t >= 4 and op.pending_migration:
+                execs = _executors(sc)
+                assert len(execs) == 2, execs
+                killed = (t, execs[0])
+                sc._jsc.sc().killExecutor(execs[0])   # its cached state and shuffle files go
+                time.sleep(2.0)
+            with _Peak(driver) as peak:
+                out = dict(op.process(sc.parallelize(b, 4), batch_id=t).collect())
+            if killed is not None and t == killed[0]:
+                peak_after = peak.peak
+            elif killed is None:
+                peak_before = max(peak_before, peak.peak)
+            assert out == want, t
+        assert killed is not None, "no pending migration to kill an executor under"
+        assert sum(h.rebalanced for h in op.history) >= len(batches) // 2
+        assert op.collect_state() == ref
+        print(f"\nexecutor {killed[1]} killed before batch {killed[0]}: Python processes "
+              f"peak {peak_after} in that batch, {peak_before} before")
+        # recomputation is a chain since the last truncation, not a fan-out per migration
+        assert peak_after <= 24, (peak_after, peak_before)
+    finally:
+        op.close()
+        if killed is not None:
+            sc._jsc.sc().requestExecutors(1)

@@ -1,0 +1,122 @@
+"""The keyed state's data path: lineage stays a chain across migrations, a migration runs
+no job of its own, and the state a batch does not touch never enters Python.
+
+A migration used to make the new state refer to the batch's merged RDD three times
+(untouched frames, stays, moved keys); once that RDD was unpersisted, every recomputation
+re-evaluated each level once per reference and the lineage grew as 3^batches (47, 173,
+551, 1685, ... ``toDebugString`` lines). Now a migration rides in the next batch's shuffle
+and the carried state's lineage is cut, so each batch adds a constant number of lines and
+no RDD is reachable from the state along two paths.
+"""
+from __future__ import annotations
+
+import operator
+
+import pytest
+
+from sparkbalance.state.operator import KeyedStateOperator
+from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+
+N_PARTS = 3
+N_BATCHES = 20
+
+
+def _stream(n_batches=N_BATCHES, num_keys=120, records=360, seed=7):
+    return [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
+        shifting_zipf_counts(num_keys, N_PARTS, n_batches, z=1.1, records_per_batch=records,
+                             f=2.0, seed=seed))]
+
+
+def _paths(jrdd) -> tuple[int, int]:
+    """(distinct RDDs, RDD visits) of a walk over every dependency path from ``jrdd``
+    down to checkpointed or source RDDs: equal when no RDD is reached twice."""
+    seen: set[int] = set()
+    visits = 0
+    stack = [jrdd]
+    while stack:
+        rdd = stack.pop()
+        visits += 1
+        seen.add(rdd.id())
+        deps = rdd.dependencies()
+        for i in range(deps.size()):
+            stack.append(deps.apply(i).rdd())
+    return len(seen), visits
+
+
+@pytest.mark.timeout(1800)   # 2 x 20 batches; minutes on a loaded machine
+@pytest.mark.parametrize("truncate_every", [10, 100])
+def test_lineage_is_a_chain_after_migrations_in_most_batches(sc, truncate_every):
+    batches = _stream()
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
+                            theta=0.02, truncate_every=truncate_every, trigger="paper")
+    ref: dict = {}
+    refs, outs, lines = [], [], []
+    for t, b in enumerate(batches):
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        refs.append({k: ref[k] for k, _ in b})
+        outs.append(op.process(sc.parallelize(b, 2), batch_id=t))
+        jrdd = op._state.rdd._jrdd.rdd()
+        lines.append(len(jrdd.toDebugString().splitlines()))
+        if t in (5, 17, N_BATCHES - 1):      # a py4j walk per RDD: only now and then
+            distinct, visits = _paths(jrdd)
+            assert distinct == visits, (t, distinct, visits)   # no RDD reached twice
+    moved = sum(h.rebalanced for h in op.history)
+    assert moved >= N_BATCHES // 2, moved
+    # at most a constant number of lines per batch since the last truncation
+    per_batch = max(b - a for a, b in zip(lines, lines[1:]))
+    assert per_batch <= 20, lines
+    assert max(lines) <= 20 * min(truncate_every, N_BATCHES) + 20, lines
+    # an early batch's outputs, read late, are still exact (recomputed once per level)
+    for t in (2, N_BATCHES - 3):
+        assert dict(outs[t].collect()) == refs[t]
+    assert op.collect_state() == ref
+    op.close()
+
+
+def test_riding_migration_runs_no_extra_job(sc):
+    """A batch whose shuffle carries a migration runs as many jobs as one without."""
+    batches = _stream(n_batches=8)
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
+                            theta=0.02, trigger="paper")
+    tracker = sc.statusTracker()
+    jobs, riding = [], []
+    ref: dict = {}
+    for t, b in enumerate(batches):
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        rides = op.pending_migration
+        group = f"sparkbalance-state-{id(op)}-{t}"
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        jobs.append(len(tracker.getJobIdsForGroup(group)))
+        riding.append(rides)
+    assert any(riding) and not all(riding), riding
+    assert set(jobs) == {1}, list(zip(riding, jobs))
+    assert len(op.migrations) == sum(riding)
+    assert op.collect_state() == ref
+    op.close()
+
+
+def test_untouched_frames_bypass_python(sc):
+    """With the bridge jar, the merge reads only the frames of the groups the batch
+    touches: the JVM's summary (``U`` frame) counts every other key, unread."""
+    from sparkbalance.routing.keygroups import key_group
+    from sparkbalance.state import frames as fr
+    from sparkbalance.state.frame_rdds import frame_ops
+    if not frame_ops(sc).jvm:
+        pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
+    op = KeyedStateOperator(sc, 2, update=operator.add, initial=0, planner="none")
+    op.process(sc.parallelize([(k, 1) for k in range(2000)], 2))
+    G = op._state.num_groups
+    one = [(7, 1)]
+    frames = op.merge_rdd(sc.parallelize(one, 1)).collect()
+    bypassed = sum(fr.bypass_summary(f)[0] for f in frames if f[0] == fr.TAG_BYPASS)
+    fn = op.partition_function
+    same = [k for k in range(2000) if key_group(k, G) == key_group(7, G) and fn(k) == fn(7)]
+    assert bypassed == 2000 - len(same)
+    # and the batch itself is exact, the untouched keys kept
+    out = op.process(sc.parallelize(one, 1)).collect()
+    assert out == [(7, 2)]
+    state = op.collect_state()
+    assert len(state) == 2000 and state[7] == 2 and state[8] == 1
+    op.close()
