@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["CheckpointError", "Manifest", "MANIFEST", "FORMAT", "BatchOutputs",
            "write_manifest", "read_manifest", "write_layout", "read_layout",
            "check_compatible", "check_unmanaged", "clean_stale", "save_checkpoint",
-           "restore_checkpoint", "load_outputs", "outputs_frames", "Restored", "new_token", "PREFIXES",
-           "still_reads"]
+           "restore_checkpoint", "load_outputs", "outputs_frames", "Restored", "new_token",
+           "PREFIXES", "still_reads"]
 
 MANIFEST = "manifest.json"
 #: Format version of the checkpoint files; bump on incompatible changes.
