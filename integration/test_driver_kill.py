@@ -58,11 +58,14 @@ def test_driver_killed_at_random_points_resumes_exactly(tmp_path):
     kills, logs = [], []
     for attempt in range(KILLS + 4):
         log = tmp_path / f"run-{attempt}.log"
-        # random points: mostly inside the stream (after the resume), once in the startup
+        # random points: once in the startup, once right after the resume (the first
+        # batch's merge, commit or delivery), then a random moment after the run's first
+        # delivery (every run makes progress, and the kill lands in any step of a batch)
         plan = None
         if len(kills) < KILLS:
-            plan = ("start", rng.uniform(2, 12)) if attempt == 1 else (
-                "resumed", rng.uniform(0.0, 20.0))
+            plan = (("start", rng.uniform(2, 12)) if attempt == 0 else
+                    ("resumed", rng.uniform(0, 5)) if attempt == 1 else
+                    ("delivered", rng.uniform(0, 6)))
         rc = _run(cmd, env, log, plan)
         text = log.read_text()
         logs.append(text)

@@ -16,13 +16,15 @@ writer wins, and a resume returns a mix of both streams). The owner therefore ho
   re-created; a lease that was refreshed in between is put back and the start refused;
 - **fence**: :meth:`Lease.check` runs before every commit and refuses to commit when the
   file names another owner (this one was paused past its timeout and taken over);
-- **release**: :meth:`Lease.release` (``KeyedStateOperator.close``) removes the file.
+- **release**: :meth:`Lease.release` (``KeyedStateOperator.close``, or the interpreter's
+  exit) removes the file.
 
 Staleness compares the heartbeat, written with the owner's clock, with the taker's clock:
 hosts of one cluster are assumed synchronised to well under the timeout.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -205,6 +207,15 @@ class Lease:
                                         name=f"sparkbalance-lease-{self.owner[:8]}",
                                         daemon=True)
         self._thread.start()
+        atexit.register(_release_at_exit, weakref.ref(self))
+
+
+def _release_at_exit(ref: "weakref.ref[Lease]") -> None:
+    """An interpreter that exits without ``close()`` still frees the directory (a killed
+    one cannot: its lease goes stale after the timeout)."""
+    lease = ref()
+    if lease is not None:
+        lease.release()
 
 
 def _beat(ref: "weakref.ref[Lease]", stop: threading.Event, every: float) -> None:
