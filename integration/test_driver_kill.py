@@ -32,23 +32,24 @@ def _run(cmd, env, log, kill_after):
     with open(log, "w") as f:
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env,
                              start_new_session=True)
-    seen_at = time.monotonic() if event == "start" else None
-    deadline = time.monotonic() + 1500
-    while p.poll() is None and time.monotonic() < deadline:
-        if event is not None and seen_at is None and event in log.read_text():
-            seen_at = time.monotonic()
-        if seen_at is not None and time.monotonic() - seen_at >= delay:
+    try:
+        seen_at = time.monotonic() if event == "start" else None
+        deadline = time.monotonic() + 1500
+        while p.poll() is None and time.monotonic() < deadline:
+            if event is not None and seen_at is None and event in log.read_text():
+                seen_at = time.monotonic()
+            if seen_at is not None and time.monotonic() - seen_at >= delay:
+                break
+            time.sleep(0.2)
+    finally:                     # also on a test timeout: never leave a driver behind
+        if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            return p.returncode
-        time.sleep(0.2)
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
         p.wait()
     return p.returncode
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_driver_killed_at_random_points_resumes_exactly(tmp_path):
     ck, sink = tmp_path / "ck", tmp_path / "sink"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
