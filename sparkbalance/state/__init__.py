@@ -19,8 +19,12 @@ Modules, one concept each:
 - :mod:`.inputs` — a batch (RDD or DataFrame) into validated ``(key, value)`` pairs;
 - :mod:`.timing` — measured task seconds of a batch's merge (listener attached);
 - :mod:`.caching` — which RDDs stay cached, lineage truncation;
-- :mod:`.store`, :mod:`.checkpoint` — atomic durable checkpoints, resume, clear errors;
-- :mod:`.streaming` — ``foreach_batch`` helpers (exactly-once over restarts);
+- :mod:`.store`, :mod:`.checkpoint` — durable checkpoints under new names per save,
+  committed by the manifest; resume; clear errors;
+- :mod:`.statefiles` — frame files written with a checksum per part file, verified on read;
+- :mod:`.lease` — one owner per checkpoint directory (lease file, heartbeat, takeover);
+- :mod:`.rollback` — a batch whose commit failed leaves the operator as before;
+- :mod:`.streaming` — ``foreach_batch`` helpers (exactly-once over restarts, replays);
 - :mod:`.operator` — :class:`KeyedStateOperator`: merge → measure → decide → migrate →
   record;
 - :mod:`.shifting` — the shifting Zipf stream of Fang et al. §5 (tests, demo, benchmark).
@@ -30,13 +34,15 @@ from __future__ import annotations
 from .._lazy import lazy_getattr
 
 __all__ = ["KeyedStateOperator", "BatchRecord", "MigrationRecord", "CheckpointError",
-           "StateFold", "FramedState", "state_planners"]
+           "LeaseError", "ReplayError", "StateFold", "FramedState", "state_planners"]
 
 _LAZY = {
     "KeyedStateOperator": "sparkbalance.state.operator",
     "BatchRecord": "sparkbalance.state.records",
     "MigrationRecord": "sparkbalance.state.records",
     "CheckpointError": "sparkbalance.state.checkpoint",
+    "LeaseError": "sparkbalance.state.lease",
+    "ReplayError": "sparkbalance.state.streaming",
     "StateFold": "sparkbalance.state.window",
     "FramedState": "sparkbalance.state.framed",
     "state_planners": "sparkbalance.state.controller",

@@ -202,8 +202,8 @@ def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_
     """The :class:`~sparkbalance.state.frames.Move` from layout ``src`` to ``dst`` (same
     partition count): the frames that can hold a key whose partition changes.
 
-    Example
-    -------
+    Examples
+    --------
     >>> a = GroupLayout.initial(2, 4)                       # groups on [0, 0, 1, 1]
     >>> b = GroupLayout(2, 2, 4, np.array([0, 1, 4]), np.array([0, 1]), 1)   # [0, 1, 1, 1]
     >>> list(move_of(a, b, 4).mask)                         # group 1 leaves partition 0

@@ -163,8 +163,8 @@ def _union(frames: list[bytes], group: int) -> dict:
 def groups_frame(groups: Iterable[int]) -> bytes:
     """A ``G`` frame listing key groups (for the JVM's ``StateFrames.divert``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = groups_frame([3, 1])
     >>> chr(f[0]), np.frombuffer(f[HEADER_SIZE:], ">i4").tolist()
     ('G', [1, 3])
@@ -177,8 +177,8 @@ def batch_frames(block: dict, carried: list | None, num_groups: int) -> list[byt
     """The ``G`` frame (groups of the batch's keys and of carried entries) then the ``B``
     frame of one partition's batch block (``(block, carried)`` when a migration rides).
 
-    Example
-    -------
+    Examples
+    --------
     >>> [chr(f[0]) for f in batch_frames({"a": [1]}, None, 4)]
     ['G', 'B']
     """
@@ -234,8 +234,8 @@ class RidePartitioner:
     """Partition function of a batch shuffle that also carries migrating state: a batch
     record goes to ``fn(key)`` (the new layout), a carried item to its ``Carry.pid``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> p = RidePartitioner(lambda k: 1)
     >>> p("a"), p(Carry(0))
     (1, 0)
@@ -292,8 +292,8 @@ def ride_block(it: Iterable[tuple[Any, Any]], num_groups: int) -> list[bytes]:
     payload is ``(block, carried)`` — the batch's ``{key: [values]}`` and the carried
     items (:func:`batch_frames`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> f = ride_block([("a", 1), (Carry(0), ("e", "b", [2, 1.0, None])), ("a", 3)], 4)[1]
     >>> frame_payload(f)
     ({'a': [1, 3]}, [('e', 'b', [2, 1.0, None])])

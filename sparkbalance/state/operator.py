@@ -44,7 +44,8 @@ from ..routing.table import RoutingTable
 from ..spark import conf
 from ..spark.jobs import sparkbalance_job_group
 from .caching import BatchCache
-from .checkpoint import restore_checkpoint, save_checkpoint
+from .checkpoint import (BatchOutputs, load_outputs, outputs_frames, restore_checkpoint,
+                         save_checkpoint, still_reads)
 from .controller import (Controller, Decision, Measurement,
                          initial_layout)
 from .frame_rdds import frame_ops
@@ -56,8 +57,10 @@ from .layout import GroupLayout, TableLayout
 from .migration import migrate_state
 from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
 from .records import BatchRecord, MigrationRecord, batch_record
+from .lease import DEFAULT_LEASE_TIMEOUT, Lease
+from .rollback import Snapshot
 from .store import store_for
-from .streaming import already_applied, check_batch_id
+from .streaming import already_applied, check_batch_id, check_on_replay, replayed
 from .timing import merge_seconds
 from .window import StateFold
 
@@ -105,7 +108,8 @@ class KeyedStateOperator:
         running state as the default.
     checkpoint_dir : directory for durable checkpoints: a local path, or a Hadoop URI
         (``hdfs://...``, ``s3a://...``; a shared file system on a cluster). An existing
-        checkpoint there is resumed (and validated) when the operator is created.
+        checkpoint there is resumed (and validated) when the operator is created; the
+        operator owns the directory (a lease, released by :meth:`close`) until closed.
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
@@ -120,7 +124,11 @@ class KeyedStateOperator:
     ``"paper"``: Fang et al. §4's exact trigger, λ > 1 + θ). Every decision, taken or not,
     is in ``history`` (``decision``, ``predicted_saving_s``, ``predicted_cost_s``),
     ``inverse`` (with ``update`` and a ``window``: ``inverse(state, value)`` undoes one
-    value, so values leaving the window are subtracted instead of the window replayed).
+    value, so values leaving the window are subtracted instead of the window replayed),
+    ``on_replay`` ("skip" or "error": a ``batch_id`` at or below the last applied one is
+    never applied twice, see :mod:`~sparkbalance.state.streaming`), ``lease_timeout``
+    (seconds without a heartbeat before another operator may take ``checkpoint_dir`` over,
+    see :mod:`~sparkbalance.state.lease`).
 
     Examples
     --------
@@ -143,7 +151,8 @@ class KeyedStateOperator:
                  listener: Any = None, key_col: str = "key", value_col: str = "value",
                  planner_params: Mapping[str, Any] | None = None, trigger: str = "payoff",
                  hysteresis: float = DEFAULT_HYSTERESIS, horizon: int = DEFAULT_HORIZON,
-                 inverse: Callable | None = None) -> None:
+                 inverse: Callable | None = None, on_replay: str = "skip",
+                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT) -> None:
         from pyspark import StorageLevel
 
         self.sc = spark_context(spark)
@@ -170,6 +179,7 @@ class KeyedStateOperator:
         self.truncate_every = _check_positive_int(truncate_every, "truncate_every")
         self.listener = listener
         self.key_col, self.value_col = key_col, value_col
+        self.on_replay = check_on_replay(on_replay)
         self._level = StorageLevel.MEMORY_AND_DISK
         layout = initial_layout(self.planner, n, num_groups)
         if isinstance(layout, GroupLayout):
@@ -190,11 +200,14 @@ class KeyedStateOperator:
         self._state = FramedState.empty(frame_ops(self.sc), layout, groups)
         self._state.rdd.persist(self._level)
         self._cache.hold(self._state.rdd)
+        self._outputs: BatchOutputs | None = None     # the last applied batch's outputs
+        self._manifest = None                           # the last commit
+        self._resumed: tuple[str, Any] | None = None    # (state dir, RDD) a resume reads
         self.checkpoint_dir = checkpoint_dir
         self._store = None if checkpoint_dir is None else store_for(self.sc, checkpoint_dir)
+        self._lease: Lease | None = None
         if self._store is not None:
-            self._store.mkdirs()
-            self._resume(n)
+            self._open_store(n, lease_timeout)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -264,14 +277,29 @@ class KeyedStateOperator:
 
         The outputs RDD is cached until the next batch; consume it before the next call
         for best performance (later it is recomputed from lineage, with the same result).
+        A ``batch_id`` at or below the last applied one is never applied again (see
+        ``on_replay``): the replay of the last applied batch returns its kept outputs
+        (:meth:`last_outputs`), an older one None. When the batch or its checkpoint fails
+        (e.g. a read-only ``checkpoint_dir``: a ``CheckpointError`` naming it) the operator
+        is left as before the call.
         """
         t0 = time.perf_counter()
-        batch_id = None if batch_id is None else check_batch_id(batch_id)
-        seq = self._seq
-        merged = self._merged(batch)
-        m = self._measure(merged)
-        decision = self._decide(m)
-        self._record(seq, batch_id, m, decision, t0)
+        if batch_id is not None:
+            batch_id = check_batch_id(batch_id)
+            if already_applied(batch_id, self.last_batch_id):
+                return replayed(batch_id, self.last_batch_id, self.on_replay,
+                                self.last_outputs)
+        snap = self._snapshot()
+        try:
+            seq = self._seq
+            merged = self._merged(batch)
+            m = self._measure(merged)
+            decision = self._decide(m)
+            self._outputs = BatchOutputs(seq, batch_id, outputs_frames(merged))
+            self._record(seq, batch_id, m, decision, t0)
+        except BaseException:
+            snap.restore(self)      # not advanced: a retry applies the batch exactly once
+            raise
         return merged.outputs()
 
     def merge_rdd(self, batch: Any) -> Any:
@@ -388,7 +416,6 @@ class KeyedStateOperator:
 
     def _record(self, seq: int, batch_id: int | None, m: Measurement,
                 decision: Decision | None, t0: float) -> None:
-        self._cache.end()
         moving = decision is not None and decision.layout != self._state.layout
         # Provisional until the next batch moves the keys: the plan's moves and bytes.
         planned = None if not moving else MigrationRecord(
@@ -407,17 +434,17 @@ class KeyedStateOperator:
             judgement=self._judgement))
         if self._store is not None and self._seq % self.checkpoint_every == 0:
             self.save_checkpoint()
+        self._cache.end()       # after the commit: a failed one rolls back to cached RDDs
 
     def foreach_batch(self, df: Any, batch_id: int) -> Any:
         """``writeStream.foreachBatch`` entry point: exactly-once over restarts.
 
         A batch id at or below the last applied one (recorded atomically in the
-        checkpoint) is a replay and is skipped (returns None); otherwise the outputs RDD.
+        checkpoint) is a replay and is never applied again: the replay of the last applied
+        batch returns its kept outputs (also after a restart), an older one None (or a
+        ``ReplayError`` with ``on_replay="error"``); otherwise the outputs RDD.
         """
-        batch_id = check_batch_id(batch_id)
-        if already_applied(batch_id, self.last_batch_id):
-            return None
-        return self.process(df, batch_id=batch_id)
+        return self.process(df, batch_id=check_batch_id(batch_id))
 
     # ------------------------------------------------------------------ scaling
     def scale(self, num_partitions: int) -> MigrationRecord:
@@ -435,23 +462,29 @@ class KeyedStateOperator:
         if isinstance(layout, GroupLayout):
             m = self._measure_state(cost=m.cost)
         decision = self._controller.plan(m, layout, n_new)
-        rec = None
-        if decision.layout != layout:
-            self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
-                                             reason="scale",
-                                             planned_bytes=decision.planned_bytes,
-                                             candidates=decision.candidates,
-                                             storage_level=self._level, cut=self._cache.cut)
-            self._cache.pin(self._state.rdd)
-            self.migrations.append(rec)
-        if rec is None:
-            rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0, 0.0,
-                                  0.0, decision.seconds, layout.version)
-            self.migrations.append(rec)
-            return rec
-        self._last = None
-        if self._store is not None:
-            self.save_checkpoint()
+        snap = self._snapshot()
+        try:
+            rec = None
+            if decision.layout != layout:
+                self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
+                                                 reason="scale",
+                                                 planned_bytes=decision.planned_bytes,
+                                                 candidates=decision.candidates,
+                                                 storage_level=self._level,
+                                                 cut=self._cache.cut)
+                self._cache.pin(self._state.rdd)
+                self.migrations.append(rec)
+            if rec is None:
+                rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0,
+                                      0.0, 0.0, decision.seconds, layout.version)
+                self.migrations.append(rec)
+                return rec
+            self._last = None
+            if self._store is not None:
+                self.save_checkpoint()
+        except BaseException:
+            snap.restore(self)      # the layout before scale() and its commit stay in force
+            raise
         return rec
 
     def _measure_state(self, cost: np.ndarray | None = None) -> Measurement:
@@ -465,21 +498,58 @@ class KeyedStateOperator:
 
     # ------------------------------------------------------------------ durability
     def save_checkpoint(self) -> None:
-        """Commit state + layout + version + last batch id atomically to checkpoint_dir."""
+        """Commit state + layout + version + last batch id + the last batch's outputs
+        atomically to checkpoint_dir, under new names (the previous commit stays valid
+        until this one has committed); ``CheckpointError`` names the directory on failure.
+        """
         if self._store is None:
             raise ValueError("checkpoint_dir=None; give the operator a checkpoint_dir")
-        self._settle()
-        save_checkpoint(self._store, self._state, seq=self._seq,
-                        last_batch_id=self.last_batch_id, planner=self.planner,
-                        window=self.window, num_keys=self._num_keys,
-                        state_bytes=self._state_bytes)
+        self._settle()   # a checkpoint holds the state under the layout it names
+        if self._resumed is not None and not still_reads(self._state.rdd, self._resumed[1]):
+            self._resumed = None     # lineage cut since the resume: its files may go
+        self._manifest = save_checkpoint(
+            self._store, self._state, seq=self._seq, last_batch_id=self.last_batch_id,
+            planner=self.planner, window=self.window, num_keys=self._num_keys,
+            state_bytes=self._state_bytes, outputs=self._outputs, previous=self._manifest,
+            keep=() if self._resumed is None else (self._resumed[0],),
+            fence=self._lease.check)
 
-    def _resume(self, num_partitions: int) -> None:
+    def last_outputs(self) -> Any:
+        """The outputs, an RDD of ``(key, output)``, of the last applied batch — also after
+        a restart, read from the checkpoint, until the next batch commits; None when there
+        is none (no batch yet, or the checkpoint predates the outputs)."""
+        if self._outputs is not None and self._outputs.frames is not None:
+            from .frames import frame_payload
+            return self._outputs.frames.flatMap(frame_payload)
+        if self._manifest is not None and self._manifest.outputs_seq == self._seq - 1:
+            return load_outputs(self._store, self.sc, self._manifest)
+        return None
+
+    def _snapshot(self) -> Snapshot:
+        return Snapshot(self, ("_state", "_seq", "last_batch_id", "_num_keys",
+                               "_state_bytes", "_last", "_outputs", "_manifest", "_resumed",
+                               "history", "migrations", "_pending", "_pending_seq",
+                               "_judgement", "_plan_seconds"), cache="_cache")
+
+    def _open_store(self, num_partitions: int, lease_timeout: float) -> None:
+        """Own the directory (lease), then resume its commit or commit the empty state (so
+        that files without a manifest later always mean a lost manifest)."""
+        self._store.mkdirs()
+        self._lease = Lease(self._store, lease_timeout)
+        self._lease.acquire()
+        try:
+            if not self._resume(num_partitions):
+                self.save_checkpoint()
+        except BaseException:
+            self._lease.release()
+            raise
+
+    def _resume(self, num_partitions: int) -> bool:
         got = restore_checkpoint(self._store, self._state.ops, planner=self.planner,
                                  window=self.window, num_partitions=num_partitions,
                                  storage_level=self._level)
         if got is None:
-            return
+            return False
         self._state.rdd.unpersist()
         self._state = got.state
         self._cache.reset(*got.state.cached)
@@ -487,10 +557,15 @@ class KeyedStateOperator:
         self._pending, self._pending_seq = None, -1
         self.last_batch_id = got.last_batch_id
         self._num_keys, self._state_bytes = got.num_keys, got.state_bytes
+        self._manifest = got.manifest
+        self._resumed = (got.manifest.state_dir, got.state.rdd)
+        return True
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
-        """Release every cached RDD of the operator."""
+        """Release every cached RDD of the operator and the lease on checkpoint_dir."""
+        if self._lease is not None:
+            self._lease.release()
         self._cache.close(self._state.rdd)
 
     def __repr__(self) -> str:

@@ -2,7 +2,11 @@
 
 Spark re-runs the last micro-batch after a restart when its commit was not recorded; the
 operator's checkpoint stores the last applied batch id atomically with the state, so a batch
-id at or below it is skipped: the state sees every batch exactly once.
+id at or below it is never applied again: the state sees every batch exactly once. What a
+replay gets (``on_replay``): ``"skip"`` (default) — the kept outputs of the last applied
+batch when it is that batch (a caller that crashed before delivering them delivers them
+now; they are kept with the checkpoint until the next batch commits), None for an older
+one; ``"error"`` — a :class:`ReplayError`.
 
 Examples
 --------
@@ -15,9 +19,24 @@ Examples
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["check_batch_id", "already_applied"]
+__all__ = ["check_batch_id", "already_applied", "ON_REPLAY", "check_on_replay", "ReplayError",
+           "replayed"]
+
+#: What ``process``/``foreach_batch`` do with a batch id at or below the last applied one.
+ON_REPLAY = ("skip", "error")
+
+
+class ReplayError(ValueError):
+    """A batch id at or below the last applied one, with ``on_replay="error"``."""
+
+
+def check_on_replay(value: Any) -> str:
+    """Validate ``on_replay``: one of :data:`ON_REPLAY`."""
+    if value not in ON_REPLAY:
+        raise ValueError(f"on_replay={value!r}; expected one of {', '.join(ON_REPLAY)}")
+    return value
 
 
 def check_batch_id(batch_id: Any) -> int:
@@ -45,3 +64,22 @@ def already_applied(batch_id: int, last_batch_id: int | None) -> bool:
     (True, False, False)
     """
     return last_batch_id is not None and batch_id <= last_batch_id
+
+
+def replayed(batch_id: int, last_batch_id: int, on_replay: str,
+             last_outputs: Callable[[], Any]) -> Any:
+    """The answer to a replayed ``batch_id``: the last batch's kept outputs
+    (``last_outputs()``) when it is the last applied one, else None; a
+    :class:`ReplayError` with ``on_replay="error"``. Never applies the batch.
+
+    Examples
+    --------
+    >>> replayed(2, 3, "skip", lambda: "outputs of 3") is None
+    True
+    >>> replayed(3, 3, "skip", lambda: "outputs of 3")
+    'outputs of 3'
+    """
+    if on_replay == "error":
+        raise ReplayError(f"batch_id={batch_id} was applied already (the last applied batch is "
+                          f"{last_batch_id}); on_replay='error' refuses replays")
+    return last_outputs() if batch_id == last_batch_id else None

@@ -216,10 +216,15 @@ def _manifest(**kw):
 
 def test_manifest_round_trip_and_layout_checksum(tmp_path):
     lay = TableLayout(2, 2, RoutingTable({"a": 1}, version=1))
-    name, sha = ck.write_layout(tmp_path, 3, lay)
+    name, sha = ck.write_layout(tmp_path, ck.new_token(3), lay)
     m = _manifest(layout_file=name, layout_sha256=sha)
     ck.write_manifest(tmp_path, m)
     assert ck.read_manifest(tmp_path) == m
+    text = (tmp_path / ck.MANIFEST).read_text()
+    (tmp_path / ck.MANIFEST).write_text(text.replace('"num_keys": 5', '"num_keys": 6'))
+    with pytest.raises(ck.CheckpointError, match=r"manifest\.json: checksum .* was changed"):
+        ck.read_manifest(tmp_path)
+    ck.write_manifest(tmp_path, m)
     assert ck.read_layout(tmp_path, m) == lay
     (tmp_path / name).write_bytes(b"garbage")
     with pytest.raises(ck.CheckpointError, match=f"{name}.*checksum"):
@@ -230,7 +235,8 @@ def test_manifest_round_trip_and_layout_checksum(tmp_path):
     ("{not json", "not a valid checkpoint manifest"),
     ("[1, 2]", "expected a JSON object"),
     (json.dumps({"seq": 1, "format": ck.FORMAT}), "missing field"),
-    (json.dumps({"seq": 1, "format": 1}), "format 1; this sparkbalance reads format 2"),
+    (json.dumps({"seq": 1, "format": 1}),
+     f"format 1; this sparkbalance reads format {ck.FORMAT}"),
 ])
 def test_corrupt_manifest_is_a_clear_error(tmp_path, content, match):
     (tmp_path / ck.MANIFEST).write_text(content)
