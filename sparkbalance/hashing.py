@@ -177,7 +177,9 @@ def _raw_decimal(key: Decimal) -> int:
     f = float(key)
     if Decimal(f) == key:
         return _crc32(struct.pack("<d", f), _SEED_FLOAT)
-    text = format(key.normalize(), "f")  # plain digits, no exponent, no trailing zeros
+    # Plain digits without trailing zeros; not key.normalize(), which rounds to the
+    # context's 28 digits (DECIMAL(38) keys have up to 38).
+    text = format(key, "f").rstrip("0").rstrip(".")
     return _crc32(b"d" + text.encode("ascii"))
 
 

@@ -164,6 +164,8 @@ def test_canonical_bytes_of_new_types():
     assert raw_hash(_dt.time(0, 0, 2)) == zlib.crc32(b"t2000000")
     assert raw_hash(_dt.timedelta(microseconds=-3)) == zlib.crc32(b"e-3")
     assert raw_hash(Decimal("0.10")) == zlib.crc32(b"d0.1")
+    big = "1.2345678901234567890123456789012345678"  # 38 digits: more than a context holds
+    assert raw_hash(Decimal(big)) == zlib.crc32(b"d" + big.encode())
     assert raw_hash(Decimal("-1.2300E-7")) == zlib.crc32(b"d-0.000000123")
     assert raw_hash(Decimal("0.5")) == raw_hash(0.5) == zlib.crc32(b"f" + struct.pack("<d", 0.5))
 
