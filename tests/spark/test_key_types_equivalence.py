@@ -31,7 +31,8 @@ def _strategies() -> list[str]:
 
 def _pool(rng: random.Random) -> list:
     base = dt.datetime(2024, 1, 1)
-    return ([None, Decimal("12.50"), Decimal("0.1"), Decimal(3), 3, -0.0, 0.5, Decimal("0.5")]
+    # one representative per equal value: plain Spark keeps whichever equal key came first
+    return ([None, Decimal("12.50"), Decimal("0.1"), Decimal("7.25"), 3, -0.0, 0.5]
             + [dt.date(2024, 1, 1) + dt.timedelta(days=i) for i in range(8)]
             + [base + dt.timedelta(minutes=37 * i) for i in range(8)]
             + [dt.time(i, 30) for i in range(4)] + [dt.timedelta(seconds=i) for i in range(4)]
@@ -52,7 +53,7 @@ def _key(x):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_new_key_types_equal_pyspark(sc, seed):
     left = sc.parallelize(_records(seed), 3).cache()
-    right = sc.parallelize([(None, "n"), (Decimal("0.5"), "half"), (dt.date(2024, 1, 1), "d")], 1)
+    right = sc.parallelize([(None, "n"), (0.5, "half"), (dt.date(2024, 1, 1), "d")], 1)
     want_reduce = sorted(left.reduceByKey(operator.add, N).collect(), key=_key)
     want_group = sorted(((k, sorted(v)) for k, v in left.groupByKey(N).collect()), key=_key)
     want_join = sorted(left.join(right, N).collect(), key=_key)
