@@ -13,6 +13,24 @@ Definition (one formula, three implementations: scalar Python, numpy, Spark SQL)
        str                        -> b"s" + UTF-8 bytes
        bytes / bytearray          -> b"b" + the bytes
        other float (finite, inf)  -> b"f" + IEEE-754 little-endian double
+       NaN (any payload)          -> b"f" + the bytes of the one quiet NaN (Spark's
+                                     normalisation: every NaN is one group)
+       None                       -> b"n"  (plain PySpark groups None keys together;
+                                     a null key column of a DataFrame hashes the same)
+       Decimal, integral          -> as int (Decimal(2) == 2)
+       Decimal, exactly a double  -> as that float (Decimal("0.5") == 0.5)
+       other Decimal              -> b"d" + plain digits, trailing zeros dropped
+       datetime.date              -> b"D" + days since 1970-01-01 (decimal digits)
+       datetime.datetime, naive   -> b"T" + microseconds of its wall clock since
+                                     1970-01-01 00:00 (time-zone free, as Spark's
+                                     TIMESTAMP_NTZ; a TIMESTAMP column collected by
+                                     PySpark is a naive wall-clock datetime as well)
+       datetime.datetime, aware   -> b"Z" + microseconds since the epoch (UTC instant)
+       datetime.time              -> b"t" + microseconds since midnight (aware: minus
+                                     its UTC offset)
+       datetime.timedelta         -> b"e" + total microseconds
+       list                       -> as the tuple of its elements (an ARRAY key column
+                                     collects as a list; Spark groups arrays by value)
 
 2. *Raw hash* ``raw(k)`` in ``[0, 2**32)``: CRC-32 (zlib / ``java.util.zip.CRC32``) of those
    bytes. A tuple folds its elements: ``r = TUPLE_SEED; r = (r * TUPLE_MUL + raw(e)) % TUPLE_MOD``.
@@ -50,6 +68,8 @@ from __future__ import annotations
 import math
 import struct
 import zlib
+import datetime as _dt
+from decimal import Decimal
 from typing import Any, Iterable
 
 import numpy as np
@@ -67,6 +87,8 @@ __all__ = [
     "stable_hash_array",
     "hash_family_array",
     "validate_key",
+    "RAW_NONE",
+    "NAN_BYTES",
 ]
 
 #: Mersenne prime modulus of the final affine step.
@@ -119,25 +141,62 @@ _SEED_STR = zlib.crc32(b"s")
 _SEED_BYTES = zlib.crc32(b"b")
 _SEED_FLOAT = zlib.crc32(b"f")
 _crc32 = zlib.crc32
+#: Raw hash of None (a null key): CRC-32 of the tag alone.
+RAW_NONE: int = zlib.crc32(b"n")
+#: Canonical bytes of NaN: Spark normalises every NaN to this quiet NaN before grouping.
+NAN_BYTES: bytes = struct.pack("<d", float("nan"))
+_RAW_NAN = _crc32(NAN_BYTES, _SEED_FLOAT)
+_EPOCH_DAY = _dt.date(1970, 1, 1).toordinal()
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_US = _dt.timedelta(microseconds=1)
 
-_SUPPORTED = "int, str, bytes, float (not NaN), bool, or tuples of these"
+_SUPPORTED = ("None, int, str, bytes, float, bool, Decimal, date, datetime, time, "
+              "timedelta, or tuples/lists of these")
 
 
 def _unsupported(key: Any) -> Exception:
     kind = type(key).__name__
-    if key is None:
-        return TypeError(f"key None (NoneType) cannot be routed; expected {_SUPPORTED}. "
-                         "Filter or replace null keys before partitioning.")
     return TypeError(f"key {key!r:.60} of type {kind} cannot be routed; expected {_SUPPORTED}")
 
 
 def _raw_float(key: float) -> int:
-    if key != key:  # NaN: NaN != NaN, so it could never be found again in a routing table
-        raise ValueError("key NaN (float) cannot be routed: NaN is not equal to itself; "
-                         f"expected {_SUPPORTED}")
-    if math.isfinite(key) and key.is_integer():
+    if key != key:  # every NaN is one key, as in Spark's grouping (NormalizeFloatingNumbers)
+        return _RAW_NAN
+    if math.isfinite(key) and key.is_integer():  # also -0.0 -> b"i0", as Spark's 0.0
         return _crc32(b"%d" % int(key), _SEED_INT)
     return _crc32(struct.pack("<d", key), _SEED_FLOAT)
+
+
+def _raw_decimal(key: Decimal) -> int:
+    # Keys equal in Python hash equally: Decimal(2) == 2 and Decimal("0.5") == 0.5.
+    if not key.is_finite():
+        return _raw_float(float(key))  # Decimal("NaN") / ("Infinity") as the float ones
+    if key == key.to_integral_value():
+        return _crc32(b"%d" % int(key), _SEED_INT)
+    f = float(key)
+    if Decimal(f) == key:
+        return _crc32(struct.pack("<d", f), _SEED_FLOAT)
+    # Plain digits without trailing zeros; not key.normalize(), which rounds to the
+    # context's 28 digits (DECIMAL(38) keys have up to 38).
+    text = format(key, "f").rstrip("0").rstrip(".")
+    return _crc32(b"d" + text.encode("ascii"))
+
+
+def _raw_temporal(key: Any) -> int:
+    if isinstance(key, _dt.datetime):
+        if key.tzinfo is None or key.utcoffset() is None:
+            return _crc32(b"T%d" % ((key - _EPOCH) // _US))
+        return _crc32(b"Z%d" % ((key - _EPOCH_UTC) // _US))
+    if isinstance(key, _dt.date):
+        return _crc32(b"D%d" % (key.toordinal() - _EPOCH_DAY))
+    if isinstance(key, _dt.time):
+        us = ((key.hour * 60 + key.minute) * 60 + key.second) * 1_000_000 + key.microsecond
+        off = key.utcoffset()
+        if off is not None:  # aware times compare by their UTC time
+            us -= off // _US
+        return _crc32(b"t%d" % us)
+    return _crc32(b"e%d" % (key // _US))  # timedelta
 
 
 def raw_hash(key: Any) -> int:
@@ -146,9 +205,7 @@ def raw_hash(key: Any) -> int:
     Raises
     ------
     TypeError
-        ``key`` is None, unhashable or of an unsupported type.
-    ValueError
-        ``key`` is (or contains) NaN.
+        ``key`` is of an unsupported type (a dict, a set, an arbitrary object).
 
     Examples
     --------
@@ -178,8 +235,17 @@ def raw_hash(key: Any) -> int:
         return _crc32(bytes(key), _SEED_BYTES)
     if isinstance(key, (float, np.floating)):
         return _raw_float(float(key))
-    if isinstance(key, tuple):
-        return raw_hash(tuple(key))
+    if key is None:
+        return RAW_NONE
+    if isinstance(key, Decimal):
+        return _raw_decimal(key)
+    if isinstance(key, (_dt.date, _dt.time, _dt.timedelta)):
+        return _raw_temporal(key)
+    if isinstance(key, (tuple, list)):  # Row (a tuple) = STRUCT key; list = ARRAY key
+        r = TUPLE_SEED
+        for e in key:
+            r = (r * TUPLE_MUL + raw_hash(e)) % TUPLE_MOD
+        return r
     raise _unsupported(key)
 
 

@@ -19,11 +19,32 @@ from ..hashing import GROUP_HASH, hash_family, hash_family_array
 from .base import PartitionFunction, check_num_partitions
 
 __all__ = ["KeyGroupPartitioner", "GroupMapPartitioner", "key_group", "key_groups",
-           "equal_bounds", "validate_bounds", "DEFAULT_GROUPS_PER_PARTITION"]
+           "equal_bounds", "validate_bounds", "DEFAULT_GROUPS_PER_PARTITION",
+           "default_num_groups"]
 
 #: Default number of key groups per partition when none is given (Flink's default
 #: max parallelism of 128 for small jobs is in the same spirit: enough groups to balance).
 DEFAULT_GROUPS_PER_PARTITION: int = 16
+
+#: Partition count up to which every partition gets DEFAULT_GROUPS_PER_PARTITION groups.
+_FULL_GROUPS_UP_TO: int = 512
+
+
+def default_num_groups(num_partitions: int) -> int:
+    """Default m: 16 groups per partition up to 512 partitions, then fewer per partition
+    (at least 4, and at least 8,192 groups): planning costs grow with m * n', and at large
+    n a partition's load is already an average over many keys.
+
+    Examples
+    --------
+    >>> default_num_groups(8), default_num_groups(1000), default_num_groups(10_000)
+    (128, 8192, 40000)
+    """
+    n = check_num_partitions(num_partitions)
+    if n <= _FULL_GROUPS_UP_TO:
+        return DEFAULT_GROUPS_PER_PARTITION * n
+    return max(DEFAULT_GROUPS_PER_PARTITION * _FULL_GROUPS_UP_TO, 4 * n)
+
 
 # Key groups use a hash independent of the home hash h_0 (family member 1), so that groups
 # and hash partitions are not aligned.
@@ -91,7 +112,7 @@ class KeyGroupPartitioner(PartitionFunction):
                  bounds: Sequence[int] | np.ndarray | None = None) -> None:
         super().__init__(num_partitions)
         if num_groups is None:
-            num_groups = DEFAULT_GROUPS_PER_PARTITION * self.num_partitions
+            num_groups = default_num_groups(self.num_partitions)
         self.num_groups = check_num_partitions(num_groups, "num_groups")
         if bounds is None:
             bounds = equal_bounds(self.num_groups, self.num_partitions)

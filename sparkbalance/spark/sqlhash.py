@@ -4,12 +4,11 @@ The DataFrame path routes rows inside the JVM (no Python UDF), yet it must send 
 to the partition the Python partition functions name, so the planner (Python, on the driver)
 and the executors (JVM) agree. This module spells the *same* formula in Spark SQL:
 
-1. canonical bytes with a one-byte tag, built with ``concat`` and a cast to BINARY::
-
-       TINYINT/SMALLINT/INT/BIGINT  ->  'i' || CAST(k AS STRING)          (decimal digits)
-       BOOLEAN                      ->  'i1' / 'i0'                        (Python: True == 1)
-       STRING                       ->  's' || k                            (UTF-8)
-       BINARY                       ->  X'62' || k
+1. canonical bytes with a one-byte tag, built with ``concat`` and a cast to BINARY, for
+   every type Spark groups by: integers, boolean, string, binary, float/double, decimal,
+   date, timestamp, timestamp_ntz, and structs/arrays of these (their raw hashes fold like
+   a Python tuple); a null is the tag ``'n'`` (Python ``None``). The table of encodings is
+   in :mod:`sparkbalance.spark.sqlencode`.
 
 2. ``raw = crc32(bytes)`` (``java.util.zip.CRC32`` = zlib's), a BIGINT in ``[0, 2**32)``;
    a multi-column key is the Python tuple of its values and folds as in hashing.py:
@@ -38,12 +37,10 @@ shorter) cost 6-7x (+1.2-3 us per row). The tuple fold needs no split: ``r *
 TUPLE_MUL + raw < 2**32 * 2**31 + 2**32 < 2**63``. The bounds are asserted below and checked
 by the tests with extreme raw values. ``pmod`` of non-negative operands equals Python's ``%``.
 
-Null in any key column gives a null hash (``concat`` and ``crc32`` propagate nulls); the
-DataFrame adapter sends such rows to one documented partition.
-
-Floating-point, decimal, date and nested columns are refused with a clear error: the
-Python hash of a float needs its IEEE-754 bytes, which Spark SQL cannot produce without
-a UDF, and the other types have no Python key form in :mod:`sparkbalance.hashing`.
+A null key column hashes as Python's ``None`` (``hashing.RAW_NONE``), so a null key has a
+home like any other; the DataFrame adapters may still send null keys to one documented
+partition (:func:`any_null`). Map columns (Spark cannot group by them) are refused with a
+clear error. Column names may contain dots (``"k.x"``): they name a top-level column.
 
 Examples
 --------
@@ -56,6 +53,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..hashing import (GROUP_HASH, HASH_FAMILY_SIZE, P, TUPLE_MOD, TUPLE_MUL, TUPLE_SEED,
                        family_constants)
+from . import sqlencode
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -74,10 +72,13 @@ __all__ = [
     "home_partition",
     "key_group",
     "any_null",
+    "column_ref",
 ]
 
-#: Spark SQL types a key column may have (names as in ``DataType.simpleString()``).
-SUPPORTED_TYPES = ("tinyint", "smallint", "int", "bigint", "boolean", "string", "binary")
+#: Spark SQL types a key column may have (names as in ``DataType.simpleString()``), and
+#: structs and arrays of them.
+SUPPORTED_TYPES = ("tinyint", "smallint", "int", "bigint", "boolean", "string", "binary",
+                   "float", "double", "decimal", "date", "timestamp", "timestamp_ntz")
 
 # Overflow guard (ANSI mode): the largest intermediate of each step, in exact Python ints.
 _RAW_MAX = (1 << 32) - 1
@@ -103,7 +104,19 @@ def _col(df: "DataFrame", name: str) -> "Column":
                         "column name (str)")
     if name not in df.columns:
         raise ValueError(f"key column {name!r} not found; expected one of {df.columns}")
-    return df[name]
+    return column_ref(df, name)
+
+
+def column_ref(df: "DataFrame", name: str) -> "Column":
+    """The top-level column called ``name``, also when the name has dots (``"k.x"``).
+
+    ``df["k.x"]`` would read field ``x`` of a struct ``k``; back-quoting names the column.
+
+    Examples
+    --------
+    >>> # column_ref(df, "k.x")  # == df["`k.x`"]
+    """
+    return df["`" + name.replace("`", "``") + "`"]
 
 
 def key_types(df: "DataFrame", cols: Sequence[str]) -> list["DataType"]:
@@ -120,11 +133,10 @@ def key_types(df: "DataFrame", cols: Sequence[str]) -> list["DataType"]:
     for c in cols:
         _col(df, c)
         dt = fields[c]
-        name = dt.simpleString()
-        if name not in SUPPORTED_TYPES:
-            raise TypeError(f"key column {c!r} has type {name}; expected one of "
-                            f"{', '.join(SUPPORTED_TYPES)} (cast it first, e.g. "
-                            f"F.col({c!r}).cast('string'))")
+        if not sqlencode.is_supported(dt):
+            raise TypeError(f"key column {c!r} has type {dt.simpleString()}; expected one "
+                            f"of {', '.join(SUPPORTED_TYPES)} or a struct/array of them "
+                            f"(cast it first, e.g. F.col({c!r}).cast('string'))")
         out.append(dt)
     return out
 
@@ -139,19 +151,12 @@ def check_key_columns(df: "DataFrame", cols: Sequence[str]) -> list[str]:
 
 
 def encoded_key(column: "Column", dtype: "DataType") -> "Column":
-    """Tagged canonical bytes of one key column (BINARY), as in hashing.py step 1."""
-    F = _F()
-    name = dtype.simpleString()
-    if name in ("tinyint", "smallint", "int", "bigint"):
-        return F.concat(F.lit("i"), column.cast("string")).cast("binary")
-    if name == "boolean":
-        return F.when(column.isNull(), F.lit(None).cast("binary")).when(
-            column, F.lit(b"i1")).otherwise(F.lit(b"i0"))
-    if name == "string":
-        return F.concat(F.lit("s"), column).cast("binary")
-    if name == "binary":
-        return F.concat(F.lit(b"b"), column)
-    raise TypeError(f"key type {name}; expected one of {', '.join(SUPPORTED_TYPES)}")
+    """Tagged canonical bytes of one scalar key column (BINARY), as in hashing.py step 1.
+
+    Structs and arrays have no byte form (their raw hash folds the elements): use
+    :func:`raw_hash_of`.
+    """
+    return sqlencode.encoded_scalar(column, dtype)
 
 
 def raw_hash_of(columns: Sequence["Column"], dtypes: Sequence["DataType"]) -> "Column":
@@ -160,7 +165,7 @@ def raw_hash_of(columns: Sequence["Column"], dtypes: Sequence["DataType"]) -> "C
     if len(columns) != len(dtypes) or not columns:
         raise ValueError(f"got {len(columns)} columns and {len(dtypes)} types; expected the "
                          "same number, at least one")
-    raws = [F.crc32(encoded_key(c, t)) for c, t in zip(columns, dtypes)]
+    raws = [sqlencode.raw_of(c, t) for c, t in zip(columns, dtypes)]
     if len(raws) == 1:
         return raws[0]
     r = F.lit(TUPLE_SEED)
@@ -177,7 +182,7 @@ def raw_hash(df: "DataFrame", *cols: str) -> "Column":
     >>> # df.select(raw_hash(df, "k")) == [hashing.raw_hash(k) for k in keys]
     """
     cols = check_key_columns(df, cols)
-    return raw_hash_of([df[c] for c in cols], key_types(df, cols))
+    return raw_hash_of([column_ref(df, c) for c in cols], key_types(df, cols))
 
 
 def affine(raw: "Column", i: int) -> "Column":

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..routing.base import check_num_partitions
-from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, GroupMapPartitioner,
+from ..routing.keygroups import (GroupMapPartitioner, default_num_groups,
                                  equal_bounds, validate_bounds)
 from ..routing.table import RoutingTable, RoutingTablePartitioner
 
@@ -113,7 +113,7 @@ class GroupLayout:
     @classmethod
     def initial(cls, num_partitions: int, num_groups: int | None = None) -> "GroupLayout":
         n = check_num_partitions(num_partitions)
-        m = DEFAULT_GROUPS_PER_PARTITION * n if num_groups is None else num_groups
+        m = default_num_groups(n) if num_groups is None else num_groups
         return cls(n, n, m, equal_bounds(m, n), np.arange(n, dtype=np.int64))
 
     @property

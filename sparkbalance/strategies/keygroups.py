@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, KeyGroupPartitioner,
-                                  equal_bounds, key_groups)
+from ..routing.keygroups import (KeyGroupPartitioner, default_num_groups, equal_bounds,
+                                  key_groups)
 from ..planning.intervals.model import IntervalPlan, check_count, plan_from_partition
 from ..planning.intervals.ssm import SSM
 from ..stats.keystats import KeyStats
@@ -53,7 +53,7 @@ def plan_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any 
     n2 = check_count(num_partitions, "num_partitions")
     cur = current if isinstance(current, KeyGroupPartitioner) else None
     if num_groups is None:
-        num_groups = cur.num_groups if cur is not None else DEFAULT_GROUPS_PER_PARTITION * n2
+        num_groups = cur.num_groups if cur is not None else default_num_groups(n2)
     m = check_count(num_groups, "num_groups")
     if cur is not None and cur.num_groups == m:
         bounds = cur.bounds
@@ -83,7 +83,10 @@ def fit_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any =
     num_partitions : target n' (may differ from the current count).
     current : the partitioner in use; its boundaries are the starting layout when it is a
         ``KeyGroupPartitioner`` with ``num_groups`` groups.
-    num_groups : m; defaults to the current partitioner's, else 16 per partition.
+    num_groups : m; defaults to the current partitioner's, else
+        :func:`~sparkbalance.routing.keygroups.default_num_groups` (16 per partition up to
+        512 partitions, fewer beyond). Beyond about 3e7 cells of SSM's exact programme the
+        banded plan is used (``plan_keygroups`` reports ``algorithm="SSM/banded"``).
     tau : balance bound, partition work <= (1 + tau) * mean. If it cannot be met, the
         layout of least maximum load is returned (``plan_keygroups`` reports it).
     min_load : optional lower bound, a fraction of the mean.

@@ -9,7 +9,6 @@ raise the hashing module's clear errors.
 """
 from __future__ import annotations
 
-import math
 import pickle
 
 import cloudpickle
@@ -129,8 +128,8 @@ def test_assign_equals_per_key_calls(make):
 
 @pytest.mark.parametrize("make", FACTORIES)
 @pytest.mark.parametrize("bad, exc, match", [
-    (None, TypeError, "NoneType"), (math.nan, ValueError, "NaN"), ([1], TypeError, "list"),
-    ({"a": 1}, TypeError, "dict"), (("x", None), TypeError, "NoneType"),
+    (frozenset({1}), TypeError, "frozenset"), ({"a": 1}, TypeError, "dict"),
+    (("x", {1}), TypeError, "set"),
 ])
 def test_bad_keys_raise_clear_errors(make, bad, exc, match):
     f = make()
@@ -174,7 +173,7 @@ def test_tag_balances_time_not_records():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"mode": "x"}, "mode='x'"), ({"heavy_keys": ["a"], "mode": "d"}, "mapping"),
-    ({"heavy_keys": {"a": 2.0}}, "frequency"), ({"heavy_keys": {None: 0.5}}, "NoneType"),
+    ({"heavy_keys": {"a": 2.0}}, "frequency"), ({"heavy_keys": {frozenset(): 0.5}}, "frozenset"),
 ])
 def test_choices_validation(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):

@@ -20,9 +20,10 @@ from .oms import OMS
 from .oracle import brute_force
 from .partitionings import TooManyPartitionings, enumerate_partitionings, pairwise_costs
 from .simple_ssm import SimpleSSM
-from .ssm import SSM
+from .banded import banded_positional
+from .ssm import SSM, PlannerScaleWarning
 
 __all__ = ["IntervalPlan", "SSM", "SimpleSSM", "OMS", "MTMAware", "PMCResult", "pmc",
            "transition_matrix", "StormDefault", "ConsistentHashing", "TaskPlan",
            "brute_force", "capacity", "match_intervals", "enumerate_partitionings",
-           "pairwise_costs", "TooManyPartitionings"]
+           "pairwise_costs", "TooManyPartitionings", "banded_positional", "PlannerScaleWarning"]

@@ -26,15 +26,43 @@ owns ``bounds[i]:bounds[i+1]``); same band DP, one interval per step.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import replace as dc_replace
 from typing import Any
 
 import numpy as np
 
+from .banded import DEFAULT_WIDTH, banded_positional
 from .model import (IntervalPlan, Problem, check_tau, check_min_load, fill_owners,
                     make_problem, min_max_partition, plan_from_partition)
 
-__all__ = ["SSM", "ssm_gain"]
+__all__ = ["SSM", "ssm_gain", "exact_cells", "EXACT_CELL_LIMIT", "PlannerScaleWarning"]
+
+#: Largest exact programme (``n' * m * D`` band cells) run; beyond it the banded plan of
+#: :mod:`.banded` (about 3 x 10^7 cells: ~1 s and ~1 GB at most on the exact path).
+EXACT_CELL_LIMIT: int = 30_000_000
+#: Banded cells (``n' * S^2``) beyond which a plan takes more than a few seconds: warned.
+BANDED_CELL_LIMIT: int = 400_000_000
+
+
+class PlannerScaleWarning(UserWarning):
+    """A planning request beyond what runs within a few seconds."""
+
+
+def exact_cells(p: Problem) -> int:
+    """Work of the exact programme: ``n' * (m + 1) * D`` (``D`` the widest feasible
+    interval in groups), the number of (k, x, x') cells SSM evaluates.
+
+    Examples
+    --------
+    >>> p = make_problem([1] * 20, [1] * 20, [0, 13, 20], 3, 0.4, None)
+    >>> exact_cells(p)
+    630
+    """
+    x = np.arange(p.m)
+    r = np.searchsorted(p.wc, p.wc[:-1] + p.cap, side="right") - 1
+    d = int((r - x).max(initial=0)) + 1
+    return int(p.num_nodes) * (p.m + 1) * d
 
 _NEG = -np.inf
 
@@ -267,6 +295,10 @@ class SSM:
     def plan_problem(self, p: Problem, t0: float | None = None) -> IntervalPlan:
         t0 = time.perf_counter() if t0 is None else t0
         name = self.name + ("/positional" if self.positional else "")
+        # The non-positional programme keeps 2 x 3 D choices per cell: its limit is lower.
+        cells = exact_cells(p) * (1 if self.positional else 6)
+        if cells > EXACT_CELL_LIMIT:
+            return self._plan_banded(p, t0, cells)
         if self.positional:
             gain, cuts = _solve_positional(p)
             if gain == _NEG:
@@ -291,3 +323,25 @@ class SSM:
         own = fill_owners(np.asarray(owners, dtype=np.int64), p.n)
         return plan_from_partition(p, np.asarray(cuts, dtype=np.int64), own,
                                    algorithm=name, seconds=time.perf_counter() - t0)
+
+    def _plan_banded(self, p: Problem, t0: float, cells: int) -> IntervalPlan:
+        """The banded positional plan (:mod:`.banded`) when the exact one is too large.
+
+        Interval ``j`` stays with node ``j`` also for the non-positional SSM: renumbering
+        could only add gain, so the plan is valid, possibly costlier than the exact one.
+        """
+        s = 4 * DEFAULT_WIDTH + 2
+        if p.num_nodes * s * s > BANDED_CELL_LIMIT:
+            warnings.warn(f"SSM with n'={p.num_nodes} partitions and m={p.m} groups "
+                          f"({cells:.2e} exact cells) is beyond what plans within seconds "
+                          "even banded; expect a slow plan", PlannerScaleWarning, stacklevel=3)
+        relaxed = _relaxed(p)
+        # infeasible bound: plan on the least feasible one at once (one banded pass)
+        gain, cuts = banded_positional(p if relaxed.cap <= p.cap else relaxed)
+        if gain == _NEG:
+            gain, cuts = banded_positional(relaxed)
+        if gain == _NEG:  # pragma: no cover - the balanced path lies in the band
+            cuts = min_max_partition(p.wc, p.num_nodes)
+        owners = np.arange(p.num_nodes, dtype=np.int64)
+        return plan_from_partition(p, cuts, owners, algorithm=self.name + "/banded",
+                                   seconds=time.perf_counter() - t0)
