@@ -23,7 +23,8 @@ from typing import Any
 __all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key"]
 
 #: What every partition function of sparkbalance routes.
-VALID_KEYS = "int, str, bytes, bool, float (not NaN), or tuples of these"
+VALID_KEYS = ("None, int, str, bytes, float, bool, Decimal, date, datetime, time, timedelta, "
+              "or tuples/lists of these")
 _REPR_LIMIT = 80
 
 
@@ -48,8 +49,8 @@ def describe_bad_key(key: Any, f: Any, exc: BaseException) -> str:
 
     Examples
     --------
-    >>> describe_bad_key([1], "f", TypeError("unhashable")).splitlines()[0]
-    "sparkbalance: key of type list on the driver cannot be routed by str: expected int, str, bytes, bool, float (not NaN), or tuples of these; got [1]"
+    >>> describe_bad_key({1}, "f", TypeError("unhashable")).splitlines()[0][:66]
+    'sparkbalance: key of type set on the driver cannot be routed by str'
     """
     text = repr(key)
     if len(text) > _REPR_LIMIT:
@@ -57,7 +58,7 @@ def describe_bad_key(key: Any, f: Any, exc: BaseException) -> str:
     return (f"sparkbalance: key of type {type(key).__name__} {_where()} cannot be routed by "
             f"{type(f).__name__}: expected {VALID_KEYS}; got {text}\n"
             f"  ({type(exc).__name__}: {exc}) Filter or replace such keys before the keyed "
-            "operation (e.g. rdd.filter(lambda kv: kv[0] is not None)).")
+            "operation (e.g. rdd.filter(lambda kv: isinstance(kv[0], str))).")
 
 
 class KeyGuard:

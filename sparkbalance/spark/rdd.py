@@ -30,6 +30,9 @@ once (:mod:`sparkbalance.spark.mapstats`; needs the JVM bridge, else one WARNING
 statistics pass). The adapters then return an RDD whose ``partitioner`` holds the fitted
 :class:`~sparkbalance.routing.keygroups.GroupMapPartitioner` (``mapstats.fitted_function``),
 which can be saved and reused as a fixed plan.
+
+Long because: five adapters, each with its zero-pass branch and its splitting merge step,
+share the same resolution helpers.
 """
 from __future__ import annotations
 

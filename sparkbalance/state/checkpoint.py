@@ -20,6 +20,9 @@ never overwritten. Every error is a :class:`CheckpointError` naming the file or 
 directory and the cause. The directory is a local path or a Hadoop URI (HDFS, S3, ... —
 :mod:`sparkbalance.state.store`); the executors write the state into it, so on a cluster
 it must be a shared file system.
+
+Long because: the manifest, layout and outputs files are written and validated together;
+the manifest half is the next to move out (state/manifest.py).
 """
 from __future__ import annotations
 

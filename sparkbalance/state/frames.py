@@ -20,6 +20,10 @@ migration touches without Python ever seeing the rest; a batch merge re-pickles 
 groups its keys touch (or whose window expires) and passes the others through as bytes.
 
 Pure Python (no pyspark): runs inside executors and in unit tests.
+
+Long because: the frame byte format and every per-partition pass over it (merge, riding
+moves, the JVM bypass summaries) share the private header helpers; the riding-move half is
+the next to move out.
 """
 from __future__ import annotations
 

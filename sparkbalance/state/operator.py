@@ -29,6 +29,10 @@ Lineage is a chain truncated every ``truncate_every`` batches
 (:mod:`~sparkbalance.state.caching`); on clusters where executors come and go, set
 ``sc.setCheckpointDir``; an operator with a ``checkpoint_dir`` is restarted from its last
 durable checkpoint.
+
+Long because: the operator's whole public surface (process, scale, checkpoints, replay
+and rollback, the pending riding migration) lives on one class; the durability entry points
+are the next to move out, into a checkpoint facade.
 """
 from __future__ import annotations
 

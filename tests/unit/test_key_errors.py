@@ -9,8 +9,8 @@ from sparkbalance.routing import HashPartitioner, PKGPartitioner
 from sparkbalance.spark.key_errors import KeyGuard, KeyRoutingError
 
 
-@pytest.mark.parametrize("key, kind", [(None, "NoneType"), (float("nan"), "float"),
-                                       ([1, 2], "list"), ({"a": 1}, "dict")])
+@pytest.mark.parametrize("key, kind", [({1, 2}, "set"), (object(), "object"),
+                                       ({"a": 1}, "dict")])
 @pytest.mark.parametrize("f", [HashPartitioner(4), PKGPartitioner(4)])
 def test_refused_keys_name_type_place_and_what_is_valid(f, key, kind):
     g = KeyGuard(f).fresh() if f.splits_keys else KeyGuard(f)
@@ -18,7 +18,7 @@ def test_refused_keys_name_type_place_and_what_is_valid(f, key, kind):
         g(key)
     first = str(info.value).splitlines()[0]
     assert first.startswith(f"sparkbalance: key of type {kind} on the driver cannot be routed "
-                            f"by {type(f).__name__}: expected int, str")
+                            f"by {type(f).__name__}: expected None, int, str")
     assert info.value.__cause__ is None and info.value.__suppress_context__
     assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
 
