@@ -60,7 +60,7 @@ def main(spark=None) -> dict:
         loads = {}
         counts = Counter(dict(pairs.countByKey()))
         for strategy in ("hash", "mixed"):
-            f = sb.fit_partitioner(pairs, NUM_PARTITIONS, strategy)
+            f = sb.fit_partitioner(pairs, NUM_PARTITIONS, strategy=strategy)
             per_part = [0] * NUM_PARTITIONS
             for key, c in counts.items():
                 per_part[f(key)] += c

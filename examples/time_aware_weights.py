@@ -60,7 +60,7 @@ def main(spark=None):
                 sb.sparkbalance_job_group(sc, JOB_GROUP):
             pairs.partitionBy(NUM_PARTITIONS, current).mapPartitionsWithIndex(work).collect()
 
-        f = sb.fit_partitioner(pairs, NUM_PARTITIONS, "tag", weights="time",
+        f = sb.fit_partitioner(pairs, NUM_PARTITIONS, strategy="tag", weights="time",
                                listener=listener, current=current)
         # t_i: measured seconds per record of partition i, scaled to mean 1 (only ratios matter)
         times = [round(float(t), 2) for t in f.completion_times]
