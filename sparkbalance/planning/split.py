@@ -194,7 +194,8 @@ def plan_split(stats: KeyStats | tuple[Sequence[Any], Sequence[float]], num_part
         if not placed[i]:
             continue
         # c / L̄ first: threshold·L̄ underflows to 0 for subnormal costs (hypothesis found it)
-        s = int(min(n, max(1, math.ceil(cost[i] / mean / threshold))))
+        r = cost[i] / mean / threshold     # inf when mean is subnormal: then split fully
+        s = n if not math.isfinite(r) or r >= n else int(max(1, math.ceil(r)))
         chosen = np.argsort(loads, kind="stable")[:s]
         loads[chosen] += cost[i] / s
         pieces[_py(keys[i])] = tuple(sorted(int(c) for c in chosen))
