@@ -37,6 +37,11 @@ def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         if k is None:
             raise TypeError(f"batch record {rec!r} has key None; keys must be non-null "
                             "(int, float, str, bytes, bool or tuples of them)")
+        if isinstance(k, float) and k != k:
+            # The state is a dict per key group: NaN != NaN, so a NaN key could never be
+            # found again (Spark groups NaN as one key; the state cannot hold it).
+            raise ValueError(f"batch record {rec!r} has a NaN key; the keyed state needs keys "
+                             "equal to themselves")
         validate_key(k)
         yield (k, rec[1])
 
