@@ -33,7 +33,7 @@ from ..routing.hash import HashPartitioner
 from ..stats.keystats import KeyStats
 from . import conf, sqlhash
 from .df_keystats import key_stats
-from .keystats import STATS_JOB_GROUP
+from .keystats import measured_tasks
 from .placement import place
 from .sqlroute import PID_COL, with_partition_id
 
@@ -67,19 +67,6 @@ def resolve_key_grouping(df: "DataFrame", strategy: str | None, params: dict[str
         raise ValueError(f"strategy={spec.name!r} {why}; the DataFrame adapter needs a "
                          f"key-grouping strategy, one of {', '.join(strategies.KEY_GROUPING)}")
     return spec, params
-
-
-def _measured_tasks(listener: Any) -> list[Any]:
-    """Successful tasks the listener recorded, minus sparkbalance's own statistics jobs."""
-    if listener is None:
-        raise ValueError("weights='time' needs listener=<a TaskMetricsListener that recorded the "
-                         "previous run of this keyed stage>; got listener=None")
-    tasks = [t for t in listener.tasks(successful_only=True)
-             if getattr(t, "job_group", None) != STATS_JOB_GROUP]
-    if not tasks:
-        raise ValueError("weights='time': the listener recorded no successful task; run the "
-                         "keyed stage once with the listener attached first")
-    return tasks
 
 
 def _check_measured(current: PartitionFunction | None) -> PartitionFunction:
@@ -143,7 +130,7 @@ def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: str,
     if weights == "time":
         measured = _check_measured(current)
         # Read the measured tasks before our own statistics job adds stages of its own.
-        tasks = _measured_tasks(listener)
+        tasks = measured_tasks(listener)
     if (spec.needs_stats or tasks is not None) and stats is None:
         stats = key_stats(df, *cols, sample_fraction=sample_fraction)
     if tasks is not None:

@@ -26,7 +26,7 @@ from ..stats.keystats import KeyStats, as_key_array
 from ..stats.spacesaving import SpaceSaving
 
 __all__ = ["gather_key_stats", "exact_counts", "sampled_counts", "spacesaving_summary",
-           "STATS_JOB_GROUP", "DEFAULT_SPACESAVING_CAPACITY"]
+           "measured_tasks", "STATS_JOB_GROUP", "DEFAULT_SPACESAVING_CAPACITY"]
 
 #: Job group of sparkbalance's statistics jobs.
 STATS_JOB_GROUP = "sparkbalance-stats"
@@ -208,3 +208,16 @@ def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: fl
     ss = spacesaving_summary(rdd, capacity)
     rows = [(k, c) for k, c, _ in ss.top()]
     return _to_stats(rows)
+
+
+def measured_tasks(listener: Any) -> list[Any]:
+    """Successful tasks the listener recorded, minus sparkbalance's own statistics jobs."""
+    if listener is None:
+        raise ValueError("weights='time' needs listener=<a TaskMetricsListener that recorded the "
+                         "previous run of this keyed stage>; got listener=None")
+    tasks = [t for t in listener.tasks(successful_only=True)
+             if getattr(t, "job_group", None) != STATS_JOB_GROUP]
+    if not tasks:
+        raise ValueError("weights='time': the listener recorded no successful task; run the "
+                         "keyed stage once with the listener attached first")
+    return tasks

@@ -47,7 +47,7 @@ from ..stats.keystats import KeyStats
 from . import mapstats
 from . import conf
 from .key_errors import KeyGuard
-from .keystats import gather_key_stats
+from .keystats import gather_key_stats, measured_tasks
 
 __all__ = ["partition_by", "reduce_by_key", "aggregate_by_key", "group_by_key", "join",
            "fit_partitioner"]
@@ -67,20 +67,6 @@ def _timeweights_module() -> Any:
         raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights, "
                                   "which is not installed") from exc
     return timeweights
-
-
-def _measured_tasks(listener: Any) -> list[Any]:
-    """Successful tasks the listener recorded, minus sparkbalance's own statistics jobs."""
-    if listener is None:
-        raise ValueError("weights='time' needs listener=<a TaskMetricsListener that recorded the "
-                         "previous run of this keyed stage>; got listener=None")
-    from .keystats import STATS_JOB_GROUP
-    tasks = [t for t in listener.tasks(successful_only=True)
-             if getattr(t, "job_group", None) != STATS_JOB_GROUP]
-    if not tasks:
-        raise ValueError("weights='time': the listener recorded no successful task; run the "
-                         "keyed stage once with the listener attached first")
-    return tasks
 
 
 def _time_weighted(stats: KeyStats, tasks: list[Any], current: PartitionFunction | None,
@@ -152,7 +138,7 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
     if spec.needs_stats or weights == "time":
         # Read the measured tasks before our own statistics job adds stages of its own.
-        tasks = _measured_tasks(listener) if weights == "time" else None
+        tasks = measured_tasks(listener) if weights == "time" else None
         if weights == "time":
             _timeweights_module()
         if stats is None:
