@@ -4,11 +4,20 @@ from __future__ import annotations
 import logging
 import zipfile
 
+import pytest
+
 import sparkbalance
 from sparkbalance.__main__ import main
 from sparkbalance.spark import bridge
 from sparkbalance.spark.bridge import PLUGIN_CLASS, configure, jar_has_class
 from sparkbalance.spark.submit import pyfiles_zip, submit_args
+
+
+@pytest.fixture(autouse=True)
+def _no_running_jvm(monkeypatch):
+    """These tests are about the builder alone: a session another test module started in
+    this process (``make test`` runs the Spark tests first) must not lend its launch values."""
+    monkeypatch.setattr(bridge, "_launch_default", lambda key: None)
 
 
 class _Builder:
