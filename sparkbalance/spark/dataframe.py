@@ -288,7 +288,10 @@ def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
     """Balanced ``df.groupBy(*cols)``: rows placed by a fitted function, one exchange.
 
     ``num_partitions`` defaults to ``spark.sql.shuffle.partitions``; other keyword
-    arguments are those of :func:`repartition`.
+    arguments are those of :func:`repartition`. With ``weights="time"`` (and
+    ``listener=``, ``current=`` of a previous run of the same grouped step) each group
+    costs what the fitted per-group model says (``t0 + alpha rows + beta groups``,
+    :func:`sparkbalance.spark.grouped.group_cost_stats`) rather than its rows.
 
     Examples
     --------
@@ -298,7 +301,19 @@ def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
     n = conf.default_partitions(df) if num_partitions is None else num_partitions
     source = {"df": df, "strategy": strategy, "stats": kwargs.pop("stats", None),
               "sample_fraction": kwargs.pop("sample_fraction", None),
-              "literal_limit": kwargs.pop("literal_limit", None)}
+              "literal_limit": kwargs.pop("literal_limit", None), "timed": None}
+    if kwargs.get("weights") == "time":
+        # A grouped-map call costs per group, not per row: price each group with the model
+        # fitted on the measured run (sparkbalance.spark.grouped.group_cost_stats).
+        from .grouped import group_cost_stats
+        kwargs.pop("weights")
+        listener, current = kwargs.pop("listener", None), _check_measured(kwargs.get("current"))
+        if listener is None:
+            raise ValueError("weights='time' needs listener=<the TaskMetricsListener that "
+                             "recorded the previous run placed by current=>")
+        source["stats"] = group_cost_stats(df, *cols, listener=listener, current=current,
+                                           stats=source["stats"])[0]
+        source["timed"] = (listener, current)
     placed, f = _place(df, n, cols, strategy, source["stats"], source["sample_fraction"],
                        kwargs.pop("partitioner", None), kwargs.pop("current", None),
                        source["literal_limit"], kwargs)

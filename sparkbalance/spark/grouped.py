@@ -13,7 +13,8 @@ the two-argument forms); its output schema is the user's, so nothing leaks out e
 
 A cogroup needs both sides placed by the *same* function (a key must meet itself): the
 two sides' placements are replaced by one fitted on the sum of both sides' statistics,
-unless both were given the same ``partitioner=``.
+unless both were given the same ``partitioner=``. With ``weights="time"`` on a side, the
+summed rows are priced by the measured cogroup run instead.
 
 Per-group cost is often not proportional to rows: :func:`group_cost_stats` fits
 ``c(k) = alpha rows(k) + beta`` to the task times a listener measured on a previous (or a
@@ -221,7 +222,21 @@ def co_place(left: "BalancedGroupedData", right: "BalancedGroupedData"
         return left._placed, right._placed, left.partitioner
     if not left.needs_stats():
         return left.place_with(right, None)
-    return left.place_with(right, _sum_stats(_side_stats(left), _side_stats(right)))
+    timed = left._source.get("timed") or right._source.get("timed")
+    if timed is None:
+        return left.place_with(right, _sum_stats(_side_stats(left), _side_stats(right)))
+    # A cogroup call sees both sides' rows of a key: the measured cogroup run's task times
+    # are fitted on the rows of both (t0 + alpha (rows_l + rows_r) + beta groups).
+    listener, current = timed
+    rows = _sum_stats(_rows(_side_stats(left)), _rows(_side_stats(right)))
+    priced = group_cost_stats(left._source["df"], *left._cols, listener=listener,
+                              current=current, stats=rows)[0]
+    return left.place_with(right, priced)
+
+
+def _rows(s: KeyStats) -> KeyStats:
+    """``s`` weighted by rows again (a side priced in seconds is summed as rows first)."""
+    return KeyStats(s.keys, s.counts, s.counts)
 
 
 class BalancedCogroupedData:

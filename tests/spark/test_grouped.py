@@ -223,3 +223,48 @@ def test_group_cost_stats_price_groups_by_the_measured_times(data, stats_k):
     assert priced.cost.tolist() == pytest.approx([1.0] * len(stats))
     out = sb.group_by(data, "k", num_partitions=N, strategy="mixed", stats=priced)
     assert out.partitioner.num_partitions == N
+
+
+def _constant_cost_listener(f, keys):
+    """A listener whose measured run cost 1 s per group placed by ``f`` (rows free)."""
+    groups = [int((f.assign(keys) == p).sum()) for p in range(f.num_partitions)]
+
+    class Listener:
+        def tasks(self, successful_only=False):
+            return [T(stage_id=3, stage_attempt=0, partition_id=p, successful=True,
+                      finish_time_ms=1, run_time_ms=1000 * groups[p] + 50, job_group=None)
+                    for p in range(f.num_partitions)]
+    return Listener()
+
+
+def test_group_by_time_weights_price_each_group_by_the_measured_run(data, stats_k,
+                                                                     plain_rows):
+    f = sb.group_by(data, "k", num_partitions=N, strategy="hash", stats=stats_k).partitioner
+    lst = _constant_cost_listener(f, stats_k.keys)
+    g = sb.group_by(data, "k", num_partitions=N, strategy="mixed", weights="time",
+                    listener=lst, current=f)
+    priced = g._source["stats"]
+    assert priced.cost.tolist() == pytest.approx([1.0] * len(stats_k))   # groups, not rows
+    assert priced.counts.tolist() == stats_k.counts.tolist()
+    assertDataFrameEqual(g.applyInPandas(per_group, SCHEMA), plain_rows)
+    with pytest.raises(ValueError, match="listener="):
+        sb.group_by(data, "k", num_partitions=N, weights="time", current=f)
+    with pytest.raises(ValueError, match="current="):
+        sb.group_by(data, "k", num_partitions=N, weights="time", listener=lst)
+
+
+def test_a_timed_cogroup_prices_both_sides_rows_by_the_measured_run(data, other,
+                                                                    plain_co_rows):
+    both = grouped._sum_stats(key_stats(data, "k"), key_stats(other, "k"))
+    f = sb.group_by(data, "k", num_partitions=N, strategy="hash").partitioner
+    lst = _constant_cost_listener(f, both.keys)
+    left = sb.group_by(data, "k", num_partitions=N, strategy="mixed", weights="time",
+                       listener=lst, current=f)
+    right = sb.group_by(other, "k", num_partitions=N, strategy="mixed")
+    seen = {}
+    real = left.place_with
+    left.place_with = lambda o, s: seen.setdefault("stats", s) and real(o, s)
+    cg = left.cogroup(right)
+    # every key of either side costs one group's second, whatever its rows on each side
+    assert sorted(seen["stats"].cost.tolist()) == pytest.approx([1.0] * len(both))
+    assertDataFrameEqual(cg.applyInPandas(co_func, CO_SCHEMA), plain_co_rows)
