@@ -1,7 +1,7 @@
 """Reproductions of the papers' tables and figures (``python -m sparkbalance reproduce``).
 
-One module per paper (Fang et al., Nasir et al., Ding et al., Yang et al.; Xing et al. when
-``sparkbalance.planning.correlation`` exists), each with ``run(out, quick) -> str``: it
+One module per paper (Fang et al., Nasir et al., Ding et al., Yang et al., Xing et al.), each
+with ``run(out, quick) -> str``: it
 prints and returns its tables (with the paper's figures in a column beside ours where the
 paper gives them) and writes PNG plots under ``out``. Spark-free simulations over the
 package's pure layers (routing, planning), so ``--quick`` runs in seconds.
@@ -18,7 +18,7 @@ PAPERS: dict[str, str] = {"fang": "fang", "nasir": "nasir", "ding": "ding", "yan
 
 
 def available_papers() -> list[str]:
-    """Papers whose reproduction can run here (Xing et al. needs the correlation planner).
+    """Papers whose reproduction module is present.
 
     Examples
     --------
@@ -28,9 +28,6 @@ def available_papers() -> list[str]:
     out = []
     for name, mod in PAPERS.items():
         if importlib.util.find_spec(f"{__name__}.{mod}") is None:
-            continue
-        if name == "xing" and importlib.util.find_spec(
-                "sparkbalance.planning.correlation") is None:
             continue
         out.append(name)
     return out
