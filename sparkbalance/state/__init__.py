@@ -9,10 +9,11 @@ Modules, one concept each:
   frames out of Python, in the JVM (bridge jar) or in Python;
 - :mod:`.framed` — :class:`FramedState`, the state as one object: merge a batch, read
   statistics, state and outputs (the operator's only view of the frames);
-- :mod:`.layout` — the versioned partition function of the state (routing table or
-  key-group intervals) and its physical partitions;
-- :mod:`.controller` — measure loads, decide (λ > 1 + θ), plan (pure; planner names
-  from :mod:`sparkbalance.strategies`);
+- :mod:`.layout` — the versioned partition function of the state (routing table,
+  key-group intervals or a key-group map) and its physical partitions;
+- :mod:`.planners` — the strategies the state runs (from :mod:`sparkbalance.strategies`),
+  their defaults and a fresh operator's layout;
+- :mod:`.controller` — measure loads, decide (λ > 1 + θ), plan (pure);
 - :mod:`.migration` — move only Δ on its own (``scale``): stays narrow, moved keys
   shuffled, concatenated (between batches Δ rides in the next batch's shuffle instead);
 - :mod:`.records` — :class:`BatchRecord` (``history``) and :class:`MigrationRecord`;
@@ -45,7 +46,7 @@ _LAZY = {
     "ReplayError": "sparkbalance.state.streaming",
     "StateFold": "sparkbalance.state.window",
     "FramedState": "sparkbalance.state.framed",
-    "state_planners": "sparkbalance.state.controller",
+    "state_planners": "sparkbalance.state.planners",
 }
 
 

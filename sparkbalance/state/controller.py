@@ -7,9 +7,8 @@ configured planner → a new :mod:`layout <sparkbalance.state.layout>`. The oper
 migrates only the keys whose partition changed, and switches to the new layout (version)
 after the move: the stage boundary is Fig. 5's pause.
 
-Planner names come from the strategy registry (:mod:`sparkbalance.strategies`): the keyed
-state runs the strategies of kinds :data:`STATE_KINDS` (one partition per key); a split
-strategy (a key on several partitions) has no single home for its state and is refused.
+Planner names come from the strategy registry through :mod:`.planners` (the strategies the
+keyed state runs, their defaults and the initial layout).
 
 Pure (no pyspark): a planner runs on numpy arrays gathered from the executors.
 """
@@ -28,97 +27,13 @@ from ..routing.table import RoutingTable
 from ..stats.keystats import as_key_array
 from ..stats.timeweights import cost_from_partition_seconds
 from ..stats.workload import Workload, imbalance
+from ..planning.correlation import LoadWindow, series_imbalance
 from .layout import GroupLayout, TableLayout
-from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, TRIGGERS, Judgement, PayoffModel
+from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement, PayoffModel
+from .planners import (DEFAULT_MAX_TABLE, DEFAULT_THETA, check_theta, check_trigger,
+                       state_strategy)
 
-__all__ = ["STATE_KINDS", "DEFAULT_THETA", "DEFAULT_MAX_TABLE", "state_strategy",
-           "state_planners", "check_theta", "Measurement", "Decision", "Controller",
-           "initial_layout", "layout_group_moves", "check_trigger"]
-
-#: θ_max, Fang et al. Table 2 default tolerance on load imbalance.
-DEFAULT_THETA: float = 0.08
-#: A_max, routing-table size bound used by the planners (Fang et al. §5 setting).
-DEFAULT_MAX_TABLE: int = 3000
-#: Layout kinds the keyed state can hold: one partition per key.
-STATE_KINDS: tuple[str, ...] = ("hash", "table", "keygroups")
-
-
-def state_planners() -> list[str]:
-    """Registry names the keyed state accepts (``"mtm"`` included; aliases ``"none"``
-    and ``"ssm"`` are accepted too).
-
-    Examples
-    --------
-    >>> state_planners()[:2]
-    ['hash', 'mixed']
-    """
-    return [n for n in strategies.available(state=True) if _runs_state(strategies.get(n))]
-
-
-def _runs_state(spec: strategies.Strategy) -> bool:
-    """One partition per key and a planner to re-plan with (or plain hash)."""
-    return spec.kind in STATE_KINDS and (spec.kind == "hash" or spec.planner is not None)
-
-
-def state_strategy(planner: Any) -> strategies.Strategy:
-    """The registry record of ``planner`` (case-insensitive; aliases ``none`` → hash,
-    ``ssm`` → keygroups) if the keyed state can run it.
-
-    Examples
-    --------
-    >>> state_strategy("SSM").name, state_strategy("none").kind
-    ('keygroups', 'hash')
-    >>> state_strategy("pkg")
-    Traceback (most recent call last):
-    ...
-    ValueError: planner='pkg' splits keys over several partitions (kind 'split'); the keyed state keeps each key on one partition: expected one of hash, mixed, mixedbf, mintable, minmig, readj, keygroups, mtm (or the aliases none, ssm)
-    """
-    valid = f"{', '.join(state_planners())} (or the aliases none, ssm)"
-    if not isinstance(planner, str):
-        raise TypeError(f"planner={planner!r}; expected one of {valid}")
-    try:
-        spec = strategies.get(planner)
-    except ValueError:
-        raise ValueError(f"planner={planner!r}; expected one of {valid}") from None
-    if spec.kind in STATE_KINDS and not _runs_state(spec):
-        raise ValueError(f"planner={planner!r} fits a one-off partition function and has no "
-                         f"planner to re-plan the keyed state with: expected one of {valid}")
-    if spec.kind not in STATE_KINDS:
-        raise ValueError(f"planner={planner!r} splits keys over several partitions (kind "
-                         f"{spec.kind!r}); the keyed state keeps each key on one partition: "
-                         f"expected one of {valid}")
-    return spec
-
-
-def check_theta(theta: Any) -> float:
-    if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
-        raise TypeError(f"theta={theta!r}; expected a number >= 0")
-    if not np.isfinite(theta) or theta < 0:
-        raise ValueError(f"theta={theta!r}; expected a finite number >= 0")
-    return float(theta)
-
-
-def check_trigger(trigger: object) -> str:
-    """Validate ``trigger`` (one of :data:`~sparkbalance.state.payoff.TRIGGERS`)."""
-    if not isinstance(trigger, str) or trigger.lower() not in TRIGGERS:
-        raise ValueError(f"trigger={trigger!r}; expected one of {', '.join(TRIGGERS)}")
-    return trigger.lower()
-
-
-def initial_layout(planner: str, num_partitions: int, num_groups: int | None = None
-                   ) -> TableLayout | GroupLayout:
-    """Layout of a fresh operator: plain hash (empty table) or equal key-group intervals.
-
-    Examples
-    --------
-    >>> initial_layout("ssm", 2, 8).kind, initial_layout("mixed", 2).kind
-    ('groups', 'table')
-    """
-    n = check_num_partitions(num_partitions)
-    if state_strategy(planner).kind == "keygroups":
-        return GroupLayout.initial(n, num_groups)
-    return TableLayout(n, n, RoutingTable())
-
+__all__ = ["Measurement", "Decision", "Controller", "layout_group_moves"]
 
 @dataclass(frozen=True)
 class Measurement:
@@ -147,6 +62,9 @@ class Decision:
     feasible: bool
     table_size: int
     candidates: frozenset | None = None   # keys whose partition may change (None: any)
+    #: λ the plan is judged against when it is not this batch's (a correlation plan: the
+    #: mean per-batch λ over the load window, before and after).
+    imbalance_before: float | None = None
 
 
 class Controller:
@@ -205,9 +123,18 @@ class Controller:
                 kw["beta"] = beta
             kw.update(self.params)
             self.planner = cls(**kw)
+        elif self.correlation:
+            self.planner = cls(**self.params)
         elif kind == "keygroups" and self.strategy.name != "mtm":
             self.planner = cls(**{"tau": self.theta_plan, **self.params})
         self._planner_class = cls   # MTM: built per plan, its matrix needs the new n
+        #: Last k per-batch costs of every key group (correlation planners only).
+        self.window: LoadWindow | None = None
+
+    @property
+    def correlation(self) -> bool:
+        """Whether the planner places key groups on their load series (Xing et al.)."""
+        return self.strategy.name.startswith("correlation")
 
     # ------------------------------------------------------------------ measuring
     def measure(self, stats: Sequence[tuple], layout: TableLayout | GroupLayout,
@@ -263,7 +190,10 @@ class Controller:
                            mem, wh, nkeys, total)
 
     def should_rebalance(self, m: Measurement) -> bool:
-        """Fang et al. §4 step 2: rebalance when λ exceeds 1 + θ_max."""
+        """Fang et al. §4 step 2: rebalance when λ exceeds 1 + θ_max (a correlation planner
+        also needs two batches in its window: a correlation needs two samples)."""
+        if self.correlation and (self.window is None or self.window.samples < 2):
+            return False
         return self.strategy.kind != "hash" and m.imbalance > 1.0 + self.theta + 1e-12
 
     # ------------------------------------------------------------------ deciding
@@ -274,6 +204,10 @@ class Controller:
         active = m.loads[m.active]
         if active.size:
             self.payoff.observe_batch(seconds, float(active.max()), carried_bytes)
+        if self.correlation:
+            if self.window is None or self.window.num_units != m.cost.shape[0]:
+                self.window = LoadWindow(m.cost.shape[0], self.planner.k)
+            self.window.push(np.maximum(m.cost, 0.0))
 
     def observe_migration(self, seconds: float, bytes_moved: float) -> None:
         """Feed the payoff model: a migration (its own job) took ``seconds``."""
@@ -293,13 +227,17 @@ class Controller:
         lam = m.imbalance
         if decision is None or not self.should_rebalance(m):
             return Judgement(False, "balanced", lam, lam, 0.0, 0.0)
+        active = m.loads[m.active]
+        mean = float(active.mean()) if active.size else 0.0
+        now = float(active.max()) if active.size else 0.0
+        if decision.imbalance_before is not None:   # judged on the window, not this batch
+            lam = decision.imbalance_before
+            now = lam * mean
         if decision.imbalance_after >= lam - 1e-12:
             return Judgement(False, "no better plan", lam, lam, 0.0, 0.0)
         if self.trigger == "paper":
             return Judgement(True, "paper", lam, decision.imbalance_after, 0.0, 0.0)
-        active = m.loads[m.active]
-        mean = float(active.mean()) if active.size else 0.0
-        return self.payoff.judge(lam, decision.imbalance_after, float(active.max()),
+        return self.payoff.judge(lam, decision.imbalance_after, now,
                                  decision.imbalance_after * mean, decision.planned_bytes)
 
     # ------------------------------------------------------------------ planning
@@ -352,6 +290,8 @@ class Controller:
 
     def _plan_groups(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
                      ) -> Decision:
+        if self.correlation:
+            return self._plan_map(m, layout, n_new, t0)
         if self.strategy.name == "mtm":
             matrix = self.params.get("matrix") or {n_new: {n_new: 1.0}}
             kw = {"tau": self.theta_plan,
@@ -372,6 +312,29 @@ class Controller:
         return Decision(new, imbalance(loads), int(moved.sum()),
                         float(m.memory[moved].sum()), time.perf_counter() - t0,
                         bool(plan.feasible), 0)
+
+
+    def _plan_map(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
+                  ) -> Decision:
+        """A group map planned on the window of per-batch group loads (Xing et al.)."""
+        series = self.window.series if self.window is not None else m.cost[:, None]
+        if series.shape[0] != layout.num_groups:
+            series = m.cost[:, None]
+        # Logical partition of every group now; when shrinking it names partitions >= n_new,
+        # whose groups must move (the planner then plans globally).
+        now = layout.interval_of_group()
+        before = series_imbalance(series, now, n_new) if n_new == layout.num_partitions \
+            else float("inf")
+        placement = self.planner.plan(series, now, n_new, sizes=m.memory)
+        after = series_imbalance(series, placement.assignment, n_new)
+        new = layout.after_map(placement.assignment, n_new)
+        if (new.num_partitions == layout.num_partitions
+                and np.array_equal(new.group_to_partition(), layout.group_to_partition())):
+            return Decision(layout, m.imbalance, 0, 0.0, time.perf_counter() - t0, True, 0,
+                            imbalance_before=before)
+        moved = layout_group_moves(layout, new)
+        return Decision(new, after, int(moved.sum()), float(m.memory[moved].sum()),
+                        time.perf_counter() - t0, True, 0, imbalance_before=before)
 
 
 def layout_group_moves(old: GroupLayout, new: GroupLayout) -> np.ndarray:

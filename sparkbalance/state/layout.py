@@ -5,7 +5,9 @@ Two layouts:
 - :class:`TableLayout` — Mixed routing (Fang et al.): ``F(k) = R[k] if k in R else h(k)``
   over ``n`` logical partitions (a :class:`~sparkbalance.routing.RoutingTablePartitioner`).
 - :class:`GroupLayout` — key groups in contiguous intervals (Ding et al.): interval ``j`` of
-  ``bounds`` lives on physical partition ``phys[j]``.
+  ``bounds`` lives on physical partition ``phys[j]``; or, with ``owner``, any group on any
+  of the ``phys`` partitions (the correlation planners of Xing et al. separate groups whose
+  loads rise together, which intervals cannot express).
 
 Logical vs physical partitions. The state RDD holds one block per *physical* partition and
 every RDD zipped with it must have the same count. Growing is narrow (a union with empty
@@ -91,6 +93,8 @@ class GroupLayout:
     bounds: np.ndarray
     phys: np.ndarray
     version: int = 0
+    #: Physical partition of every group (a group map); None: the intervals decide.
+    owner: np.ndarray | None = None
 
     kind = "groups"
 
@@ -107,6 +111,15 @@ class GroupLayout:
                              f"[0, num_physical={self.num_physical})")
         object.__setattr__(self, "bounds", b)
         object.__setattr__(self, "phys", ph)
+        if self.owner is not None:
+            ow = np.asarray(self.owner, dtype=np.int64)
+            if ow.shape != (self.num_groups,):
+                raise ValueError(f"owner has shape {ow.shape}; expected ({self.num_groups},), "
+                                 "one physical partition per key group")
+            if not np.isin(ow, ph).all():
+                bad = sorted(set(ow.tolist()) - set(ph.tolist()))[:5]
+                raise ValueError(f"owner names partitions {bad} outside phys={ph.tolist()}")
+            object.__setattr__(self, "owner", ow)
         object.__setattr__(self, "_fn", GroupMapPartitioner(self.num_physical,
                                                             self.group_to_partition()))
 
@@ -126,10 +139,42 @@ class GroupLayout:
         return 0
 
     def group_to_partition(self) -> np.ndarray:
+        if self.owner is not None:
+            return self.owner
         return np.repeat(self.phys, np.diff(self.bounds))
 
     def interval_of_group(self) -> np.ndarray:
+        """Logical partition (index into ``phys``) of every group."""
+        if self.owner is not None:
+            where = np.full(self.num_physical, -1, dtype=np.int64)
+            where[self.phys] = np.arange(self.num_partitions)
+            return where[self.owner]
         return np.repeat(np.arange(self.num_partitions, dtype=np.int64), np.diff(self.bounds))
+
+    def after_map(self, assignment: np.ndarray, num_partitions: int) -> "GroupLayout":
+        """Layout after a group-map plan: group ``g`` on logical partition ``assignment[g]``.
+
+        Logical partitions that exist now keep their physical partition (what stays does
+        not move); new ones take the lowest free physical partitions.
+
+        Examples
+        --------
+        >>> lay = GroupLayout.initial(2, num_groups=4).after_map(np.array([0, 1, 0, 1]), 2)
+        >>> lay.group_to_partition().tolist(), lay.version
+        ([0, 1, 0, 1], 1)
+        """
+        a = np.asarray(assignment, dtype=np.int64)
+        n = check_num_partitions(num_partitions)
+        if a.shape != (self.num_groups,) or (a.size and (a.min() < 0 or a.max() >= n)):
+            raise ValueError(f"assignment must give every one of {self.num_groups} groups a "
+                             f"partition in [0, {n})")
+        keep = self.phys[:n].tolist()
+        taken = set(keep)
+        free = (p for p in range(10 ** 9) if p not in taken)
+        phys = np.array(keep + [next(free) for _ in range(n - len(keep))], dtype=np.int64)
+        num_physical = max(self.num_physical, int(phys.max()) + 1)
+        return GroupLayout(n, num_physical, self.num_groups, equal_bounds(self.num_groups, n),
+                           phys, self.version + 1, phys[a])
 
     def after_plan(self, new_bounds: np.ndarray, owners: np.ndarray) -> "GroupLayout":
         """Layout after an interval plan (SSM ``bounds``/``owners``, Ding et al. §3).
@@ -165,7 +210,8 @@ class GroupLayout:
                 and other.num_physical == self.num_physical
                 and other.num_groups == self.num_groups and other.version == self.version
                 and np.array_equal(other.bounds, self.bounds)
-                and np.array_equal(other.phys, self.phys))
+                and np.array_equal(other.phys, self.phys)
+                and np.array_equal(other.group_to_partition(), self.group_to_partition()))
 
     __hash__ = None  # type: ignore[assignment]
 

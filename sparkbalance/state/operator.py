@@ -50,8 +50,8 @@ from ..spark.jobs import sparkbalance_job_group
 from .caching import BatchCache
 from .checkpoint import (BatchOutputs, load_outputs, outputs_frames, restore_checkpoint,
                          save_checkpoint, still_reads)
-from .controller import (Controller, Decision, Measurement,
-                         initial_layout)
+from .controller import Controller, Decision, Measurement
+from .planners import initial_layout
 from .frame_rdds import frame_ops
 from .frames import DEFAULT_TABLE_GROUPS
 from .framed import FramedState, Merged
@@ -97,7 +97,10 @@ class KeyedStateOperator:
     planner : a strategy name of the registry (:mod:`sparkbalance.strategies`) of kind
         hash, table or keygroups: "none"/"hash" (plain hash, never rebalances), "mixed",
         "mintable", "minmig", "mixedbf", "readj" (routing table, Fang et al.) or
-        "ssm"/"keygroups", "mtm" (key groups, Ding et al.); case-insensitive. A split
+        "ssm"/"keygroups", "mtm" (key-group intervals, Ding et al.), "correlation",
+        "correlation-pairwise" (key groups placed on their load over the last ``k``
+        batches, Xing et al.; ``planner_params`` of
+        :class:`~sparkbalance.planning.correlation.CorrelationPlanner`); case-insensitive. A split
         strategy ("pkg", ...) is refused. ``planner`` keeps the name as spelt (lower
         case; also in checkpoints); ``strategy`` is the registry record. Default
         ``spark.sparkbalance.planner``, else "mixed".

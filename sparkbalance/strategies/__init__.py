@@ -126,6 +126,18 @@ _R: tuple[Strategy, ...] = (
        defaults={"gamma": 0.8, "tau": 0.2},
        doc="key-group intervals planned by MTM-aware SSM (Ding et al. §4.2); keyed state only",
        state_only=True),
+    # Xing et al.: key groups owned by any partition (not intervals), placed on the time
+    # series of their per-batch loads; the keyed state keeps the window (k batches).
+    _S("correlation", "keygroups", f"{_K}:fit_keygroups", True,
+       "sparkbalance.planning.correlation:CorrelationPlanner",
+       defaults={"k": 10, "mode": "exchange", "improved": True, "global_first": True},
+       doc="key groups placed by load correlation: COR-GLB, then COR-SE-IMP (Xing et al. "
+           "§3.3-3.4); keyed state only", state_only=True),
+    _S("correlation-pairwise", "keygroups", f"{_K}:fit_keygroups", True,
+       "sparkbalance.planning.correlation:CorrelationPlanner",
+       defaults={"k": 10, "mode": "exchange", "improved": True, "global_first": False},
+       doc="key groups moved by pairwise correlation balancing only (Xing et al. §3.3); "
+           "keyed state only", state_only=True),
     _S("pkg", "split", f"{_X}:fit_pkg", False,
        doc="Partial Key Grouping, two choices (Nasir et al. 2015)"),
     _S("dchoices", "split", f"{_X}:fit_dchoices", True,
@@ -142,7 +154,7 @@ _R: tuple[Strategy, ...] = (
 _REGISTRY: dict[str, Strategy] = {s.name: s for s in _R}
 _ALIASES: dict[str, str] = {a: s.name for s in _R for a in s.aliases}
 
-KEY_GROUPING = tuple(s.name for s in _R if s.kind != "split" and s.name != "mtm")
+KEY_GROUPING = tuple(s.name for s in _R if s.kind != "split" and not s.state_only)
 SPLITTING = tuple(s.name for s in _R if s.kind == "split")
 
 

@@ -46,6 +46,8 @@ THETA = 0.4
 #: Driver threads running the planners at once (1: one after the other); 2 measured best
 #: on local[2] (more threads only queue more tasks behind the two cores).
 THREADS = int(os.environ.get("SPARKBALANCE_STATE_TEST_THREADS", "2"))
+#: The module fixture runs every planner's 20 batches before the first test returns.
+pytestmark = pytest.mark.timeout(1500)
 
 
 # --------------------------------------------------------------------------- the two forms
@@ -97,6 +99,8 @@ CASES: dict[str, tuple[int, int | None, str, float]] = {
     "readj": (3, None, "update", THETA),
     "ssm": (3, 3, "values", THETA),
     "mtm": (3, None, "update", THETA),
+    "correlation": (4, None, "values", THETA),
+    "correlation-pairwise": (3, 3, "update", THETA),
 }
 
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state import checkpoint as ck
 from sparkbalance.state.blocks import group_block, merge_blocks
-from sparkbalance.state.controller import (Controller, initial_layout, state_planners,
-                                           state_strategy)
+from sparkbalance.state.controller import Controller
+from sparkbalance.state.planners import initial_layout, state_planners, state_strategy
 from sparkbalance.state.inputs import check_pairs
 from sparkbalance.state.layout import GroupLayout, TableLayout
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
@@ -186,7 +186,7 @@ def test_time_weighted_costs_follow_partition_seconds():
 def test_planner_names_come_from_the_registry():
     assert state_strategy("SSM").name == "keygroups" and state_strategy("none").kind == "hash"
     assert state_planners() == ["hash", "mixed", "mixedbf", "mintable", "minmig", "readj",
-                                "keygroups", "mtm"]
+                                "keygroups", "mtm", "correlation", "correlation-pairwise"]
     with pytest.raises(ValueError, match="planner='fast'; expected one of"):
         state_strategy("fast")
     with pytest.raises(TypeError):

@@ -14,6 +14,8 @@ costs at a time). Planners (pure numpy, never import pyspark), all returning a
   movable=None)``.
 * :class:`PairwiseCorrelation` (COR-BAL / COR-RE / COR-SE, -IMP; §3.3):
   ``plan(series, assignment, num_nodes, movable=None)``.
+* :class:`CorrelationPlanner`: COR-GLB once, then a pairwise scheme (§5.4), the form the
+  keyed state runs (``KeyedStateOperator(planner="correlation")``).
 * :class:`LLFPlacement`, :class:`RandomPlacement` (§5.1.3 baselines), ``scope="global"`` or
   ``"pairwise"`` with the matching call shape.
 
@@ -44,11 +46,12 @@ from .global_ import GlobalCorrelation
 from .pairwise import MODES, PairwiseCorrelation
 from .params import DEFAULT_DELTA, DEFAULT_EPSILON, DEFAULT_THETA, DEFAULT_WINDOW, POLICIES
 from .placement import Placement
+from .stream import CorrelationPlanner, series_imbalance
 from .stats import (ZERO_STD_RTOL, LoadStatistics, LoadWindow, correlation,
                     correlation_matrix, covariance, load_statistics, mean_pair_correlation,
                     node_series, node_std_mean, unit_node_correlation)
 
-__all__ = ["GlobalCorrelation", "PairwiseCorrelation", "LLFPlacement", "RandomPlacement",
+__all__ = ["GlobalCorrelation", "PairwiseCorrelation", "CorrelationPlanner", "series_imbalance", "LLFPlacement", "RandomPlacement",
            "Placement", "LoadWindow", "correlation", "covariance", "correlation_matrix",
            "load_statistics", "LoadStatistics", "node_series", "unit_node_correlation",
            "mean_pair_correlation", "node_std_mean", "DEFAULT_EPSILON", "DEFAULT_DELTA",
