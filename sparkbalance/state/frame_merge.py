@@ -2,9 +2,9 @@
 
 A partition's state frames (:mod:`sparkbalance.state.frames`) and the batch's ``B`` frame
 meet in one Python task; only the key groups the batch touches, whose window expires,
-which hold several frames, or which a riding migration (:class:`~sparkbalance.state.
-frame_moves.Move`) changes are decoded and re-pickled — every other frame passes through
-as bytes. The fold itself is :func:`sparkbalance.state.blocks.merge_blocks`.
+which hold several frames, or which a riding migration
+(:class:`~sparkbalance.state.frame_moves.Move`) changes are decoded and re-pickled —
+every other frame passes through as bytes. The fold itself is :func:`sparkbalance.state.blocks.merge_blocks`.
 
 Pure Python (no pyspark): runs inside executors and in unit tests.
 """

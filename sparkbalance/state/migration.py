@@ -204,9 +204,9 @@ def _migrate_delta(ops: FrameOps, state: Any, old: TableLayout, new: TableLayout
     (:func:`~sparkbalance.state.frame_moves.leaving_by_frame`: |delta| partition-function
     calls, vectorised), so a worker only looks those keys up in the frames that hold one —
     no call of the partition function per stored key. The map side packs the leaving
-    entries into frames per new partition (:func:`~sparkbalance.state.frame_moves.
-    leaving_frames`), so the reduce side stores the frames it receives without decoding
-    or regrouping them."""
+    entries into frames per new partition
+    (:func:`~sparkbalance.state.frame_moves.leaving_frames`), so the reduce side stores
+    the frames it receives without decoding or regrouping them."""
     P = new.num_physical
     leaving = fm.leaving_by_frame(candidates, old.fn, new.fn, G)
     mask = mask_of(leaving, old.num_physical, G)
