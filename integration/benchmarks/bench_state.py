@@ -12,7 +12,17 @@ B. 30 batches of a shifting Zipf stream (Fang et al. §5; hot keys move every ``
    The per-record work is mostly simulated I/O wait in a local[n] session (n = partitions
    task slots), so the n tasks of a batch run side by side even on 2 cores and the slowest
    partition sets the batch time; planners run interleaved batch by batch so background
-   load hits all alike (see sparkbalance/bench/streams.py).
+   load hits all alike (see sparkbalance/bench/streams.py). First a summary table per
+   condition (quiet; ``--hog``: beside a CPU-bound process pinned to core 0; ``--hog
+   both``: each run both ways, alternating) with mean/p95 batch s, migrations, MB moved,
+   Spark jobs per batch (without / with a migration), CPU s per batch (driver, JVM and
+   Python workers) and the goals of :mod:`sparkbalance.bench.stream_table`.
+
+The stream summary alone, as the lead runs it (none / mixed / ssm / plain, medians of 3
+interleaved runs, quiet and beside a CPU hog)::
+
+    python -m sparkbalance bench state -- --only-stream --planners none,mixed,ssm
+        --repeats 3 --hog both                                          (one line)
 
 ``python -m sparkbalance bench state [--quick] [-- OPTION ...]`` or
 ``python integration/benchmarks/bench_state.py [--quick]`` (A on local[2], B on local[n];
@@ -21,6 +31,8 @@ plots to bench-out/).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -31,12 +43,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sparkbalance.bench.cpu import BatchCPU, ProcessTreeCPU, cpu_hog  # noqa: E402
 from sparkbalance.bench.plain import PLAIN  # noqa: E402
 from sparkbalance.bench.profile import (BatchProfiler, format_profile,  # noqa: E402
                                         merge_after_migration, profile_means, profile_summary)
 from sparkbalance.bench.report import (WARMUP_BATCHES, format_table, median_rows,  # noqa: E402
                                        plot_stream, summarise)
 from sparkbalance.bench.session import local_session, warm_up  # noqa: E402
+from sparkbalance.bench.stream_table import (format_stream_table,  # noqa: E402
+                                             median_stream_rows, stream_goals, stream_rows)
 from sparkbalance.bench.streams import run_streams  # noqa: E402
 from sparkbalance.bench.workloads import make_batches  # noqa: E402
 
@@ -195,7 +210,10 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-plain", action="store_true",
                    help="skip the plain-Spark baseline (cogroup of the whole state per batch)")
     p.add_argument("--no-profile", action="store_true",
-                   help="skip the per-batch job/stage profile (listener)")
+                   help="skip the per-batch job/stage profile (listener; gives jobs/batch)")
+    p.add_argument("--hog", nargs="?", const="on", default="off", choices=("off", "on", "both"),
+                   help="run beside one CPU-bound process pinned to core 0 ('on'), or each "
+                        "run both quiet and with it, alternating ('both')")
 
 
 def bench_stream(args) -> int:
@@ -218,22 +236,35 @@ def bench_stream(args) -> int:
                            args.fluctuation, seed=7, batches_per_interval=cfg["interval"])
     spark = local_session(n, "bench-state-stream")
     t_start = time.perf_counter()
+    conditions = {"off": ["quiet"], "on": ["hog"], "both": ["quiet", "hog"]}[args.hog]
+    must: dict[str, list] = {c: [] for c in conditions}
+    shifts = (cfg["batches"] - 1) // cfg["interval"] if cfg["interval"] > 1 else \
+        cfg["batches"] - 1
     try:
         warm_up(spark, n)   # start the n Python workers, import the state code in them
         runs, crit_runs, merge_runs, hist, prof_rows = [], [], [], {}, []
         for rep in range(reps):
-            prof = None if args.no_profile else BatchProfiler(spark)
-            order = planners[rep % len(planners):] + planners[:rep % len(planners)]
-            hist = run_streams(spark, order, batches, num_partitions=n, theta=theta,
-                               window=window, progress=False, work=work, io_us=cfg["io_us"],
-                               profiler=prof)
-            hist = {p: hist[p] for p in planners}
-            runs.append(summarise(hist, skip=WARMUP_BATCHES))
-            if prof is not None:
-                prof_rows = prof.rows()
-                crit_runs.append(profile_means(prof_rows, WARMUP_BATCHES))
-                merge_runs.append(profile_means(prof_rows, WARMUP_BATCHES, "merge_s"))
-                prof.close()
+            for cond in conditions[rep % len(conditions):] + conditions[:rep % len(conditions)]:
+                prof = None if args.no_profile else BatchProfiler(spark)
+                order = planners[rep % len(planners):] + planners[:rep % len(planners)]
+                with cpu_hog(0) if cond == "hog" else contextlib.nullcontext() as hog:
+                    cpu = BatchCPU(ProcessTreeCPU(exclude={hog} if hog else None))
+                    hist = run_streams(spark, order, batches, num_partitions=n, theta=theta,
+                                       window=window, progress=False, work=work,
+                                       io_us=cfg["io_us"], profiler=prof, cpu=cpu)
+                hist = {p: hist[p] for p in planners}
+                rows = prof.rows() if prof is not None else None
+                must[cond].append(stream_rows(hist, rows, cpu.means(WARMUP_BATCHES),
+                                              WARMUP_BATCHES))
+                if prof is not None:
+                    prof.close()
+                if cond != conditions[0]:
+                    continue       # the detailed tables below are of the first condition
+                runs.append(summarise(hist, skip=WARMUP_BATCHES))
+                if rows is not None:
+                    prof_rows = rows
+                    crit_runs.append(profile_means(prof_rows, WARMUP_BATCHES))
+                    merge_runs.append(profile_means(prof_rows, WARMUP_BATCHES, "merge_s"))
         elapsed = time.perf_counter() - t_start
         rows_b = median_rows(runs)
         by = {r["planner"]: r for r in rows_b}
@@ -246,6 +277,18 @@ def bench_stream(args) -> int:
         if args.quick:
             print("(--quick is a smoke run: batches this small make the merge stage too short "
                   "for the skew to outweigh a migration; read the full run's figures)")
+        for cond, cond_runs in must.items():
+            med = median_stream_rows(cond_runs)
+            beside = "one CPU-bound process pinned to core 0" if cond == "hog" else \
+                "no added load"
+            print(f"\nSummary, {cond} ({beside}; load average at the end "
+                  f"{os.getloadavg()[0]:.1f}): medians of {len(cond_runs)} interleaved run(s); "
+                  "jobs/b = Spark jobs per batch (steady: batches without a migration, "
+                  "migr.b: with one); CPU s/b = CPU seconds per batch of the driver, JVM and "
+                  "Python workers")
+            print(format_stream_table(med))
+            print("\n".join(stream_goals(med, shifts)))
+        print("\nDetails of the " + conditions[0] + " runs:")
         print(format_table(rows_b))
         print("plain = plain Spark (state.cogroup(batch) per batch, as updateStateByKey): "
               "its 'MB moved' is the whole state re-shuffled every batch")
@@ -299,9 +342,12 @@ def main(argv=None) -> int:
     p.add_argument("--skip-stream", action="store_true", help="run part A only")
     p.add_argument("--skip-migration", action="store_true",
                    help="part A on a tiny state (1000 keys, one repeat)")
+    p.add_argument("--only-stream", action="store_true", help="run part B only")
     add_stream_args(p)
     args = p.parse_args(argv)
     q = args.quick
+    if args.only_stream:
+        return bench_stream(args)
     spark = session()
     spark.sparkContext.setLogLevel("ERROR")
     try:

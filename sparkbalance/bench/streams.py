@@ -12,6 +12,7 @@ import contextlib
 import sys
 from typing import Any, Sequence
 
+from .cpu import BatchCPU
 from .plain import PLAIN, PlainStateStream
 from .profile import BatchProfiler
 from .workloads import busy_count
@@ -71,7 +72,8 @@ def _runner(spark: Any, spec: str, num_partitions: int, theta: float, window: in
 def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
                 num_partitions: int, theta: float = 0.08, window: int | None = 3,
                 progress: bool = True, work: int = 200, io_us: float = 0.0,
-                profiler: BatchProfiler | None = None, **kw: Any) -> dict[str, list]:
+                profiler: BatchProfiler | None = None, cpu: BatchCPU | None = None,
+                **kw: Any) -> dict[str, list]:
     """Run ``batches`` through one fresh operator per planner, interleaved batch by batch.
 
     Parameters
@@ -94,6 +96,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
         Per-record cost of :func:`~sparkbalance.bench.workloads.busy_count`.
     profiler : BatchProfiler, optional
         Records each batch's jobs and stages.
+    cpu : BatchCPU, optional
+        Records each batch's CPU seconds (driver and executors).
     **kw
         More :class:`~sparkbalance.state.operator.KeyedStateOperator` arguments.
 
@@ -122,8 +126,9 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
             k = t % len(planners)
             for p in list(planners[k:]) + list(planners[:k]):
                 rdd = sc.parallelize(b, num_partitions)
-                ctx = profiler.batch(p, t) if profiler is not None else contextlib.nullcontext()
-                with ctx:
+                prof = profiler.batch(p, t) if profiler is not None else contextlib.nullcontext()
+                used = cpu.batch(p, t) if cpu is not None else contextlib.nullcontext()
+                with prof, used:
                     ops[p].process(rdd, batch_id=t)
         return {p: list(ops[p].history) for p in planners}
     finally:

@@ -19,9 +19,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..routing.keygroups import key_group, key_groups
+from ..routing.keygroups import key_groups
+from . import frame_moves as fm
 from . import frames as fr
 from .blocks import group_block
+from .frame_merge import merge_partition
 from .frame_rdds import FrameOps, as_frames, mask_of, summaries
 from .layout import GroupLayout, TableLayout
 from .window import StateFold
@@ -73,7 +75,7 @@ class FramedState:
               candidates: frozenset | None = None, carried_level: Any = None) -> "Merged":
         """The lazy merge of ``pairs`` (an RDD of ``(key, value)``) into the state: the
         batch is routed by the layout (its one shuffle) and folded into the frames of its
-        keys' groups (:func:`~sparkbalance.state.frames.merge_partition`). No job runs.
+        keys' groups (:func:`~sparkbalance.state.frame_merge.merge_partition`). No job runs.
 
         ``to``: a new layout ``F'`` with the same partition count; the batch is routed by
         ``F'`` and the state that must move rides in the same shuffle (the migration costs
@@ -111,14 +113,14 @@ class FramedState:
                     for f in it:
                         read.add(1)
                         yield f
-                return fr.carried_items(pid, counted(), move)
+                return fm.carried_items(pid, counted(), move)
 
             touched = self.ops.select(self.rdd, fr.TAG_STATE, move.mask, G, True)
             carried = touched.mapPartitionsWithIndex(_carry)
             if carried_level is not None:
                 carried.persist(carried_level)
             batch_frames = as_frames(pairs.union(carried).partitionBy(
-                P, fr.RidePartitioner(fn)).mapPartitions(lambda it: fr.ride_block(it, G),
+                P, fm.RidePartitioner(fn)).mapPartitions(lambda it: fm.ride_block(it, G),
                                                           preservesPartitioning=True))
         # Python reads only the frames of the groups the batch touches, the planner
         # watches (table keys: their sizes are listed), a migration touches, or whose
@@ -136,7 +138,7 @@ class FramedState:
         expire = None if fold.window is None else seq - fold.window
         rdd = self.ops.merge_around(
             state, batch_frames, mask, G, expire,
-            lambda pid, it: fr.merge_partition(pid, it, fold, seq, G, per_group, watch, move))
+            lambda pid, it: merge_partition(pid, it, fold, seq, G, per_group, watch, move))
         return Merged(self, rdd, layout, carried, read)
 
     # ------------------------------------------------------------------ reading
@@ -198,9 +200,11 @@ class FramedState:
 
 
 def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_groups: int,
-            candidates: frozenset | None = None) -> fr.Move:
-    """The :class:`~sparkbalance.state.frames.Move` from layout ``src`` to ``dst`` (same
-    partition count): the frames that can hold a key whose partition changes.
+            candidates: frozenset | None = None) -> fm.Move:
+    """The :class:`~sparkbalance.state.frame_moves.Move` from layout ``src`` to ``dst``
+    (same partition count): the frames that can hold a key whose partition changes and,
+    for a routing table, which keys of them leave (the table delta's keys whose partition
+    changes, :func:`~sparkbalance.state.frame_moves.leaving_by_frame`).
 
     Examples
     --------
@@ -219,15 +223,14 @@ def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_
                              f"groups over frames of {G} groups; expected equal counts")
         g2p_old, g2p_new = src.group_to_partition(), dst.group_to_partition()
         moving = np.flatnonzero(g2p_old != g2p_new)
-        return fr.Move(mask_of(((int(g2p_old[g]), int(g)) for g in moving),
+        return fm.Move(mask_of(((int(g2p_old[g]), int(g)) for g in moving),
                                src.num_physical, G), G, None, g2p_new)
     if isinstance(src, GroupLayout) or isinstance(dst, GroupLayout):
         raise ValueError(f"a {src.kind} layout cannot move to a {dst.kind} layout")
     if candidates is None:
         candidates = frozenset(src.table.diff(dst.table).keys)
-    fn_old = src.fn
-    mask = mask_of({(fn_old(k), key_group(k, G)) for k in candidates}, src.num_physical, G)
-    return fr.Move(mask, G, dst.fn, None)
+    leaving = fm.leaving_by_frame(candidates, src.fn, dst.fn, G)
+    return fm.Move(mask_of(leaving, src.num_physical, G), G, dst.fn, None, leaving)
 
 
 class Merged:
@@ -269,7 +272,7 @@ class Merged:
 
     def stats(self) -> list[tuple]:
         """Per-partition statistics ``(pid, keys|None, cost, memory, nkeys, total_bytes)``
-        of the batch (one job; see :func:`~sparkbalance.state.frames.merge_partition`)."""
+        of the batch (one job; see :func:`~sparkbalance.state.frame_merge.merge_partition`)."""
         P, G = self.layout.num_physical, self.base.num_groups
         ops = self.base.ops
 

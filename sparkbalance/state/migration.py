@@ -14,10 +14,13 @@ new layout ``F'``:
    unchanged ``n``, the frames ``(F(k), g(k))`` of the keys of the table delta. Nothing
    else of the state enters a Python worker;
 2. key groups: a touched frame moves *as it is* (its bytes, never unpickled) to its new
-   partition. Routing table: one Python pass over the touched frames yields Δ, the
-   entries that leave; the entries that stay are filtered out of those frames lazily, by
-   the next pass over the state (the next batch's merge);
-3. the one shuffle carries exactly Δ; the arrivals are grouped into frames and cached;
+   partition. Routing table: the driver lists the delta's leaving keys per frame
+   (:func:`~sparkbalance.state.frame_moves.leaving_by_frame`), and one Python pass over
+   the touched frames looks them up (no partition-function call per stored key) and packs
+   Δ into frames per new partition; the entries that stay are filtered out of those
+   frames lazily, by the next pass over the state (the next batch's merge);
+3. the one shuffle carries exactly Δ; the arrivals are cached (a scaling migration groups
+   its arriving entries into frames; a delta's arrive as frames, stored undecoded);
 4. the new state is ``concat(untouched ∪ stays, arrivals)`` per partition — narrow, in
    the JVM, with no second shuffle and no copy of the untouched state.
 
@@ -33,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..routing.keygroups import key_group
+from . import frame_moves as fm
 from . import frames as fr
 from .frame_rdds import FrameOps, as_frames, mask_of, summaries
 from .framed import FramedState
@@ -163,37 +166,68 @@ def migrate(ops: FrameOps, state: Any, old: Any, new: Any, num_groups: int,
     G = num_groups
     if isinstance(new, GroupLayout) and isinstance(old, GroupLayout):
         return _migrate_groups(ops, state, old, new, G, storage_level)
-    if candidates is None:
-        mask = None
-    else:
-        fn_old = old.fn
-        mask = mask_of({(fn_old(k), key_group(k, G)) for k in candidates},
-                       old.num_physical, G)
+    if candidates is not None:
+        return _migrate_delta(ops, state, old, new, G, storage_level, candidates)
     fn = new.fn
     sc = ops.sc
     out_keys, read = sc.accumulator(0), sc.accumulator(0)
 
     def _moved(pid: int, it: Any) -> Any:
-        def frames() -> Any:
-            for f in it:
-                read.add(1)
-                yield f
-        for k, e in fr.moved_entries(pid, frames(), fn):
+        for k, e in fm.moved_entries(pid, _counted(it, read), fn):
             out_keys.add(1)
             yield k, e
 
-    touched = ops.select(state, fr.TAG_STATE, mask, G, True)
+    touched = ops.select(state, fr.TAG_STATE)
     # one Python pass over the touched frames feeds the shuffle of Δ directly
     arrived, keys_in, bytes_in = _counting(
         ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, fn),
         lambda it: fr.frames_of_entries(it, G), storage_level)
     _check_counts(arrived, keys_in, out_keys.value, lambda: touched.mapPartitionsWithIndex(
-        lambda pid, it: [sum(1 for _ in fr.moved_entries(pid, it, fn))]).sum())
+        lambda pid, it: [sum(1 for _ in fm.moved_entries(pid, it, fn))]).sum())
     # The stays are dropped from the touched frames lazily, by the next pass over the
     # state (the next batch's merge reads those frames anyway).
-    stays = ops.map_frames(touched, lambda pid, it: fr.stay_frames(pid, it, fn))
-    if mask is not None:
-        stays = ops.concat(ops.select(state, fr.TAG_STATE, mask, G, False), stays)
+    stays = ops.map_frames(touched, lambda pid, it: fm.stay_frames(pid, it, fn))
+    view = ops.concat(ops.pad(stays, P), arrived)
+    return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived,),
+                           int(read.value))
+
+
+def _counted(frames: Any, read: Any) -> Any:
+    for f in frames:
+        read.add(1)
+        yield f
+
+
+def _migrate_delta(ops: FrameOps, state: Any, old: TableLayout, new: TableLayout, G: int,
+                   storage_level: Any, candidates: frozenset) -> MigrationResult:
+    """A routing-table delta (unchanged ``n``): the driver lists the leaving keys per frame
+    (:func:`~sparkbalance.state.frame_moves.leaving_by_frame`: |delta| partition-function
+    calls, vectorised), so a worker only looks those keys up in the frames that hold one —
+    no call of the partition function per stored key. The map side packs the leaving
+    entries into frames per new partition
+    (:func:`~sparkbalance.state.frame_moves.leaving_frames`), so the reduce side stores
+    the frames it receives without decoding or regrouping them."""
+    P = new.num_physical
+    leaving = fm.leaving_by_frame(candidates, old.fn, new.fn, G)
+    mask = mask_of(leaving, old.num_physical, G)
+    sc = ops.sc
+    out_keys, read = sc.accumulator(0), sc.accumulator(0)
+
+    def _moved(pid: int, it: Any) -> Any:
+        for to, f in fm.leaving_frames(pid, _counted(it, read), leaving):
+            out_keys.add(fr.header(f).nkeys)
+            yield to, f
+
+    touched = ops.select(state, fr.TAG_STATE, mask, G, True)
+    arrived, keys_in, bytes_in = _counting(
+        ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, _identity),
+        lambda it: (f for _, f in it), storage_level)
+    _check_counts(arrived, keys_in, out_keys.value, lambda: touched.mapPartitionsWithIndex(
+        lambda pid, it: [sum(1 for _ in fm.leaving_entries(pid, it, leaving))]).sum())
+    # The leaving entries are dropped from the touched frames lazily, by the next pass
+    # over the state (the next batch's merge reads those frames anyway).
+    stays = ops.concat(ops.select(state, fr.TAG_STATE, mask, G, False),
+                       ops.map_frames(touched, lambda pid, it: fm.kept_frames(pid, it, leaving)))
     view = ops.concat(ops.pad(stays, P), arrived)
     return MigrationResult(view, keys_in, bytes_in, -1, float("nan"), (arrived,),
                            int(read.value))
@@ -212,7 +246,7 @@ def _migrate_groups(ops: FrameOps, state: Any, old: GroupLayout, new: GroupLayou
     out_keys, read = sc.accumulator(0), sc.accumulator(0)
 
     def _route(it: Any) -> Any:
-        for p, f in fr.reroute_groups(it, g2p_new):
+        for p, f in fm.reroute_groups(it, g2p_new):
             out_keys.add(fr.header(f).nkeys)
             read.add(1)
             yield p, f

@@ -333,7 +333,7 @@ def _warm_workers(sc, n: int) -> None:
     """Import the state modules in the Python workers first, so that no timed merge task
     pays a worker's start-up imports (seconds on a loaded box)."""
     def _imp(it):
-        import sparkbalance.state.frames  # noqa: F401
+        import sparkbalance.state.frame_merge  # noqa: F401  (and the frame format)
         return [0]
     sc.parallelize(range(n), n).mapPartitions(_imp).collect()
 

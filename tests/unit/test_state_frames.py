@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from sparkbalance.routing.keygroups import key_group
 from sparkbalance.routing.table import RoutingTable
+from sparkbalance.state import frame_moves as fm
 from sparkbalance.state import frames as fr
 from sparkbalance.state.blocks import merge_blocks
+from sparkbalance.state.frame_merge import merge_partition
 from sparkbalance.state.layout import GroupLayout, TableLayout
 from sparkbalance.state.window import StateFold
 
@@ -74,7 +76,7 @@ def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split
         else:
             frames.append(f)
     frames.append(fr.data_frame(fr.TAG_BATCH, batch))
-    out = list(fr.merge_partition(2, frames, fold, seq, G, per_group, watch))
+    out = list(merge_partition(2, frames, fold, seq, G, per_group, watch))
     k = _kinds(out)
     assert len(k["O"]) == 1 and len(k["T"]) == 1 and set(k) <= {"S", "O", "T"}
     new = fr.frames_to_block(k.get("S", []))
@@ -147,37 +149,58 @@ def test_duplicate_keys_across_frames_are_refused():
     frames = [fr.state_frame(g, {"a": [1, 1.0, None]}), fr.state_frame(g, {"a": [2, 1.0, None]}),
               fr.data_frame(fr.TAG_BATCH, {"a": [1]})]
     with pytest.raises(RuntimeError, match="stored twice"):
-        list(fr.merge_partition(0, frames, fold, 0, G, False))
+        list(merge_partition(0, frames, fold, 0, G, False))
 
 
 def test_merge_needs_exactly_one_batch_block():
     fold = StateFold(update=operator.add, initial=0)
     with pytest.raises(RuntimeError, match="no batch block"):
-        list(fr.merge_partition(0, [], fold, 0, G, False))
+        list(merge_partition(0, [], fold, 0, G, False))
     b = fr.data_frame(fr.TAG_BATCH, {})
     with pytest.raises(RuntimeError, match="two batch blocks"):
-        list(fr.merge_partition(0, [b, b], fold, 0, G, False))
+        list(merge_partition(0, [b, b], fold, 0, G, False))
 
 
 def test_moved_and_stays_partition_the_entries_exactly():
     lay = TableLayout(3, 3, RoutingTable({k: (k + 1) % 3 for k in range(0, 60, 4)}))
     block = {k: [k, 2.0, None] for k in range(60) if TableLayout(3, 3).fn(k) == 1}
     frames = _frames_of(block)
-    moved = list(fr.moved_entries(1, frames, lay.fn))
-    stays = fr.frames_to_block(fr.stay_frames(1, frames, lay.fn))
+    moved = list(fm.moved_entries(1, frames, lay.fn))
+    stays = fr.frames_to_block(fm.stay_frames(1, frames, lay.fn))
     assert moved and stays
     assert set(stays) | {x for x, _ in moved} == set(block)
     assert not set(stays) & {x for x, _ in moved}
     assert all(lay.fn(x) == 1 for x in stays) and all(lay.fn(x) != 1 for x, _ in moved)
     untouched = [f for f in frames if all(lay.fn(k) == 1 for k in fr.frame_block(f))]
-    assert set(untouched) <= set(fr.stay_frames(1, frames, lay.fn))   # passed on as is
+    assert set(untouched) <= set(fm.stay_frames(1, frames, lay.fn))   # passed on as is
 
+
+
+def test_leaving_list_splits_the_entries_like_the_partition_function():
+    """The driver's per-frame list of leaving keys (the table delta) moves and keeps the
+    same entries as calling the new partition function on every stored key."""
+    old = TableLayout(3, 3)
+    routes = {k: (old.fn(k) + 1) % 3 for k in range(0, 60, 4)}
+    routes[1000] = 2                          # a delta key the state does not hold
+    new = TableLayout(3, 3, RoutingTable(routes))
+    block = {k: [k, 2.0, None] for k in range(60) if old.fn(k) == 1}
+    frames = _frames_of(block)
+    leaving = fm.leaving_by_frame(frozenset(routes), old.fn, new.fn, G)
+    assert all(old.fn(k) == p and key_group(k, G) == g and new.fn(k) == to
+               for (p, g), ks in leaving.items() for k, to in ks.items())
+    moved = list(fm.leaving_entries(1, frames, leaving))
+    assert sorted((new.fn(k), (k, e)) for k, e in fm.moved_entries(1, frames, new.fn)) \
+        == sorted(moved)
+    assert fr.frames_to_block(fm.kept_frames(1, frames, leaving)) \
+        == fr.frames_to_block(fm.stay_frames(1, frames, new.fn))
+    untouched = [f for f in frames if (1, fr.header(f).group) not in leaving]
+    assert set(untouched) <= set(fm.kept_frames(1, frames, leaving))   # passed on as is
 
 def test_reroute_groups_moves_frames_unchanged():
     old = GroupLayout.initial(2, num_groups=G)
     g2p = np.array([1, 1, 1, 1, 1, 0, 0, 0])
     frames = _frames_of({k: [k, 1.0, None] for k in range(100)})
-    routed = list(fr.reroute_groups(frames, g2p))
+    routed = list(fm.reroute_groups(frames, g2p))
     assert [f for _, f in routed] == frames
     assert all(p == g2p[fr.header(f).group] for p, f in routed)
     assert old.num_groups == G
