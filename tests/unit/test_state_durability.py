@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from sparkbalance.state import checkpoint as ck
+from sparkbalance.state import manifest as ck
 from sparkbalance.state.lease import LEASE, Lease, LeaseError
 from sparkbalance.state.rollback import Snapshot
 from sparkbalance.state.statefiles import check_files, frames_digest, part_name
@@ -224,3 +224,4 @@ def test_replay_policy():
     assert replayed(1, 4, "skip", lambda: "out4") is None
     with pytest.raises(ReplayError, match="batch_id=4 was applied already"):
         replayed(4, 4, "error", lambda: "out4")
+
