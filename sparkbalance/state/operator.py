@@ -281,7 +281,9 @@ class KeyedStateOperator:
         """Apply one batch; return its outputs as an RDD of ``(key, output)``.
 
         The outputs RDD is cached until the next batch; consume it before the next call
-        for best performance (later it is recomputed from lineage, with the same result).
+        for best performance (later it is recomputed from lineage, with the same result:
+        the locally checkpointed RDDs it recomputes from stay cached while the returned
+        RDD object, or one derived from it by ``map``-like calls, is referenced).
         A ``batch_id`` at or below the last applied one is never applied again (see
         ``on_replay``): the replay of the last applied batch returns its kept outputs
         (:meth:`last_outputs`), an older one None. When the batch or its checkpoint fails
@@ -305,7 +307,7 @@ class KeyedStateOperator:
         except BaseException:
             snap.restore(self)      # not advanced: a retry applies the batch exactly once
             raise
-        return merged.outputs()
+        return self._cache.lend(merged.outputs())   # readable late, also past truncations
 
     def merge_rdd(self, batch: Any) -> Any:
         """The lazy merge of ``batch`` into the state (no job runs), as :meth:`process`
