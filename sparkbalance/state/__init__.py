@@ -41,7 +41,7 @@ _LAZY = {
     "KeyedStateOperator": "sparkbalance.state.operator",
     "BatchRecord": "sparkbalance.state.records",
     "MigrationRecord": "sparkbalance.state.records",
-    "CheckpointError": "sparkbalance.state.checkpoint",
+    "CheckpointError": "sparkbalance.state.manifest",
     "LeaseError": "sparkbalance.state.lease",
     "ReplayError": "sparkbalance.state.streaming",
     "StateFold": "sparkbalance.state.window",

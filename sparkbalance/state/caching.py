@@ -17,12 +17,73 @@ batch has run (:meth:`BatchCache.cut`; kept cached until the next truncation mak
 unneeded). A lost executor or a late read of an old batch's outputs therefore recomputes
 each batch since the last truncation at most once, never once per reference (a migration
 that referred to the previous batch three times made it grow as 3^batches).
+
+A local checkpoint has no copy but its cached blocks: once released, nothing computed from
+it can be recomputed (Spark's ``CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND``). A batch's outputs
+RDD, read after later batches, is recomputed from the chain since the truncation before
+it, so the cut RDDs that chain reads are **lent** to it (:meth:`BatchCache.lend`): a
+truncation that would release them keeps them cached until every outputs RDD that needs
+them is garbage-collected. A reliable checkpoint (``sc.setCheckpointDir``) needs no loan.
 """
 from __future__ import annotations
 
-from typing import Any
+import weakref
+from typing import Any, Iterable
 
 __all__ = ["BatchCache"]
+
+
+class _Loans:
+    """Cut RDDs kept cached for the outputs RDDs that may recompute from them: a count of
+    live borrowers per RDD, and the RDDs the cache already released (unpersisted when
+    their last borrower goes). Shared by a cache and its rollback copies."""
+
+    def __init__(self) -> None:
+        self._count: dict[int, int] = {}
+        self._rdds: dict[int, Any] = {}
+        self._released: set[int] = set()
+
+    def lend(self, borrower: Any, rdds: Iterable[Any]) -> None:
+        keys = []
+        for r in rdds:
+            k = id(r)
+            self._rdds[k] = r
+            self._count[k] = self._count.get(k, 0) + 1
+            keys.append(k)
+        if keys:
+            weakref.finalize(borrower, self._give_back, tuple(keys))
+
+    def _give_back(self, keys: tuple[int, ...]) -> None:
+        for k in keys:
+            n = self._count.get(k, 0) - 1
+            if n > 0:
+                self._count[k] = n
+                continue
+            self._count.pop(k, None)
+            rdd = self._rdds.pop(k, None)
+            if k in self._released:
+                self._released.discard(k)
+                _unpersist(rdd)
+
+    def release(self, rdd: Any) -> None:
+        """Unpersist ``rdd`` now, or when its last borrower is gone."""
+        if self._count.get(id(rdd), 0) > 0:
+            self._released.add(id(rdd))
+        else:
+            _unpersist(rdd)
+
+    def close(self) -> None:
+        for k in list(self._released):
+            _unpersist(self._rdds.get(k))
+        self._count, self._rdds, self._released = {}, {}, set()
+
+
+def _unpersist(rdd: Any) -> None:
+    if rdd is not None:
+        try:
+            rdd.unpersist()
+        except Exception:  # noqa: BLE001 - a stopped context must not fail a release
+            pass
 
 
 class BatchCache:
@@ -47,6 +108,7 @@ class BatchCache:
         self._previous: list[Any] = []   # the previous batch's, released by end()
         self._pinned: Any = None         # last lineage-truncated RDD (kept cached)
         self._lineage: list[Any] = []    # cut RDDs the chain since _pinned still reads
+        self._loans = _Loans()           # cut RDDs outputs RDDs handed out still read
 
     def hold(self, *rdds: Any) -> None:
         """Keep ``rdds`` cached until the batch after the current one ends."""
@@ -94,11 +156,20 @@ class BatchCache:
         else:
             self._held.append(rdd)
 
+    def lend(self, rdd: Any) -> Any:
+        """Return ``rdd`` (a batch's outputs, handed to the user), keeping the locally
+        cut RDDs its recomputation reads (the truncation point and the carried states
+        since) cached for as long as ``rdd`` is referenced."""
+        if self.sc.getCheckpointDir() is None:
+            self._loans.lend(rdd, [r for r in (self._pinned, *self._lineage)
+                                   if r is not None])
+        return rdd
+
     def end(self) -> None:
-        """Release the previous batch's RDDs (never the pinned one)."""
+        """Release the previous batch's RDDs (never the pinned one; lent ones later)."""
         for rdd in self._previous:
             if rdd is not None and rdd is not self._pinned:
-                rdd.unpersist()
+                self._loans.release(rdd)
         self._previous = []
 
     def reset(self, *rdds: Any) -> None:
@@ -115,3 +186,4 @@ class BatchCache:
                 except Exception:  # noqa: BLE001 - a stopped context must not fail close()
                     pass
         self._held, self._previous, self._lineage, self._pinned = [], [], [], None
+        self._loans.close()

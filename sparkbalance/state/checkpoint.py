@@ -1,108 +1,41 @@
 """Durable checkpoints of the keyed state that a crash can never destroy.
 
-Layout of ``checkpoint_dir`` (``<token>`` = ``<seq:08d>-<8 hex>``, new for every save)::
-
-    manifest.json          the commit point (written atomically: see ``state.store``)
-    lease.json             the owner of the directory (``state.lease``)
-    layout-<token>.pkl     pickled layout (table + version, or bounds + phys + version)
-    state-<token>/         the state frames, one part file per partition (``state.statefiles``)
-    outputs-<token>/       the outputs frames of the last applied batch
+Layout of ``checkpoint_dir``: ``manifest.json`` (the commit point, written atomically: see
+``state.store``; the files it names are described in :mod:`~sparkbalance.state.manifest`),
+``lease.json`` (the owner of the directory, ``state.lease``), and per save a pickled
+layout, the state frames (one part file per partition, ``state.statefiles``), the outputs
+frames of the last applied batch and, when a migration is decided but not yet moved, the
+pending migration.
 
 A save writes everything under **new names**, then commits by the atomic replace of the
-manifest, which names the files and records per part file its length and checksum, the
-layout's sha256, the number of keys, and its own checksum. Until that replace the
-previous manifest and its files are untouched, so a crash at any step resumes the
-previous commit exactly; files of older or uncommitted saves are removed only after a
-commit, and never those a live (resumed) state still reads (``keep``). A fresh directory
-gets a commit of the empty state first, so files of a save after the first (sequence
-number > 0) without a manifest mean a lost manifest: the start is refused, the files are
-never overwritten. Every error is a :class:`CheckpointError` naming the file or the
-directory and the cause. The directory is a local path or a Hadoop URI (HDFS, S3, ... —
+manifest. Until that replace the previous manifest and its files are untouched, so a crash
+at any step resumes the previous commit exactly; files of older or uncommitted saves are
+removed only after a commit, and never those a live (resumed) state still reads (``keep``).
+A save never moves a pending migration first (that would cost jobs of its own): it commits
+the unsettled state with the pending layout, and a resume moves it in its first batch's
+shuffle, as the live operator would have. A fresh directory gets a commit of the empty
+state first, so files of a save after the first (sequence number > 0) without a manifest
+mean a lost manifest: the start is refused, the files are never overwritten. Every error
+is a :class:`~sparkbalance.state.manifest.CheckpointError` naming the file or the directory
+and the cause. The directory is a local path or a Hadoop URI (HDFS, S3, ... —
 :mod:`sparkbalance.state.store`); the executors write the state into it, so on a cluster
 it must be a shared file system.
-
-Long because: the manifest, layout and outputs files are written and validated together;
-the manifest half is the next to move out (state/manifest.py).
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import pickle
-import re
-import uuid
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Collection
+
+from .manifest import (MANIFEST, CheckpointError, Manifest, check_compatible,
+                       check_unmanaged, clean_stale, new_token, read_layout, read_manifest,
+                       read_pending, write_layout, write_manifest, write_pending)
 
 if TYPE_CHECKING:
     from .frame_rdds import FrameOps
     from .framed import FramedState
 
-__all__ = ["CheckpointError", "Manifest", "MANIFEST", "FORMAT", "BatchOutputs",
-           "write_manifest", "read_manifest", "write_layout", "read_layout",
-           "check_compatible", "check_unmanaged", "clean_stale", "save_checkpoint",
-           "restore_checkpoint", "load_outputs", "outputs_frames", "Restored", "new_token",
-           "PREFIXES", "still_reads"]
-
-MANIFEST = "manifest.json"
-#: Format version of the checkpoint files; bump on incompatible changes.
-#: 2: the state is saved as (pid, frame) pairs (``state.frames``) and the manifest records G.
-#: 3: new names per save, per part file length and checksum, the last batch's outputs,
-#: the manifest's own checksum.
-FORMAT = 3
-#: Names a save writes (everything else in the directory is left alone).
-PREFIXES = ("state-", "layout-", "outputs-")
-_SEQ = re.compile(r"^(?:state|layout|outputs)-(\d{8})-[0-9a-f]{8}(?:\.pkl)?$")
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be used as it is (corrupt, incomplete or mismatched), or
-    that cannot be written."""
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """What one committed checkpoint holds."""
-
-    seq: int                     # batches applied so far (the next batch gets this seq)
-    last_batch_id: int | None    # last applied Structured Streaming batch id
-    num_partitions: int
-    num_physical: int
-    planner: str
-    window: int | None
-    layout_kind: str
-    layout_version: int
-    layout_file: str
-    layout_sha256: str
-    state_dir: str
-    num_keys: int
-    state_bytes: float
-    num_groups: int              # G: key groups the state frames are cut by
-    state_files: dict = field(default_factory=dict)     # part -> [bytes, digest, frames]
-    outputs_dir: str | None = None                      # outputs of the batch outputs_seq
-    outputs_seq: int | None = None
-    outputs_batch_id: int | None = None
-    outputs_files: dict = field(default_factory=dict)
-    format: int = FORMAT
-
-    def body(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    def to_json(self) -> str:
-        d = asdict(self)
-        d["checksum"] = hashlib.sha256(self.body().encode()).hexdigest()
-        return json.dumps(d, indent=1, sort_keys=True)
-
-    @property
-    def files(self) -> set[str]:
-        """The names this commit consists of."""
-        return {self.layout_file, self.state_dir} | ({self.outputs_dir} - {None})
-
-
-_FIELDS = {"seq": int, "num_partitions": int, "num_physical": int, "planner": str,
-           "layout_kind": str, "layout_version": int, "layout_file": str,
-           "layout_sha256": str, "state_dir": str, "num_keys": int, "num_groups": int,
-           "state_files": dict, "outputs_files": dict, "checksum": str, "format": int}
+__all__ = ["BatchOutputs", "outputs_frames", "save_checkpoint", "restore_checkpoint",
+           "load_outputs", "Restored", "still_reads"]
 
 
 @dataclass(frozen=True)
@@ -121,143 +54,6 @@ def outputs_frames(merged: Any) -> Any:
     what a checkpoint keeps of the batch's outputs (bytes, no decoding)."""
     from . import frames as fr
     return merged.base.ops.select(merged.rdd, fr.TAG_OUTPUTS)
-
-
-Directory = Any   # a path (str, Path) or a store (:mod:`sparkbalance.state.store`)
-
-
-def _store(directory: Directory) -> Any:
-    from .store import store_for
-    return store_for(None, directory)
-
-
-def new_token(seq: int) -> str:
-    """A fresh ``<seq:08d>-<8 hex>`` name part: no save ever rewrites a committed file.
-
-    Examples
-    --------
-    >>> new_token(4)[:9]
-    '00000004-'
-    """
-    return f"{seq:08d}-{uuid.uuid4().hex[:8]}"
-
-
-def write_layout(directory: Directory, token: str, layout: Any) -> tuple[str, str]:
-    """Pickle ``layout`` to ``layout-<token>.pkl``; return (file name, sha256)."""
-    st = _store(directory)
-    data = pickle.dumps(layout, protocol=pickle.HIGHEST_PROTOCOL)
-    name = f"layout-{token}.pkl"
-    st.write_atomic(name, data)
-    return name, hashlib.sha256(data).hexdigest()
-
-
-def read_layout(directory: Directory, m: Manifest) -> Any:
-    st = _store(directory)
-    path = st.display(m.layout_file)
-    try:
-        data = st.read_bytes(m.layout_file)
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read the routing layout named by "
-                              f"{st.display(MANIFEST)} ({e})") from None
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != m.layout_sha256:
-        raise CheckpointError(f"{path}: checksum {digest[:12]}... does not match the manifest's "
-                              f"{m.layout_sha256[:12]}...; the routing layout is corrupt")
-    try:
-        layout = pickle.loads(data)
-    except Exception as e:  # noqa: BLE001 - any unpickling failure is corruption
-        raise CheckpointError(f"{path}: cannot unpickle the routing layout ({e})") from None
-    if getattr(layout, "kind", None) != m.layout_kind or layout.version != m.layout_version:
-        raise CheckpointError(f"{path}: holds a {getattr(layout, 'kind', '?')} layout version "
-                              f"{getattr(layout, 'version', '?')}; the manifest expects "
-                              f"{m.layout_kind} version {m.layout_version}")
-    return layout
-
-
-def write_manifest(directory: Directory, m: Manifest) -> None:
-    """Commit a checkpoint: atomic replace of ``manifest.json``."""
-    _store(directory).write_atomic(MANIFEST, m.to_json().encode())
-
-
-def read_manifest(directory: Directory) -> Manifest | None:
-    """The committed manifest, None when the directory holds no checkpoint yet."""
-    st = _store(directory)
-    path = st.display(MANIFEST)
-    if not st.exists(MANIFEST):
-        return None
-    try:
-        raw = json.loads(st.read_bytes(MANIFEST).decode())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path}: not a valid checkpoint manifest ({e}); refusing to "
-                              "start from an empty state over it") from None
-    if not isinstance(raw, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    if raw.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: format {raw.get('format')!r}; this sparkbalance reads "
-                              f"format {FORMAT} (write a new checkpoint_dir)")
-    for name, typ in _FIELDS.items():
-        if name not in raw:
-            raise CheckpointError(f"{path}: missing field {name!r}")
-        if not isinstance(raw[name], typ) or isinstance(raw[name], bool):
-            raise CheckpointError(f"{path}: field {name!r}={raw[name]!r}; expected "
-                                  f"{typ.__name__}")
-    known = set(Manifest.__dataclass_fields__)
-    try:
-        m = Manifest(**{k: v for k, v in raw.items() if k in known})
-    except TypeError as e:
-        raise CheckpointError(f"{path}: {e}") from None
-    digest = hashlib.sha256(m.body().encode()).hexdigest()
-    if digest != raw["checksum"]:
-        raise CheckpointError(f"{path}: checksum {digest[:12]}... does not match the recorded "
-                              f"{raw['checksum'][:12]}...; the manifest was changed or is "
-                              "corrupt")
-    return m
-
-
-def check_compatible(directory: Directory, m: Manifest, expected: Mapping[str, Any]) -> None:
-    """Refuse a checkpoint written by a differently configured operator."""
-    st = _store(directory)
-    path = st.display(MANIFEST)
-    for name, value in expected.items():
-        got = getattr(m, name)
-        if got != value:
-            raise CheckpointError(f"{path}: written with {name}={got!r}; this operator has "
-                                  f"{name}={value!r} (use the same settings, or another "
-                                  "checkpoint_dir)")
-    if not st.exists(f"{m.state_dir}/_SUCCESS"):
-        raise CheckpointError(f"{st.display(m.state_dir)}: state files of the checkpoint are "
-                              "missing or incomplete (no _SUCCESS marker)")
-
-
-def _seq_of(name: str) -> int | None:
-    got = _SEQ.match(name)
-    return int(got.group(1)) if got else None
-
-
-def check_unmanaged(directory: Directory) -> None:
-    """A directory without a manifest: refuse it when it holds files of a save after the
-    first (a lost manifest: starting empty would overwrite that state); files of the
-    empty initial commit (sequence number 0) hold nothing and are cleaned later."""
-    st = _store(directory)
-    found = [n for n in st.list() if n.startswith(PREFIXES)]
-    bad = [n for n in found if _seq_of(n) != 0]
-    if bad:
-        raise CheckpointError(f"{st.display()}: holds checkpoint files ({', '.join(bad[:3])}"
-                              f"{', ...' if len(bad) > 3 else ''}) but no {MANIFEST}; refusing "
-                              "to start an empty state over them (restore the manifest, or "
-                              "use an empty checkpoint_dir)")
-
-
-def clean_stale(directory: Directory, m: Manifest, keep: Collection[str] = ()) -> None:
-    """After commit ``m``: remove files of older or uncommitted saves, except ``m``'s own
-    and those in ``keep`` (files a live resumed state still reads)."""
-    st = _store(directory)
-    spare = m.files | set(keep)
-    for name in st.list():
-        if name in spare:
-            continue
-        if name.startswith(PREFIXES) or name == MANIFEST + ".tmp":
-            st.remove(name)
 
 
 # --------------------------------------------------------------------------- save / restore
@@ -294,10 +90,12 @@ def _outputs_fields(store: Any, token: str, outputs: BatchOutputs | None,
 def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id: int | None,
                     planner: str, window: int | None, num_keys: int, state_bytes: float,
                     outputs: BatchOutputs | None = None, previous: Manifest | None = None,
-                    keep: Collection[str] = (), fence: Callable[[], None] | None = None
-                    ) -> Manifest:
+                    keep: Collection[str] = (), fence: Callable[[], None] | None = None,
+                    pending: Any = None, pending_seq: int | None = None) -> Manifest:
     """Commit ``state`` (frames, layout with version), the last applied batch id and that
     batch's outputs to ``store`` (:mod:`~sparkbalance.state.store`); return the manifest.
+    ``pending`` (decided by batch ``pending_seq``) is a migration not yet moved: saved
+    with the unsettled state, moved by the resumed operator's first batch.
 
     Everything is written under new names; ``fence()`` (the lease check) runs just before
     the manifest's atomic replace, the commit; then files of older saves are removed except
@@ -319,6 +117,10 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
         out = _outputs_fields(store, token, outputs, previous)
         layout = state.layout
         layout_file, sha = write_layout(store, token, layout)
+        if pending is not None:
+            pending_file, pending_sha = write_pending(store, token, pending)
+            out.update(pending_file=pending_file, pending_sha256=pending_sha,
+                       pending_seq=int(pending_seq))
         man = Manifest(seq=seq, last_batch_id=last_batch_id,
                        num_partitions=layout.num_partitions, num_physical=layout.num_physical,
                        planner=planner, window=window, layout_kind=layout.kind,
@@ -345,7 +147,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
 
 
 def _discard(store: Any, token: str) -> None:
-    for name in (f"state-{token}", f"outputs-{token}", f"layout-{token}.pkl"):
+    for name in (f"state-{token}", f"outputs-{token}", f"layout-{token}.pkl",
+                 f"pending-{token}.pkl"):
         try:
             store.remove(name)
         except Exception:  # noqa: BLE001 - best effort; never read, cleaned after a commit
@@ -362,6 +165,8 @@ class Restored:
     num_keys: int
     state_bytes: float
     manifest: Manifest | None = None
+    pending: Any = None              # a decided migration not yet moved (a ``Decision``)
+    pending_seq: int = -1            # the batch that decided it
 
 
 def _same_strategy(a: str, b: str) -> bool:
@@ -412,6 +217,10 @@ def restore_checkpoint(store: Any, ops: "FrameOps", *, planner: str, window: int
     if getattr(layout, "num_groups", G) != G:
         raise CheckpointError(f"{store.display(MANIFEST)}: frames of {G} groups; the layout "
                               f"{store.display(man.layout_file)} has {layout.num_groups}")
+    pending = read_pending(store, man, layout)
+    if getattr(getattr(pending, "layout", None), "num_groups", G) != G:
+        raise CheckpointError(f"{store.display(man.pending_file)}: a pending layout of "
+                              f"{pending.layout.num_groups} groups; the frames have {G}")
     path = store.display(man.state_dir)
     fn = layout.fn
     try:
@@ -432,7 +241,8 @@ def restore_checkpoint(store: Any, ops: "FrameOps", *, planner: str, window: int
         raise CheckpointError(f"{path}: holds {num_keys} keys; the manifest "
                               f"{store.display(MANIFEST)} records {man.num_keys}")
     return Restored(state, man.seq, man.last_batch_id, num_keys,
-                    float(sum(r[2] for r in rows)), man)
+                    float(sum(r[2] for r in rows)), man, pending,
+                    -1 if pending is None else int(man.pending_seq))
 
 
 def load_outputs(store: Any, sc: Any, man: Manifest) -> Any:

@@ -172,32 +172,6 @@ class FramedState:
             out[k] = e[0]
         return out
 
-    # ------------------------------------------------------------------ durability
-    def save(self, uri: str) -> None:
-        """Write the frames as ``(pid, frame)`` pairs (``saveAsPickleFile``) to ``uri``."""
-        (self.rdd.mapPartitionsWithIndex(lambda pid, it: [(pid, b) for b in it])
-         .saveAsPickleFile(uri))
-
-    @classmethod
-    def load(cls, ops: FrameOps, uri: str, layout: TableLayout | GroupLayout,
-             num_groups: int, storage_level: Any) -> "FramedState":
-        """Read frames written by :meth:`save`, each validated against ``layout`` and G
-        (:func:`~sparkbalance.state.frames.check_state_frame`), cached. Lazy: the first
-        job over the result raises if a frame is corrupt or misplaced."""
-        P, G, fn = layout.num_physical, int(num_groups), layout.fn
-
-        def _check(pid: int, it: Iterable) -> Iterable:
-            for p, f in it:
-                if p != pid:
-                    raise ValueError(f"a frame of partition {p} read as partition {pid}")
-                fr.check_state_frame(f, pid, G, fn)
-                yield f
-
-        rdd = as_frames(ops.sc.pickleFile(uri).partitionBy(P, lambda pid: pid)
-                        .mapPartitionsWithIndex(_check, preservesPartitioning=True))
-        rdd.persist(storage_level)
-        return cls(ops, rdd, layout, G, (rdd,))
-
 
 def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_groups: int,
             candidates: frozenset | None = None) -> fm.Move:

@@ -35,7 +35,7 @@ import uuid
 import weakref
 from typing import Any, Callable
 
-from .checkpoint import CheckpointError
+from .manifest import CheckpointError
 from .store import error_cause
 
 __all__ = ["Lease", "LeaseError", "LEASE", "DEFAULT_LEASE_TIMEOUT", "check_lease_timeout"]

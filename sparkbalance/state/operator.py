@@ -22,8 +22,9 @@ four calls:
    durable checkpoint (:func:`~sparkbalance.state.checkpoint.save_checkpoint`).
 
 Reading the state between batches (``collect_state``, ``state_rdd``, ``blocks_rdd``,
-``frames_rdd``), a checkpoint and :meth:`~KeyedStateOperator.scale` first move a pending
-migration on their own (one job, :func:`~sparkbalance.state.migration.migrate_state`).
+``frames_rdd``) and :meth:`~KeyedStateOperator.scale` first move a pending migration on
+their own (one job, :func:`~sparkbalance.state.migration.migrate_state`); a checkpoint
+saves it unmoved with the state, and a resume moves it in its first batch's shuffle.
 
 Lineage is a chain truncated every ``truncate_every`` batches
 (:mod:`~sparkbalance.state.caching`); on clusters where executors come and go, set
@@ -235,7 +236,7 @@ class KeyedStateOperator:
     @property
     def pending_migration(self) -> bool:
         """A new layout is decided and its keys move with the next batch (or with the next
-        read of the state, checkpoint or ``scale``)."""
+        read of the state or ``scale``; a checkpoint saves it unmoved)."""
         return self._pending is not None
 
     @property
@@ -283,7 +284,9 @@ class KeyedStateOperator:
         """Apply one batch; return its outputs as an RDD of ``(key, output)``.
 
         The outputs RDD is cached until the next batch; consume it before the next call
-        for best performance (later it is recomputed from lineage, with the same result).
+        for best performance (later it is recomputed from lineage, with the same result:
+        the locally checkpointed RDDs it recomputes from stay cached while the returned
+        RDD object, or one derived from it by ``map``-like calls, is referenced).
         A ``batch_id`` at or below the last applied one is never applied again (see
         ``on_replay``): the replay of the last applied batch returns its kept outputs
         (:meth:`last_outputs`), an older one None. When the batch or its checkpoint fails
@@ -307,7 +310,7 @@ class KeyedStateOperator:
         except BaseException:
             snap.restore(self)      # not advanced: a retry applies the batch exactly once
             raise
-        return merged.outputs()
+        return self._cache.lend(merged.outputs())   # readable late, also past truncations
 
     def merge_rdd(self, batch: Any) -> Any:
         """The lazy merge of ``batch`` into the state (no job runs), as :meth:`process`
@@ -506,12 +509,13 @@ class KeyedStateOperator:
     # ------------------------------------------------------------------ durability
     def save_checkpoint(self) -> None:
         """Commit state + layout + version + last batch id + the last batch's outputs
-        atomically to checkpoint_dir, under new names (the previous commit stays valid
+        (+ a decided migration, unmoved: the resume moves it) atomically to checkpoint_dir, under new names (the previous commit stays valid
         until this one has committed); ``CheckpointError`` names the directory on failure.
         """
         if self._store is None:
             raise ValueError("checkpoint_dir=None; give the operator a checkpoint_dir")
-        self._settle()   # a checkpoint holds the state under the layout it names
+        # No _settle(): the state is saved unmoved with the pending layout (no extra job),
+        # and the resumed operator's first batch moves it, as this one's would.
         if self._resumed is not None and not still_reads(self._state.rdd, self._resumed[1]):
             self._resumed = None     # lineage cut since the resume: its files may go
         self._manifest = save_checkpoint(
@@ -519,7 +523,7 @@ class KeyedStateOperator:
             planner=self.planner, window=self.window, num_keys=self._num_keys,
             state_bytes=self._state_bytes, outputs=self._outputs, previous=self._manifest,
             keep=() if self._resumed is None else (self._resumed[0],),
-            fence=self._lease.check)
+            fence=self._lease.check, pending=self._pending, pending_seq=self._pending_seq)
 
     def last_outputs(self) -> Any:
         """The outputs, an RDD of ``(key, output)``, of the last applied batch — also after
@@ -561,7 +565,7 @@ class KeyedStateOperator:
         self._state = got.state
         self._cache.reset(*got.state.cached)
         self._seq = got.seq
-        self._pending, self._pending_seq = None, -1
+        self._pending, self._pending_seq = got.pending, got.pending_seq
         self.last_batch_id = got.last_batch_id
         self._num_keys, self._state_bytes = got.num_keys, got.state_bytes
         self._manifest = got.manifest

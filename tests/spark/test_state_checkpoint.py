@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkbalance.state.checkpoint import MANIFEST, CheckpointError
+from sparkbalance.state.manifest import MANIFEST, CheckpointError
 from sparkbalance.state.operator import KeyedStateOperator
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
 
@@ -137,7 +137,7 @@ def test_foreach_batch_under_writestream_is_exactly_once_across_restart(spark, t
 def test_hadoop_store_commits_atomically_and_reports_missing_files(sc, tmp_path, scheme):
     """The Hadoop store over file://; "s3a" takes the object-store branch (one create with
     overwrite instead of a rename) on the same local file system."""
-    from sparkbalance.state import checkpoint as ck
+    from sparkbalance.state import manifest as ck
     from sparkbalance.state.store import HadoopStore
     st = HadoopStore(sc, f"file://{tmp_path}/h")
     st.scheme = scheme
@@ -150,3 +150,74 @@ def test_hadoop_store_commits_atomically_and_reports_missing_files(sc, tmp_path,
         st.read_bytes("missing.bin")
     st.remove("a.bin")
     assert not st.exists("a.bin") and ck.read_manifest(st) is None
+
+
+def _reference(batches):
+    """Plain Python: the state after the last batch and each batch's outputs."""
+    ref: dict = {}
+    outs = []
+    for b in batches:
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        outs.append({k: ref[k] for k, _ in b})
+    return ref, outs
+
+
+@pytest.mark.parametrize("planner", ["mixed", "ssm"])
+def test_a_pending_migration_is_saved_unmoved_and_moved_by_the_resume(sc, tmp_path, planner):
+    """Decide a migration, checkpoint, crash, resume: the resumed operator moves it in its
+    first batch's shuffle, and state and outputs stay those of plain Python."""
+    from sparkbalance.state import manifest as mf
+    batches = _stream(12)
+    ref, outs = _reference(batches)
+    first = _op(sc, tmp_path, planner)
+    t = 0
+    while not first.pending_migration:
+        assert t < 8, "no batch decided a migration"
+        assert dict(first.process(sc.parallelize(batches[t], 2), batch_id=t).collect()) \
+            == outs[t]
+        t += 1
+    man = mf.read_manifest(tmp_path)
+    assert man.format == mf.FORMAT == 4 and man.pending_file is not None
+    assert man.layout_version < first.version          # saved unmoved, under the old layout
+    assert man.pending_seq == t - 1
+    layout, moved_before = first.layout, len(first.migrations)
+    first._lease.release()                              # a crash: nothing else is closed
+    second = _op(sc, tmp_path, planner)
+    assert second.pending_migration and second.layout == layout
+    for s, b in enumerate(batches[t:], start=t):
+        assert dict(second.process(sc.parallelize(b, 2), batch_id=s).collect()) == outs[s]
+        if s == t:                                      # moved by the first batch's shuffle
+            assert second.migrations and second.migrations[0].seq == t - 1
+    assert second.collect_state() == ref
+    assert moved_before == len(first.migrations)        # the crashed one never moved it
+    second.close()
+    first._cache.close(first._state.rdd)
+
+
+def _jobs_per_batch(sc, op, batches):
+    from sparkbalance.spark.jobs import sparkbalance_job_group
+    tracker = sc.statusTracker()
+    jobs, decided = [], []
+    for t, b in enumerate(batches):
+        outer = f"count-{id(op)}-{t}"
+        with sparkbalance_job_group(sc, outer):
+            op.process(sc.parallelize(b, 2), batch_id=t)
+        inner = f"sparkbalance-state-{id(op)}-{t}"
+        jobs.append(len(tracker.getJobIdsForGroup(outer))
+                    + len(tracker.getJobIdsForGroup(inner)))
+        decided.append(op.pending_migration)
+    op.close()
+    return jobs, decided
+
+
+def test_a_deciding_batch_with_checkpoint_every_1_runs_no_extra_job(sc, tmp_path):
+    """A save commits a decided migration unmoved: with ``checkpoint_every=1`` a batch
+    that decides (and one that carries) a migration runs as many jobs, its save's
+    included, as the same batch of an operator that never migrates."""
+    batches = _stream(6)
+    jobs, decided = _jobs_per_batch(sc, _op(sc, tmp_path / "a", truncate_every=100), batches)
+    quiet, never = _jobs_per_batch(sc, _op(sc, tmp_path / "b", "none", truncate_every=100),
+                                   batches)
+    assert any(decided) and not any(never), (decided, never)
+    assert jobs == quiet, list(zip(decided, jobs, quiet))

@@ -17,7 +17,9 @@ import pytest
 from pyspark import StorageLevel
 
 from sparkbalance.state import checkpoint as ck
-from sparkbalance.state.checkpoint import MANIFEST, CheckpointError, restore_checkpoint
+from sparkbalance.state import manifest as mf
+from sparkbalance.state.checkpoint import restore_checkpoint
+from sparkbalance.state.manifest import MANIFEST, CheckpointError
 from sparkbalance.state.frame_rdds import frame_ops
 from sparkbalance.state.lease import LeaseError
 from sparkbalance.state.operator import KeyedStateOperator
@@ -97,8 +99,9 @@ def test_crash_at_every_step_of_a_batch_commit(sc, tmp_path, monkeypatch, planne
     t = len(STEPS) + 1
     op.process(sc.parallelize(batches[t], 2), batch_id=t)
     names = [p.name for p in tmp_path.iterdir()]
-    assert sorted(n.split("-")[0] for n in names if n.startswith(ck.PREFIXES)) == [
-        "layout", "outputs", "state"]          # the crashes' leftovers are cleaned
+    pending = ["pending"] if op.pending_migration else []   # a decided move, saved unmoved
+    assert sorted(n.split("-")[0] for n in names if n.startswith(mf.PREFIXES)) == [
+        "layout", "outputs", *pending, "state"]          # the crashes' leftovers are cleaned
     op.close()
     again = _op(sc, tmp_path, planner)
     assert again.collect_state() == states[t] and again.last_batch_id == t
@@ -206,9 +209,11 @@ def test_process_is_exactly_once_and_keeps_the_last_outputs_over_a_restart(sc, t
     strict.close()
 
 
-@pytest.mark.xfail(strict=False, reason="failed on the merged main (the riding migration now "
-                   "cuts lineage differently from what the resume-file check walks); undiagnosed")
 def test_resumed_state_files_stay_while_the_state_reads_them(sc, tmp_path):
+    # Whether batch 1 decides a migration depends on measured time (payoff trigger). A
+    # save used to move such a migration first, cutting the state's lineage, so the
+    # resumed files were (rightly) cleaned and this test failed; a save now keeps the
+    # move pending, so the state reads the resumed files until the truncation either way.
     batches = _stream(4)
     states, _ = _ref(batches)
     op = _op(sc, tmp_path, truncate_every=3)
@@ -233,7 +238,7 @@ def _committed(sc, d, n=2):
     for t, b in enumerate(_stream(n)):
         op.process(sc.parallelize(b, 2), batch_id=t)
     op.close()
-    return ck.read_manifest(d)
+    return mf.read_manifest(d)
 
 
 def test_changed_byte_and_truncated_part_file_are_named(sc, tmp_path):

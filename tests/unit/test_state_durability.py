@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from sparkbalance.state import checkpoint as ck
+from sparkbalance.state import manifest as ck
 from sparkbalance.state.lease import LEASE, Lease, LeaseError
 from sparkbalance.state.rollback import Snapshot
 from sparkbalance.state.statefiles import check_files, frames_digest, part_name
@@ -224,3 +224,52 @@ def test_replay_policy():
     assert replayed(1, 4, "skip", lambda: "out4") is None
     with pytest.raises(ReplayError, match="batch_id=4 was applied already"):
         replayed(4, 4, "error", lambda: "out4")
+
+
+# ----------------------------------------------------------------------------- cache loans
+class _FakeRDD:
+    def __init__(self):
+        self.cached = True
+
+    def unpersist(self):
+        self.cached = False
+
+
+class _FakeSC:
+    def __init__(self, checkpoint_dir=None):
+        self.dir = checkpoint_dir
+
+    def getCheckpointDir(self):
+        return self.dir
+
+
+def test_a_truncation_keeps_lent_local_checkpoints_until_the_last_borrower_goes():
+    import gc
+
+    from sparkbalance.state.caching import BatchCache
+
+    class Outputs:
+        pass
+
+    cache = BatchCache(_FakeSC(), None)
+    anchor, carried = _FakeRDD(), _FakeRDD()
+    cache.pin(anchor)
+    cache.keep_until_truncation(carried)
+    a, b = cache.lend(Outputs()), cache.lend(Outputs())
+    cache.begin(_FakeRDD(), truncated=True)        # the next truncation releases both
+    cache.end()
+    assert anchor.cached and carried.cached         # two outputs RDDs still read them
+    del a
+    gc.collect()
+    assert anchor.cached and carried.cached
+    del b
+    gc.collect()
+    assert not anchor.cached and not carried.cached
+    # a reliable checkpoint directory: nothing is lent, the truncation releases at once
+    cache = BatchCache(_FakeSC("/ck"), None)
+    anchor = _FakeRDD()
+    cache.pin(anchor)
+    keep = cache.lend(Outputs())
+    cache.begin(_FakeRDD(), truncated=True)
+    cache.end()
+    assert not anchor.cached and keep is not None

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkbalance.routing.table import RoutingTable
-from sparkbalance.state import checkpoint as ck
+from sparkbalance.state import manifest as ck
 from sparkbalance.state.blocks import group_block, merge_blocks
 from sparkbalance.state.controller import Controller
 from sparkbalance.state.planners import initial_layout, state_planners, state_strategy
@@ -304,3 +304,36 @@ def test_cost_from_partition_seconds_uses_the_mean_rate_where_unmeasured():
     assert c.tolist() == [0.5, 1.5, 2.0]
     with pytest.raises(ValueError, match="where has ids"):
         cost_from_partition_seconds([1.0], [3], [1.0], [1.0])
+
+
+def test_a_format_3_manifest_still_reads(tmp_path):
+    """A manifest as format 3 wrote it (no pending-migration fields, its checksum over
+    the format-3 body) is read back, without a pending migration."""
+    import dataclasses
+    import hashlib
+    m = _manifest()
+    d = {k: v for k, v in dataclasses.asdict(m).items() if not k.startswith("pending_")}
+    d["format"] = 3
+    d["checksum"] = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+    (tmp_path / ck.MANIFEST).write_text(json.dumps(d))
+    got = ck.read_manifest(tmp_path)
+    assert got.format == 3 and got.pending_file is None and got.seq == m.seq
+    assert ck.read_pending(tmp_path, got, None) is None
+
+
+def test_pending_migration_round_trip_and_refusals(tmp_path):
+    from sparkbalance.state.controller import Decision
+    old = TableLayout(2, 2, RoutingTable({"a": 1}, version=1))
+    new = TableLayout(2, 2, RoutingTable({"a": 0, "b": 1}, version=2))
+    d = Decision(new, 1.0, 2, 30.0, 0.01, True, 2, frozenset({"a", "b"}))
+    name, sha = ck.write_pending(tmp_path, ck.new_token(3), d)
+    m = _manifest(pending_file=name, pending_sha256=sha, pending_seq=2)
+    ck.write_manifest(tmp_path, m)
+    got = ck.read_manifest(tmp_path)
+    assert got == m and name in got.files and name.startswith(ck.PREFIXES)
+    assert ck.read_pending(tmp_path, got, old) == d
+    with pytest.raises(ck.CheckpointError, match=r"version > 2"):
+        ck.read_pending(tmp_path, got, new)           # not newer than the state's layout
+    (tmp_path / name).write_bytes(b"garbage")
+    with pytest.raises(ck.CheckpointError, match=f"{name}: checksum"):
+        ck.read_pending(tmp_path, got, old)
