@@ -11,8 +11,10 @@ The driver's memory is bounded independently of the number of keys: the aggregat
 the JVM and only the ``max_keys`` heaviest keys come back (Spark's ``TakeOrderedAndProject``:
 each task keeps its own top ``max_keys``, the driver merges those). Their counts are exact
 (sampled: estimated); the records of all other keys and the number of distinct keys come back
-as two totals (:attr:`KeyStats.tail_count`, :attr:`KeyStats.num_distinct`), computed by a
-second job only when the key space exceeds ``max_keys``.
+as two totals (:attr:`KeyStats.tail_count`, :attr:`KeyStats.num_distinct`), computed only when
+the key space exceeds ``max_keys``, by a second job that scans the keys without a shuffle
+(a row count and Spark's HyperLogLog++ ``approx_count_distinct``, relative error
+:data:`DISTINCT_RSD`).
 
 Examples
 --------
@@ -32,13 +34,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "KeyCounts", "SAMPLE_SEED",
-           "DEFAULT_MAX_KEYS"]
+           "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
 SAMPLE_SEED: int = 17
 #: Heaviest keys sent to the driver when none is given: beyond that a routing table would
 #: not fit a SQL literal anyway, and the tail of a larger key space hashes evenly.
 DEFAULT_MAX_KEYS: int = 100_000
+#: Relative standard deviation of the distinct-key count of a truncated listing.
+DISTINCT_RSD: float = 0.01
 _N = "__sb_n"
 
 
@@ -49,7 +53,7 @@ class KeyCounts(NamedTuple):
     counts: np.ndarray
     #: Records of the keys not listed (0 when every key is).
     tail_count: float
-    #: Distinct non-null keys (of the sample, when sampled).
+    #: Distinct non-null keys (of the sample, when sampled; approximate when truncated).
     num_distinct: float
 
 
@@ -84,7 +88,7 @@ def key_array(keys: list) -> np.ndarray:
 def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | None = None,
                max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyCounts:
     """The heaviest ``max_keys`` non-null keys of ``df`` over ``cols``, their record counts
-    and the totals of the rest (one job; a second one only when there are more keys).
+    and the totals of the rest (one job; a second, shuffle-free one when there are more keys).
 
     ``max_keys=None`` collects every distinct key (driver memory grows with the key space).
     Keys come heaviest first, ties in key order, so the listing is deterministic.
@@ -113,9 +117,12 @@ def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | No
     counts = np.fromiter((r[-1] for r in rows), dtype=np.float64, count=len(rows))
     tail, distinct = 0.0, float(len(rows))
     if truncated:
-        total = agg.agg(F.sum(_N).alias("records"), F.count(F.lit(1)).alias("keys")).first()
+        refs = [sqlhash.column_ref(src, c) for c in cols]
+        key = refs[0] if single else F.struct(*refs)
+        total = src.agg(F.count(F.lit(1)).alias("records"),
+                        F.approx_count_distinct(key, DISTINCT_RSD).alias("keys")).first()
         tail = max(0.0, float(total["records"]) - float(counts.sum()))
-        distinct = float(total["keys"])
+        distinct = max(float(total["keys"]), float(len(rows)) + 1.0)
     if sample_fraction is not None:
         # Horvitz-Thompson scale-up to the whole data (the distinct count stays the sample's:
         # a lower bound of the data's)

@@ -19,7 +19,7 @@ def test_dataframe_stats_of_ten_million_keys_send_only_the_top_k(spark):
     df = spark.range(n).select(
         F.when(F.col("id") % 10 == 0, -(F.col("id") % 3) - 1).otherwise(F.col("id")).alias("k"))
     s = df_keystats.key_stats(df, "k", max_keys=8)
-    assert len(s) == 8  # what reached the driver: 8 keys (+1 probe row) and two totals
+    assert len(s) == 8  # what reached the driver: 8 keys (+1 probe row) and 2 totals
     # ids 10m with m % 3 == j: m in [0, 10^6): 333334 for j = 0, 333333 otherwise
     assert s.keys[:3].tolist() == [-1, -2, -3] or s.keys[:3].tolist() == [-1, -3, -2]
     heavy = dict(zip(s.keys[:3].tolist(), s.counts[:3].tolist()))
@@ -27,7 +27,7 @@ def test_dataframe_stats_of_ten_million_keys_send_only_the_top_k(spark):
     assert np.all(s.counts[3:] == 1.0)
     assert s.data_count == n
     assert s.tail_count == n - s.total_count
-    assert s.num_distinct == 9 * 10 ** 6 + 3
+    assert s.num_distinct == pytest.approx(9 * 10 ** 6 + 3, rel=0.04)  # HyperLogLog++
 
 
 def test_dataframe_stats_list_every_key_below_the_bound(spark):

@@ -54,3 +54,9 @@ def test_group_by_columns_equals_plain(df, strategy):
 def test_fit_partitioner_takes_a_column(df):
     f = sb.fit_partitioner(df, N, F.col("k") % 7, strategy="mixed")
     assert f.num_partitions == N and 0 <= f(3) < N
+
+
+def test_grouped_map_functions_refuse_expression_keys(df):
+    g = sbdf.group_by(df, F.col("k") % 7, num_partitions=N, strategy="hash")
+    with pytest.raises(NotImplementedError, match=r"\(k % 7\)"):
+        g.applyInPandas(lambda pdf: pdf, "k int, s string, v int")
