@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..hashing import P, _A, _B, raw_hash, validate_key
+from ..hashing import P, _A, _B, _SEED_INT, _SEED_STR, _crc32, raw_hash, validate_key
 from .base import PartitionFunction
 from .hash import home_partition, home_partitions
 
@@ -199,8 +199,15 @@ class RoutingTablePartitioner(PartitionFunction):
 
     def partition(self, key: Any) -> int:
         p = self._routes.get(key)
-        if p is None:  # h(k), inlined: this is the per-record hot path
-            return ((raw_hash(key) * _A0 + _B0) % P) % self.num_partitions
+        if p is None:  # h(k), inlined with raw_hash's int/str cases: the per-record hot path
+            t = type(key)
+            if t is int:
+                r = _crc32(b"%d" % key, _SEED_INT)
+            elif t is str:
+                r = _crc32(key.encode("utf-8", "surrogatepass"), _SEED_STR)
+            else:
+                r = raw_hash(key)
+            return ((r * _A0 + _B0) % P) % self.num_partitions
         return p
 
     def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:

@@ -14,6 +14,11 @@ DataFrame path and the RDD path agree key by key.
 data already clustered on ``pid`` and plans **one** exchange (the placement itself), then
 drops ``pid``. Balanced joins are in :mod:`sparkbalance.spark.df_join`.
 
+Keys are column names or ``Column`` objects, as in ``df.repartition`` / ``df.groupBy``
+(:mod:`sparkbalance.spark.df_columns`: an expression is computed into a hidden helper column,
+dropped again). Statistics list the heaviest keys only (bounded driver memory,
+:mod:`sparkbalance.spark.df_keystats`).
+
 Settings not given explicitly come from the session's ``spark.sparkbalance.*`` conf
 (:mod:`sparkbalance.spark.conf`); unknown strategy parameters are refused before any job.
 
@@ -32,6 +37,7 @@ from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.hash import HashPartitioner
 from ..stats.keystats import KeyStats
 from . import conf, sqlhash
+from .df_columns import KeyColumns, key_columns
 from .df_keystats import key_stats
 from .keystats import measured_tasks
 from .placement import place
@@ -86,7 +92,7 @@ def _check_measured(current: PartitionFunction | None) -> PartitionFunction:
     return current
 
 
-def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: str,
+def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: Any,
                     strategy: str | None = None, weights: str = "count", listener: Any = None,
                     stats: KeyStats | None = None, sample_fraction: float | None = None,
                     current: PartitionFunction | None = None, **params: Any
@@ -99,7 +105,7 @@ def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: str,
     ----------
     df : the DataFrame.
     num_partitions : n >= 1.
-    cols : key column names.
+    cols : key column names or ``Column`` objects (an expression is computed per row).
     strategy : a key-grouping strategy (default ``spark.sparkbalance.strategy``, else
         :data:`sparkbalance.strategies.DEFAULT_STRATEGY`).
     weights : {"count", "time"}
@@ -121,7 +127,8 @@ def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: str,
     True
     """
     n = check_num_partitions(num_partitions)
-    cols = sqlhash.check_key_columns(df, cols)
+    kc = key_columns(df, cols)
+    df, cols = kc.df, sqlhash.check_key_columns(kc.df, kc.names)
     spec, params = resolve_key_grouping(df, strategy, params)
     if weights not in WEIGHTS:
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
@@ -143,7 +150,7 @@ def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: str,
                           **params)
 
 
-def repartition(df: "DataFrame", num_partitions: int, *cols: str, strategy: str | None = None,
+def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str | None = None,
                 stats: KeyStats | None = None, sample_fraction: float | None = None,
                 partitioner: PartitionFunction | None = None,
                 current: PartitionFunction | None = None, literal_limit: int | None = None,
@@ -154,7 +161,8 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: str, strategy: str 
     ----------
     df : the DataFrame.
     num_partitions : n >= 1.
-    cols : key column names (INT/BIGINT/SMALLINT/TINYINT/BOOLEAN/STRING/BINARY).
+    cols : key column names or ``Column`` objects (references or expressions) of types
+        INT/BIGINT/SMALLINT/TINYINT/BOOLEAN/STRING/BINARY.
     strategy : key-grouping strategy (default ``spark.sparkbalance.strategy`` or the
         registry default).
     stats : per-key statistics to plan from (skips the aggregation).
@@ -176,9 +184,10 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: str, strategy: str 
     >>> out.rdd.getNumPartitions()                                        # doctest: +SKIP
     8
     """
-    placed, _ = _place(df, num_partitions, cols, strategy, stats, sample_fraction,
+    kc = key_columns(df, cols)
+    placed, _ = _place(kc.df, num_partitions, kc.names, strategy, stats, sample_fraction,
                        partitioner, current, literal_limit, params)
-    return placed.drop(PID_COL)
+    return placed.drop(PID_COL, *kc.hidden)
 
 
 def _place(df, num_partitions, cols, strategy, stats, sample_fraction, partitioner, current,
@@ -206,18 +215,30 @@ class BalancedGroupedData:
     """
 
     def __init__(self, placed: "DataFrame", cols: Sequence[str], numeric: Sequence[str],
-                 partitioner: PartitionFunction, source: dict[str, Any] | None = None) -> None:
+                 partitioner: PartitionFunction, source: dict[str, Any] | None = None,
+                 keys: KeyColumns | None = None) -> None:
         self._placed = placed
         self._grouped: "GroupedData" = placed.groupBy(PID_COL, *cols)
         # What the placement was made from; a cogroup re-places both sides by one function.
         self._source = source
         self._cols = list(cols)
         self._numeric = list(numeric)
+        # Expression keys: helper columns renamed as Spark names the grouping expressions.
+        self._keys = keys
         #: The fitted partition function (key -> partition).
         self.partitioner = partitioner
 
+    def _plain_keys_only(self, method: str) -> None:
+        # Grouped-map functions would see the helper column of an expression key.
+        if self._keys is not None and self._keys.hidden:
+            raise NotImplementedError(
+                f"{method} on an expression key ({', '.join(self._keys.output)}): group by a "
+                "column instead, e.g. df.withColumn('key', <expression>) then group_by(df, "
+                "'key')")
+
     def _done(self, out: "DataFrame") -> "DataFrame":
-        return out.drop(PID_COL)
+        out = out.drop(PID_COL)
+        return self._keys.rename(out) if self._keys is not None else out
 
     def agg(self, *exprs: Any) -> "DataFrame":
         """Same as ``GroupedData.agg`` (Columns or a ``{column: function}`` dict)."""
@@ -269,28 +290,33 @@ class BalancedGroupedData:
     # Grouped-map functions: sparkbalance.spark.grouped hides the helper column from them.
     def applyInPandas(self, func: Any, schema: Any) -> "DataFrame":
         """Same as ``GroupedData.applyInPandas``; ``func`` never sees the helper column."""
+        self._plain_keys_only("applyInPandas")
         from .grouped import apply_in_pandas
         return apply_in_pandas(self, func, schema)
 
     def applyInArrow(self, func: Any, schema: Any) -> "DataFrame":
         """Same as ``GroupedData.applyInArrow`` (PySpark >= 4.0)."""
+        self._plain_keys_only("applyInArrow")
         from .grouped import apply_in_arrow
         return apply_in_arrow(self, func, schema)
 
     def cogroup(self, other: "BalancedGroupedData") -> Any:
         """Same as ``GroupedData.cogroup``: both sides placed by one partition function."""
+        self._plain_keys_only("cogroup")
+        other._plain_keys_only("cogroup")
         from .grouped import BalancedCogroupedData
         return BalancedCogroupedData(self, other)
 
 
-def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
+def group_by(df: "DataFrame", *cols: Any, num_partitions: int | None = None,
              strategy: str | None = None, **kwargs: Any) -> BalancedGroupedData:
     """Balanced ``df.groupBy(*cols)``: rows placed by a fitted function, one exchange.
 
-    ``num_partitions`` defaults to ``spark.sql.shuffle.partitions``; other keyword
-    arguments are those of :func:`repartition`. With ``weights="time"`` (and
-    ``listener=``, ``current=`` of a previous run of the same grouped step) each group
-    costs what the fitted per-group model says (``t0 + alpha rows + beta groups``,
+    ``cols`` are names or ``Column`` objects, as for ``df.groupBy``; ``num_partitions``
+    defaults to ``spark.sql.shuffle.partitions``; other keyword arguments are those of
+    :func:`repartition`. With ``weights="time"`` (and ``listener=``, ``current=`` of a
+    previous run of the same grouped step) each group costs what the fitted per-group
+    model says (``t0 + alpha rows + beta groups``,
     :func:`sparkbalance.spark.grouped.group_cost_stats`) rather than its rows.
 
     Examples
@@ -299,6 +325,9 @@ def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
     """
     from pyspark.sql.types import NumericType
     n = conf.default_partitions(df) if num_partitions is None else num_partitions
+    numeric = [fld.name for fld in df.schema.fields if isinstance(fld.dataType, NumericType)]
+    kc = key_columns(df, cols)
+    df, cols = kc.df, kc.names
     source = {"df": df, "strategy": strategy, "stats": kwargs.pop("stats", None),
               "sample_fraction": kwargs.pop("sample_fraction", None),
               "literal_limit": kwargs.pop("literal_limit", None), "timed": None}
@@ -317,7 +346,6 @@ def group_by(df: "DataFrame", *cols: str, num_partitions: int | None = None,
     placed, f = _place(df, n, cols, strategy, source["stats"], source["sample_fraction"],
                        kwargs.pop("partitioner", None), kwargs.pop("current", None),
                        source["literal_limit"], kwargs)
-    numeric = [fld.name for fld in df.schema.fields if isinstance(fld.dataType, NumericType)]
     source["params"] = {k: v for k, v in kwargs.items()
                         if k not in ("weights", "listener")}
-    return BalancedGroupedData(placed, list(cols), numeric, f, source)
+    return BalancedGroupedData(placed, list(cols), numeric, f, source, kc)

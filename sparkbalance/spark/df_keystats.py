@@ -7,6 +7,15 @@ a BINARY value is ``bytes``, so the keys hash exactly as the rows do in
 :mod:`sparkbalance.spark.sqlhash`. Rows with a null key column are left out: they cannot be
 hashed and always go to one fixed partition.
 
+The driver's memory is bounded independently of the number of keys: the aggregation runs in
+the JVM and only the ``max_keys`` heaviest keys come back (Spark's ``TakeOrderedAndProject``:
+each task keeps its own top ``max_keys``, the driver merges those). Their counts are exact
+(sampled: estimated); the records of all other keys and the number of distinct keys come back
+as two totals (:attr:`KeyStats.tail_count`, :attr:`KeyStats.num_distinct`), computed only when
+the key space exceeds ``max_keys``, by a second job that scans the keys without a shuffle
+(a row count and Spark's HyperLogLog++ ``approx_count_distinct``, relative error
+:data:`DISTINCT_RSD`).
+
 Examples
 --------
 >>> s = key_stats(df, "user")                                   # doctest: +SKIP
@@ -14,7 +23,7 @@ Examples
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -24,10 +33,36 @@ from . import sqlhash
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "SAMPLE_SEED"]
+__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "KeyCounts", "SAMPLE_SEED",
+           "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
 SAMPLE_SEED: int = 17
+#: Heaviest keys sent to the driver when none is given: beyond that a routing table would
+#: not fit a SQL literal anyway, and the tail of a larger key space hashes evenly.
+DEFAULT_MAX_KEYS: int = 100_000
+#: Relative standard deviation of the distinct-key count of a truncated listing.
+DISTINCT_RSD: float = 0.01
+_N = "__sb_n"
+
+
+class KeyCounts(NamedTuple):
+    """What one statistics aggregation returns: listed keys, their counts, the rest."""
+
+    keys: list
+    counts: np.ndarray
+    #: Records of the keys not listed (0 when every key is).
+    tail_count: float
+    #: Distinct non-null keys (of the sample, when sampled; approximate when truncated).
+    num_distinct: float
+
+
+def _check_max_keys(max_keys: int | None) -> int | None:
+    if max_keys is None:
+        return None
+    if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
+        raise ValueError(f"max_keys={max_keys!r}; expected an int >= 1 or None (every key)")
+    return max_keys
 
 
 def _py_value(v: Any) -> Any:
@@ -50,35 +85,60 @@ def key_array(keys: list) -> np.ndarray:
     return out
 
 
-def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | None = None
-               ) -> tuple[list, np.ndarray]:
-    """Distinct non-null keys of ``df`` over ``cols`` and their record counts (one job).
+def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | None = None,
+               max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyCounts:
+    """The heaviest ``max_keys`` non-null keys of ``df`` over ``cols``, their record counts
+    and the totals of the rest (one job; a second, shuffle-free one when there are more keys).
+
+    ``max_keys=None`` collects every distinct key (driver memory grows with the key space).
+    Keys come heaviest first, ties in key order, so the listing is deterministic.
 
     Examples
     --------
     >>> key_counts(spark.createDataFrame([(1,), (1,)], "k int"), ["k"])   # doctest: +SKIP
-    ([1], array([2.]))
+    KeyCounts(keys=[1], counts=array([2.]), tail_count=0.0, num_distinct=1.0)
     """
     from pyspark.sql import functions as F
     cols = sqlhash.check_key_columns(df, cols)
+    max_keys = _check_max_keys(max_keys)
     src = df.select(*cols).where(~sqlhash.any_null(df, cols))
     if sample_fraction is not None:
         src = src.sample(withReplacement=False, fraction=sample_fraction, seed=SAMPLE_SEED)
-    rows = src.groupBy(*cols).agg(F.count(F.lit(1)).alias("__sb_n")).collect()
+    agg = src.groupBy(*cols).agg(F.count(F.lit(1)).alias(_N))
+    if max_keys is None:
+        rows = agg.collect()
+    else:
+        # One more than asked: fewer than max_keys + 1 rows means every key is listed.
+        rows = agg.orderBy(F.col(_N).desc(), *cols).limit(max_keys + 1).collect()
+    truncated = max_keys is not None and len(rows) > max_keys
+    rows = rows[:max_keys] if truncated else rows
     single = len(cols) == 1
     keys = [(_py_value(r[0]) if single else tuple(_py_value(v) for v in r[:-1])) for r in rows]
     counts = np.fromiter((r[-1] for r in rows), dtype=np.float64, count=len(rows))
+    tail, distinct = 0.0, float(len(rows))
+    if truncated:
+        refs = [sqlhash.column_ref(src, c) for c in cols]
+        key = refs[0] if single else F.struct(*refs)
+        total = src.agg(F.count(F.lit(1)).alias("records"),
+                        F.approx_count_distinct(key, DISTINCT_RSD).alias("keys")).first()
+        tail = max(0.0, float(total["records"]) - float(counts.sum()))
+        distinct = max(float(total["keys"]), float(len(rows)) + 1.0)
     if sample_fraction is not None:
-        counts = counts / sample_fraction  # Horvitz-Thompson scale-up to the whole data
-    return keys, counts
+        # Horvitz-Thompson scale-up to the whole data (the distinct count stays the sample's:
+        # a lower bound of the data's)
+        counts = counts / sample_fraction
+        tail = tail / sample_fraction
+    return KeyCounts(keys, counts, tail, distinct)
 
 
-def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None
-              ) -> KeyStats:
+def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
+              max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyStats:
     """Per-key record counts of ``df`` over key ``cols`` (null keys left out).
 
     One aggregation over the data (or over a Bernoulli sample of ``sample_fraction``, with
-    counts scaled by ``1 / sample_fraction``). A multi-column key is a Python tuple.
+    counts scaled by ``1 / sample_fraction``). A multi-column key is a Python tuple. Only the
+    ``max_keys`` heaviest keys are listed; the others are summed in ``tail_count`` and
+    ``num_distinct`` counts all (see :func:`key_counts`).
 
     Examples
     --------
@@ -86,24 +146,28 @@ def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None
     >>> sorted(s.as_dict().items())                                            # doctest: +SKIP
     [(1, 2.0), (2, 1.0)]
     """
-    keys, counts = key_counts(df, cols, sample_fraction)
-    return KeyStats(key_array(keys), counts)
+    kc = key_counts(df, cols, sample_fraction, max_keys)
+    return KeyStats(key_array(kc.keys), kc.counts, tail_count=kc.tail_count,
+                    num_distinct=kc.num_distinct)
 
 
 def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
-               sample_fraction: float | None = None) -> KeyStats:
+               sample_fraction: float | None = None, max_keys: int | None = DEFAULT_MAX_KEYS
+               ) -> KeyStats:
     """Keys of both join sides; counts = left + right rows, cost = those + output rows.
 
     The output of key k is ``left(k) * right(k)`` rows, the work a skewed join piles on one
-    partition; two aggregation jobs (one per side).
+    partition; two aggregation jobs (one per side). With bounded statistics a key listed on
+    one side only counts 0 on the other (it is in that side's tail, lighter than any key
+    listed there).
 
     Examples
     --------
     >>> s = join_stats(clicks, users, ["user"])     # doctest: +SKIP
     >>> s.cost[0] == s.counts[0] + l0 * r0          # doctest: +SKIP
     """
-    lk, lc = key_counts(left, on, sample_fraction)
-    rk, rc = key_counts(right, on, sample_fraction)
+    lk, lc, lt, _ = key_counts(left, on, sample_fraction, max_keys)
+    rk, rc, rt, _ = key_counts(right, on, sample_fraction, max_keys)
     index: dict[Any, int] = {}
     keys: list = []
     for k in lk + rk:
@@ -114,4 +178,4 @@ def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
     rv = np.zeros(len(keys))
     lv[[index[k] for k in lk]] = lc
     rv[[index[k] for k in rk]] = rc
-    return KeyStats(key_array(keys), lv + rv, cost=lv + rv + lv * rv)
+    return KeyStats(key_array(keys), lv + rv, cost=lv + rv + lv * rv, tail_count=lt + rt)

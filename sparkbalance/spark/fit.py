@@ -12,8 +12,9 @@ from typing import Any
 __all__ = ["fit_partitioner"]
 
 
-def fit_partitioner(data: Any, num_partitions: int, *cols: str, **kwargs: Any) -> Any:
-    """Fit a partition function on the keys of a pair RDD or of DataFrame columns ``cols``.
+def fit_partitioner(data: Any, num_partitions: int, *cols: Any, **kwargs: Any) -> Any:
+    """Fit a partition function on the keys of a pair RDD or of DataFrame columns ``cols``
+    (names or ``Column`` objects).
 
     Examples
     --------

@@ -1,7 +1,11 @@
 """Gather :class:`~sparkbalance.stats.KeyStats` from a pair RDD (exact, sampled, SpaceSaving).
 
-Counting runs on the executors; the driver only receives one row per distinct key (exact,
-sampled) or one summary per partition (SpaceSaving). Every sparkbalance job runs under the
+Counting runs on the executors. The driver's memory is bounded independently of the number
+of keys: by default (``max_keys``) each partition of the exact (or sampled) per-key counts
+keeps its ``max_keys`` heaviest keys plus two totals (records and distinct keys of the rest),
+and ``treeReduce`` merges those summaries, so the driver receives O(``max_keys``) entries per
+merge; SpaceSaving sends one bounded summary per partition. ``max_keys=None`` collects one
+row per distinct key. Every sparkbalance job runs under the
 job group :data:`STATS_JOB_GROUP`, so the Spark UI (and a listener created with that group)
 can tell them from the user's jobs.
 
@@ -10,13 +14,14 @@ each partition validates its *distinct* keys with :func:`sparkbalance.hashing.va
 (cost per distinct key, not per record) and ships the error message back; the driver then
 raises the same ``TypeError`` / ``ValueError`` the hashing module would, naming the key.
 
-Choosing a method: ``"exact"`` (reduceByKey + collect, fine up to ~10^6 distinct keys);
+Choosing a method: ``"exact"`` (reduceByKey, then the top ``max_keys`` with exact counts);
 ``"sample"`` (a Bernoulli sample of the records, counts scaled by 1/fraction: cheaper for
-huge inputs, still one row per sampled key); ``"spacesaving"`` (bounded memory: one
-summary per partition merged with ``reduce``; only the heavy keys come back).
+huge inputs); ``"spacesaving"`` (bounded executor memory too: one summary per partition
+merged with ``treeReduce``; heavy-key counts within the SpaceSaving error bound).
 """
 from __future__ import annotations
 
+import heapq
 from typing import Any, Iterable, Iterator
 
 import numpy as np
@@ -26,13 +31,16 @@ from ..stats.keystats import KeyStats, as_key_array
 from ..stats.spacesaving import SpaceSaving
 
 __all__ = ["gather_key_stats", "exact_counts", "sampled_counts", "spacesaving_summary",
-           "measured_tasks", "STATS_JOB_GROUP", "DEFAULT_SPACESAVING_CAPACITY"]
+           "top_counts", "top_summaries", "TopCounts", "measured_tasks", "STATS_JOB_GROUP",
+           "DEFAULT_SPACESAVING_CAPACITY", "DEFAULT_MAX_KEYS"]
 
 #: Job group of sparkbalance's statistics jobs.
 STATS_JOB_GROUP = "sparkbalance-stats"
 #: Counters per SpaceSaving summary when none is given (keeps every key of frequency
 #: >= 1/1000 of the records; 1/(5n) needs only 5n+1 counters).
 DEFAULT_SPACESAVING_CAPACITY = 1000
+#: Heaviest keys sent to the driver by the exact and sampled methods when none is given.
+DEFAULT_MAX_KEYS = 100_000
 _METHODS = ("exact", "sample", "spacesaving")
 
 
@@ -103,6 +111,124 @@ def _to_stats(rows: list[tuple[Any, float]], scale: float = 1.0) -> KeyStats:
     return KeyStats(keys, counts)
 
 
+class TopCounts:
+    """The ``k`` heaviest keys of some partitions with exact counts, and the rest as totals.
+
+    Mergeable: the union of two partitions' keys is disjoint after ``reduceByKey``, so the
+    merged top-k is the top-k of both listings and everything dropped joins the tail.
+
+    Examples
+    --------
+    >>> t = TopCounts.of([("a", 5), ("b", 1), ("c", 2)], 2)
+    >>> t.merge(TopCounts.of([("d", 3)], 2)).rows(), t.tail, t.distinct
+    ([('a', 5), ('d', 3)], 1, 3)
+    """
+
+    __slots__ = ("k", "entries", "tail", "distinct")
+
+    def __init__(self, k: int, entries: list[tuple[Any, Any]], tail: float, distinct: int
+                 ) -> None:
+        self.k, self.entries, self.tail, self.distinct = k, entries, tail, distinct
+
+    @classmethod
+    def of(cls, rows: Iterable[tuple[Any, float]], k: int) -> "TopCounts":
+        """Summary of distinct ``(key, count)`` rows (each key once)."""
+        heap: list[tuple[float, int, Any]] = []   # min-heap of the k heaviest
+        total, distinct = 0, 0
+        for i, (key, c) in enumerate(rows):
+            total += c
+            distinct += 1
+            if len(heap) < k:
+                heapq.heappush(heap, (c, i, key))
+            elif c > heap[0][0]:
+                heapq.heapreplace(heap, (c, i, key))
+        kept = sum(c for c, _, _ in heap)
+        return cls(k, [(key, c) for c, _, key in heap], total - kept, distinct)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def merge(self, other: "TopCounts") -> "TopCounts":
+        both = self.of(self.entries + other.entries, self.k)
+        return TopCounts(self.k, both.entries, self.tail + other.tail + both.tail,
+                         self.distinct + other.distinct)
+
+    def rows(self) -> list[tuple[Any, float]]:
+        """The listed keys, heaviest first."""
+        return sorted(self.entries, key=lambda kc: -kc[1])
+
+    def __reduce__(self):
+        return (TopCounts, (self.k, self.entries, self.tail, self.distinct))
+
+
+def _local_top(k: int):
+    def run(rows: Iterator[tuple[Any, int]]) -> Iterator[Any]:
+        good = []
+        for key, c in rows:
+            if isinstance(key, _BadKey):
+                yield key
+                return
+            good.append((key, c))
+        yield TopCounts.of(good, k)
+    return run
+
+
+def _merge_top(a: Any, b: Any) -> Any:
+    if isinstance(a, _BadKey):
+        return a
+    if isinstance(b, _BadKey):
+        return b
+    return a.merge(b)
+
+
+def top_summaries(counts: Any, max_keys: int) -> Any:
+    """One :class:`TopCounts` (at most ``max_keys`` entries) per partition of ``counts``,
+    an RDD of distinct ``(key, count)`` rows (what the driver's merge receives)."""
+    return counts.mapPartitions(_local_top(max_keys))
+
+
+def _check_max_keys(max_keys: int | None) -> int | None:
+    if max_keys is not None and (isinstance(max_keys, bool) or not isinstance(max_keys, int)
+                                 or max_keys < 1):
+        raise ValueError(f"max_keys={max_keys!r}; expected an int >= 1 or None (every key)")
+    return max_keys
+
+
+def top_counts(rdd: Any, max_keys: int = DEFAULT_MAX_KEYS, *,
+               sample_fraction: float | None = None, seed: int = 17) -> KeyStats:
+    """The ``max_keys`` heaviest keys with exact counts, the rest as ``tail_count`` and
+    ``num_distinct`` (exact); driver memory O(``max_keys``) whatever the number of keys.
+
+    Examples
+    --------
+    >>> s = top_counts(sc.parallelize([(i % 1000, 0) for i in range(10**4)]), 10)  # doctest: +SKIP
+    >>> len(s), s.data_count, s.num_distinct                                  # doctest: +SKIP
+    (10, 10000.0, 1000.0)
+    """
+    max_keys = _check_max_keys(max_keys)
+    scale = 1.0
+    src = rdd
+    if sample_fraction is not None:
+        _check_fraction(sample_fraction)
+        scale = 1.0 / float(sample_fraction)
+        src = rdd if sample_fraction >= 1 else rdd.sample(False, float(sample_fraction), seed)
+    with _job_group(rdd, f"sparkbalance: top {max_keys} key counts"):
+        counts = src.mapPartitions(_count_partition).reduceByKey(_add)
+        parts = top_summaries(counts, max_keys)
+        out = parts.treeReduce(_merge_top) if not parts.isEmpty() else TopCounts(max_keys, [],
+                                                                                  0, 0)
+    if isinstance(out, _BadKey):
+        out.raise_()
+    stats = _to_stats(out.rows(), scale)
+    return KeyStats(stats.keys, stats.counts, tail_count=out.tail * scale,
+                    num_distinct=max(out.distinct, len(stats)))
+
+
+def _check_fraction(fraction: Any) -> None:
+    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
+        raise ValueError(f"sample_fraction={fraction!r}; expected 0 < fraction <= 1")
+
+
 def _job_group(rdd: Any, description: str):
     from .jobs import sparkbalance_job_group
     return sparkbalance_job_group(rdd.context, STATS_JOB_GROUP, description)
@@ -127,8 +253,7 @@ def sampled_counts(rdd: Any, fraction: float, *, seed: int = 17) -> KeyStats:
     Keys absent from the sample are absent from the result (their count is small with high
     probability). ``fraction`` in (0, 1].
     """
-    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise ValueError(f"sample_fraction={fraction!r}; expected 0 < fraction <= 1")
+    _check_fraction(fraction)
     sample = rdd if fraction >= 1 else rdd.sample(False, float(fraction), seed)
     with _job_group(rdd, f"sparkbalance: sampled key counts (fraction {fraction:g})"):
         rows = sample.mapPartitions(_count_partition).reduceByKey(_add).collect()
@@ -178,7 +303,8 @@ def spacesaving_summary(rdd: Any, capacity: int = DEFAULT_SPACESAVING_CAPACITY) 
 
 
 def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: float | None = None,
-                     capacity: int = DEFAULT_SPACESAVING_CAPACITY, seed: int = 17) -> KeyStats:
+                     capacity: int = DEFAULT_SPACESAVING_CAPACITY, seed: int = 17,
+                     max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyStats:
     """Per-key statistics of a pair RDD.
 
     Parameters
@@ -190,6 +316,10 @@ def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: fl
     capacity : int
         Counters of the SpaceSaving summary (method "spacesaving"); the result holds the
         kept keys with their (over-)estimated counts.
+    max_keys : int or None
+        Methods "exact" and "sample": list only the ``max_keys`` heaviest keys (exact or
+        estimated counts), the rest as ``tail_count``/``num_distinct``
+        (:func:`top_counts`); None lists every distinct key.
 
     Examples
     --------
@@ -199,15 +329,22 @@ def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: fl
         method = "sample" if sample_fraction is not None else "exact"
     if method not in _METHODS:
         raise ValueError(f"method={method!r}; expected one of {', '.join(_METHODS)}")
+    max_keys = _check_max_keys(max_keys)
+    if method == "sample" and sample_fraction is None:
+        raise ValueError("method='sample' needs sample_fraction in (0, 1]")
+    if method in ("exact", "sample") and max_keys is not None:
+        return top_counts(rdd, max_keys,
+                          sample_fraction=sample_fraction if method == "sample" else None,
+                          seed=seed)
     if method == "exact":
         return exact_counts(rdd)
     if method == "sample":
-        if sample_fraction is None:
-            raise ValueError("method='sample' needs sample_fraction in (0, 1]")
         return sampled_counts(rdd, sample_fraction, seed=seed)
     ss = spacesaving_summary(rdd, capacity)
     rows = [(k, c) for k, c, _ in ss.top()]
-    return _to_stats(rows)
+    stats = _to_stats(rows)
+    # Counts are over-estimates (by at most the summary's floor): the tail is what is left.
+    return KeyStats(stats.keys, stats.counts, tail_count=max(0.0, ss.total - stats.total_count))
 
 
 def measured_tasks(listener: Any) -> list[Any]:

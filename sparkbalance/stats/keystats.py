@@ -48,6 +48,14 @@ class KeyStats:
     counts : records per key (scaled up to the whole data when sampled).
     cost : c(k), the work of the key (defaults to ``counts``; seconds when time-aware).
     memory : S(k), state bytes the key would carry if moved (defaults to ``counts``).
+    tail_count : records of keys *not* listed (bounded statistics keep only the heaviest
+        keys and report the rest as one total; 0 when every key is listed).
+    num_distinct : distinct keys in the data, listed or not (approximate when counted by a
+        sketch); None means ``len(keys)``.
+
+    Bounded statistics (top-k of a large key space) list the heavy keys only: the planners
+    place those and leave the unlisted tail on its hash home, where many light keys spread
+    evenly (a tail key of count <= ``tail_count / num_distinct`` on average).
 
     Examples
     --------
@@ -60,6 +68,8 @@ class KeyStats:
     counts: np.ndarray
     cost: np.ndarray | None = None
     memory: np.ndarray | None = None
+    tail_count: float = 0.0
+    num_distinct: float | None = None
 
     def __post_init__(self) -> None:
         keys = as_key_array(self.keys)
@@ -74,6 +84,16 @@ class KeyStats:
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "cost", cost)
         object.__setattr__(self, "memory", memory)
+        tail = float(self.tail_count)
+        if not (np.isfinite(tail) and tail >= 0):
+            raise ValueError(f"tail_count={self.tail_count!r}; expected a finite number >= 0")
+        object.__setattr__(self, "tail_count", tail)
+        if self.num_distinct is not None:
+            d = float(self.num_distinct)
+            if not (np.isfinite(d) and d >= n):
+                raise ValueError(f"num_distinct={self.num_distinct!r}; expected a finite number "
+                                 f">= len(keys)={n}")
+            object.__setattr__(self, "num_distinct", d)
 
     @classmethod
     def from_counts(cls, counts: Mapping[Any, float], cost: Mapping[Any, float] | None = None,
@@ -94,16 +114,32 @@ class KeyStats:
 
     @property
     def total_count(self) -> float:
+        """Records of the listed keys (add :attr:`tail_count` for the whole data)."""
         return float(self.counts.sum())
 
+    @property
+    def data_count(self) -> float:
+        """Records of the whole data: listed keys plus the unlisted tail."""
+        return self.total_count + self.tail_count
+
+    @property
+    def distinct(self) -> float:
+        """Distinct keys in the data (``num_distinct``, else the number listed)."""
+        return float(len(self)) if self.num_distinct is None else self.num_distinct
+
     def top(self, k: int) -> "KeyStats":
-        """The ``k`` keys of highest cost (ties by position)."""
+        """The ``k`` keys of highest cost (ties by position); the dropped keys' records join
+        the tail."""
         order = np.argsort(-self.cost, kind="stable")[: max(0, int(k))]
-        return KeyStats(self.keys[order], self.counts[order], self.cost[order], self.memory[order])
+        dropped = self.total_count - float(self.counts[order].sum())
+        return KeyStats(self.keys[order], self.counts[order], self.cost[order], self.memory[order],
+                        tail_count=self.tail_count + max(0.0, dropped),
+                        num_distinct=self.distinct)
 
     def with_cost(self, cost: np.ndarray) -> "KeyStats":
         """Same keys and counts, another cost vector (e.g. time-weighted)."""
-        return KeyStats(self.keys, self.counts, cost, self.memory)
+        return KeyStats(self.keys, self.counts, cost, self.memory, self.tail_count,
+                        self.num_distinct)
 
     def as_dict(self) -> dict[Any, float]:
         """``{key: cost}``."""

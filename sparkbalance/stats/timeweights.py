@@ -372,9 +372,9 @@ def time_weighted_stats(stats: KeyStats, tasks: Iterable[TaskLike],
     time : which task time; see :data:`TIME_FIELDS`.
     by : "partition" (rate of the key's partition) or "executor" (median rate of the
         executor that ran the key's partition: smoother, ignores per-partition key mix).
-    records : records per partition; default the sum of ``stats.counts`` per partition,
-        exact when ``stats`` covers every key (pass the true totals when it is a sample
-        or a top-k summary).
+    records : records per partition; default the sum of ``stats.counts`` per partition plus
+        an even share of ``stats.tail_count`` (the unlisted keys of bounded statistics),
+        exact when ``stats`` covers every key (pass the true totals when it is a sample).
 
     Examples
     --------
@@ -399,8 +399,10 @@ def time_weighted_stats(stats: KeyStats, tasks: Iterable[TaskLike],
     if part.size and (part.min() < 0 or part.max() >= n):
         raise ValueError(f"key_partition ids in [{part.min()}, {part.max()}]; expected "
                          f"[0, {n - 1}]")
-    recs = (np.bincount(part, weights=stats.counts, minlength=n) if records is None
-            else np.asarray(records, dtype=np.float64))
+    # Bounded statistics list the heavy keys only: the unlisted tail's records also ran,
+    # spread evenly over the partitions (many light keys hash evenly).
+    recs = (np.bincount(part, weights=stats.counts, minlength=n) + stats.tail_count / n
+            if records is None else np.asarray(records, dtype=np.float64))
     if by == "partition":
         spr = seconds_per_record_by_partition(tasks, n, records=recs, stage_id=sid, time=time)
     else:

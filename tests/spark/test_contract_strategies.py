@@ -3,8 +3,9 @@
 For each name of :func:`sparkbalance.strategies.available`: the fitted partition function
 routes every key inside ``[0, n)`` (a key-grouping function to one partition, a splitting one
 inside the key's candidates), ``reduce_by_key``/``partition_by`` give plain PySpark's
-results, the DataFrame ``group_by(...).agg`` of a key-grouping strategy equals
-``df.groupBy(...).agg``, and an unknown parameter is refused with ``TypeError`` before any
+results (also when fitted on bounded statistics: the top keys only), the DataFrame
+``group_by(...).agg`` of a key-grouping strategy equals ``df.groupBy(...).agg`` (also on a
+``Column`` expression key), and an unknown parameter is refused with ``TypeError`` before any
 Spark job runs.
 """
 from __future__ import annotations
@@ -94,6 +95,27 @@ def test_dataframe_group_by_equals_pyspark(spark, name):
     except (ImportError, AttributeError) as exc:  # the DataFrame module is being split
         pytest.xfail(f"DataFrame group_by unavailable during the module split: {exc!r}")
     assertDataFrameEqual(got, expected)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bounded_statistics_still_equal_pyspark(rdd, reduced, name):
+    from sparkbalance.spark.keystats import gather_key_stats
+    stats = gather_key_stats(rdd, max_keys=5)
+    assert len(stats) == 5 and stats.data_count == len(_records())
+    out = sbr.reduce_by_key(rdd, operator.add, N, name, stats=stats)
+    assert sorted(out.collect(), key=repr) == reduced
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not strategies.get(n).splits_keys])
+def test_dataframe_column_expression_key_equals_pyspark(spark, name):
+    from pyspark.sql import functions as F
+    from pyspark.testing import assertDataFrameEqual
+
+    df = spark.createDataFrame([(str(k), v) for k, v in _records()], "k string, v long")
+    key = F.substring("k", 1, 2)
+    got = sb.group_by(df, key, num_partitions=4, strategy=name).agg(F.sum("v"))
+    assertDataFrameEqual(got, df.groupBy(key).agg(F.sum("v")))
+    assertDataFrameEqual(sb.repartition(df, 4, key, strategy=name), df)
 
 
 def _job_ids(sc) -> set[int]:
