@@ -83,7 +83,9 @@ def plan_groups(sizes: Any, num_partitions: int, **kwargs: Any) -> tuple[Any, di
     facts = _FACTS.get()
     if facts is not None:
         facts.update(strategy="auto", f=f, group_sizes=np.asarray(sizes, dtype=np.float64),
-                     plan_seconds=time.perf_counter() - t0)
+                     plan_seconds=time.perf_counter() - t0,
+                     extra={"balanced": bool(info.get("balanced")),
+                            "predicted_gain": info.get("gain")})
     return f, info
 
 
@@ -275,8 +277,7 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             t0 = time.perf_counter()
             description = f"{DESCRIPTION_PREFIX}key statistics for {label}"
             try:
-                with operation_jobs(sc, label, description) if sc is not None \
-                        else _nothing():
+                with operation_jobs(sc, label, description):  # sc None: the label only
                     out = fn(*args, **kwargs)
             finally:
                 _FACTS.reset(token)
@@ -286,14 +287,6 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             return out
         return run
     return decorate
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dict[str, Any],
@@ -306,6 +299,7 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
         _LOG.debug("no loads for the %s record: %r", label, exc)
         rec = {"num_partitions": f.num_partitions, "planner": type(f).__name__}
     last = next_job_id(sc) if first is not None else None
+    rec.update(facts.get("extra") or {})
     rec.update(kind=kind, operation=operation, label=label, key=key,
                strategy=facts["strategy"], plan_seconds=facts["plan_seconds"],
                seconds=seconds, description=description,

@@ -10,12 +10,15 @@ points, one line each:
 * :func:`batch_description` is the description of the batch's merge job (its own job
   group), naming the migration that rides in it;
 * :func:`post_batch` posts one ``"state"`` record per batch (loads under the layout the
-  batch ran with, the lower bound, the plan when one was made) and logs one INFO line per
+  batch ran with, the lower bound, the plan when one was made, and the keys, bytes and
+  seconds of the migration that rode in the batch's shuffle) and logs one INFO line per
   plan, a WARNING when the planner found no feasible plan or the controller refused the
   migration (once per operator until the reason changes: a stream would repeat it every
   batch);
-* :func:`post_migration` posts one ``"migration"`` record per migration (riding, settled or
-  ``scale``), with the keys and bytes that moved and its seconds.
+* :func:`post_migration` logs every migration and posts one ``"migration"`` record for a
+  migration run on its own (settled before a read of the state or a checkpoint, or
+  ``scale``); a riding migration is reported in its batch's record instead, so each
+  migration is in exactly one record.
 
 The operator's name in the UI is its ``name`` attribute when set (``op.name = "clicks"``),
 else ``keyed_state_<i>`` in creation order of first report. Lower bound (Fang et al. §3):
@@ -46,6 +49,9 @@ _WARNED: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 # First Spark job id of the running process()/scale() call, for the record's job ids.
 _FIRST_JOB: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "sparkbalance_state_first_job", default=None)
+# Migrations that rode in the running batch (a list until its record is posted).
+_RIDING: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "sparkbalance_state_riding", default=None)
 
 
 def operator_name(op: Any) -> str:
@@ -128,10 +134,13 @@ def labelled(what: str) -> Callable[[Callable], Callable]:
             text = _description(op, what, args)
             label = text[len(DESCRIPTION_PREFIX):]
             token = _FIRST_JOB.set(next_job_id(sc)) if _FIRST_JOB.get() is None else None
+            riding = _RIDING.set([]) if what == "batch" and token is not None else None
             try:
                 with operation_jobs(sc, label, text):
                     return fn(op, *args, **kwargs)
             finally:
+                if riding is not None:
+                    _RIDING.reset(riding)
                 if token is not None:
                     _FIRST_JOB.reset(token)
         return run
@@ -193,6 +202,13 @@ def post_batch(op: Any, m: Any, decision: Any) -> dict[str, Any]:
         avg = float(loads.mean()) if loads.size else 0.0
         rec.update(plan_seconds=op._plan_seconds, avg_after=avg,
                    max_after=row.imbalance_after * avg)
+    riding = _RIDING.get() or []
+    _RIDING.set(None)  # a migration settled later in this call (a checkpoint) posts its own
+    if riding:
+        rec.update(keys_moved=sum(r.keys_moved for r in riding),
+                   bytes_moved=sum(r.bytes_moved for r in riding),
+                   migration_seconds=sum(r.seconds for r in riding),
+                   migrated_to=f"v{riding[-1].layout_version}")
     if decision is not None:
         rec.update(keys_planned=decision.planned_moves, bytes_planned=decision.planned_bytes,
                    next_layout=_layout_text(decision.layout))
@@ -225,20 +241,24 @@ def post_migration(op: Any, rec: Any) -> Any:
     47
     """
     out = _common(op, "migration", "scale" if rec.reason == "scale" else "migrate", rec.seq)
+    riding = _RIDING.get()
+    if riding is not None:  # rode in the running batch: its record carries it
+        riding.append(rec)
+        _log_migration(op, rec, None)
+        return rec
     out.update(num_partitions=rec.num_partitions_after,
                num_partitions_before=rec.num_partitions_before, reason=rec.reason,
                keys_moved=rec.keys_moved, bytes_moved=rec.bytes_moved,
                planned_bytes=rec.planned_bytes, migration_seconds=rec.seconds,
                frames_touched=rec.frames_touched, layout=f"v{rec.layout_version}",
                time=time.time())
-    for row in reversed(op.history):  # the batch that decided it: its loads
-        if row.seq == rec.seq:
-            out.update(max_before=row.max_load, avg_before=row.mean_load,
-                       imbalance_after=row.imbalance_after)
-            break
     posted = post(op.sc, out)
+    _log_migration(op, rec, posted.get("job_ids"))
+    return rec
+
+
+def _log_migration(op: Any, rec: Any, job_ids: list[int] | None) -> None:
+    jobs = "" if job_ids is None else f", jobs {job_ids}"
     _LOG.info("%s", f"{DESCRIPTION_PREFIX}keyed state {operator_name(op)}: moved "
               f"{rec.keys_moved} {_unit(op._state.layout)}, {rec.bytes_moved:.0f} B "
-              f"({rec.reason}) to layout v{rec.layout_version} in {rec.seconds:.3g} s, "
-              f"jobs {posted.get('job_ids')}")
-    return rec
+              f"({rec.reason}) to layout v{rec.layout_version} in {rec.seconds:.3g} s{jobs}")
