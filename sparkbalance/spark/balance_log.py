@@ -32,9 +32,14 @@ Record fields (all optional except ``kind``; loads in the planner's cost unit):
 ``operator``        keyed-state operator name: its records form the per-batch timeline
 ``batch``           batch number within the operator
 ``description``     the job description the operation's jobs carried
+``label``           the operation as its jobs name it, e.g. ``"repartition(user_id, 64,
+                    mixed)"``; ``seconds``: the whole call
 ==================  ====================================================================
 
-Other keys are kept and shown in the record's JSON.
+Other keys are kept and shown in the record's JSON (e.g. ``keys_rerouted`` of a plan with
+``current=``, ``decision`` and ``imbalance_before/after`` of a keyed-state batch). The
+operations post through :mod:`sparkbalance.spark.plan_report` (RDD and DataFrame plans) and
+:mod:`sparkbalance.state.report` (keyed-state batches and migrations).
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def post_batch(op: Any, m: Any, decision: Any) -> dict[str, Any]:
     rec.update(batch_id=row.batch_id, num_partitions=int(loads.size),
                loads_before=loads.tolist(),
                lower_bound=max(float(loads.sum()) / n, float(cost.max(initial=0.0))),
-               layout=_layout_text(op._state.layout), table_size=row.table_size,
+               layout=_layout_text(op.layout), table_size=row.table_size,  # used next
                decision=row.decision, seconds=row.batch_seconds, num_keys=row.num_keys,
                state_bytes=row.state_bytes, imbalance_before=row.imbalance_before,
                imbalance_after=row.imbalance_after)
@@ -210,8 +210,7 @@ def post_batch(op: Any, m: Any, decision: Any) -> dict[str, Any]:
                    migration_seconds=sum(r.seconds for r in riding),
                    migrated_to=f"v{riding[-1].layout_version}")
     if decision is not None:
-        rec.update(keys_planned=decision.planned_moves, bytes_planned=decision.planned_bytes,
-                   next_layout=_layout_text(decision.layout))
+        rec.update(keys_planned=decision.planned_moves, bytes_planned=decision.planned_bytes)
     rec = post(op.sc, rec)
     name = operator_name(op)
     if planned:

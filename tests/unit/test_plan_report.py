@@ -77,7 +77,8 @@ def _op(judgement, decision=None):
              num_keys=4, state_bytes=10.0, imbalance_before=2.0, imbalance_after=1.2)
     return _Op(name="clicks", sc=None, planner="mixed", strategy=NS(name="mixed"), theta=0.1,
               key_col="key", history=[row], _plan_seconds=0.01, _judgement=judgement,
-              _state=NS(layout=NS(table_size=0, version=1, table=())))
+              _state=NS(layout=NS(table_size=0, version=1, table=())),
+               layout=NS(table_size=0, version=1, table=()))
 
 
 @pytest.mark.parametrize("reason", ["does not pay"])
