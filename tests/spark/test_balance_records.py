@@ -14,6 +14,7 @@ import pytest
 
 import sparkbalance as sb
 from sparkbalance.spark import balance_log as bl
+from sparkbalance.spark.df_keystats import key_stats
 from sparkbalance.spark.jobs import (DESCRIPTION_PREFIX, JOB_DESCRIPTION_PROPERTY,
                                      JOB_GROUP_PROPERTY, next_job_id)
 from sparkbalance.state.operator import KeyedStateOperator
@@ -96,12 +97,11 @@ def test_dataframe_record_values_equal_the_plan(spark):
     before = next_job_id(spark)
     g = sb.group_by(df, "user_id", num_partitions=4, strategy="mixed")
     r = bl.balance_log().last()
-    stats = sb.key_stats(df, "user_id") if hasattr(sb, "key_stats") else None
+    stats = key_stats(df, "user_id")
     f = g.partitioner
-    if stats is not None:
-        loads = np.bincount(f.assign(stats.keys), weights=stats.cost, minlength=4)
-        assert r["loads_after"] == pytest.approx(loads.tolist())
-        assert r["lower_bound"] == pytest.approx(max(stats.cost.sum() / 4, stats.cost.max()))
+    loads = np.bincount(f.assign(stats.keys), weights=stats.cost, minlength=4)
+    assert r["loads_after"] == pytest.approx(loads.tolist())
+    assert r["lower_bound"] == pytest.approx(max(stats.cost.sum() / 4, stats.cost.max()))
     assert r["table_size"] == len(getattr(f, "table", ()))
     assert r["job_ids"] and min(r["job_ids"]) >= before
     assert r["key"] == "user_id" and r["strategy"] == "mixed"
