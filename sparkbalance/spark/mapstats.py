@@ -30,7 +30,8 @@ from ..hashing import GROUP_HASH, P, family_constants, raw_hash
 from ..routing.base import check_num_partitions
 from ..routing.keygroups import GroupMapPartitioner
 from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
-from . import plan_report
+# plan_groups of strategies.auto, timed and noted for the operation's balance record.
+from .plan_report import plan_groups
 from .bridge import class_available, spark_context
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
@@ -203,7 +204,7 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
     bridge = getattr(jvm, MAPSTATS_CLASS)
     text = bridge.submitMapStage(shuffled)
     sizes = [int(x) for x in text.split(",")] if text else [0] * m
-    f, info = plan_report.plan_groups(sizes, n, min_gain=min_gain, balance=balance)
+    f, info = plan_groups(sizes, n, min_gain=min_gain, balance=balance)
     if decision is not None:
         decision.update(info, sizes=sizes)
     owner = ",".join(map(str, f.owner_of_group.tolist()))
