@@ -3,14 +3,15 @@
 The plugin must be on ``spark.plugins`` before the SparkContext starts and the jar on the
 driver class path before the JVM starts, so the application runs in a child process (this
 file run as a script): it starts a loopback-only ``local[2]`` session through
-:func:`sparkbalance.configure`, posts records from Python, prints them
-and its UI address as one JSON line, and stops when told to. The tests compare what the
+:func:`sparkbalance.configure`, runs real sparkbalance operations (an RDD reduce, a skewed
+DataFrame groupBy, a keyed-state stream that migrates), prints the records they posted and
+its UI address as one JSON line, and stops when told to. The tests compare what the
 UI, the JSON endpoint, ``/metrics/json``, ``/metrics/prometheus`` and, after the child has
 stopped, Spark's History Server on its event log show with the Python records.
 
 Browser tests use Debian's ``chromium`` (``--headless --dump-dom`` / ``--screenshot``) and
 are skipped, saying so, when no browser is installed. Screenshots go to
-``demo-out/balance-ui/`` (git-ignored).
+``bench-out/balance-ui/`` (git-ignored).
 """
 from __future__ import annotations
 
@@ -31,46 +32,47 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 JAR = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
-SHOTS = ROOT / "demo-out" / "balance-ui"
+SHOTS = ROOT / "bench-out" / "balance-ui"
 PREFIX = "plugin.io.sparkbalance.bridge.BalancePlugin."
 LOOPBACK = "127.0.0.1"
-#: spark.sparkbalance.ui.maxRecords of the child: one less than it posts, so the live tab
-#: shows the bounded store (the oldest record dropped) while the metrics count every record.
-KEPT = 11
+#: Batches of the child's keyed-state stream, its operator's name, the hot key's rows.
+BATCHES, OPERATOR, HOT_ROWS = 10, "session_counts", 400
+#: spark.sparkbalance.ui.maxRecords of the child: one less than it posts (the RDD plan, the
+#: DataFrame plan, one record per batch; the migrations ride in their batches), so the live
+#: tab shows the bounded store (the oldest record dropped) while the metrics count them all.
+KEPT = BATCHES + 1
 
 pytestmark = pytest.mark.skipif(
     not JAR.is_file(), reason=f"bridge jar not built ({JAR}); run bash jvm_bridge/build.sh")
 
 
 # --------------------------------------------------------------------------- the child app
-def _records() -> list[dict]:
-    """An RDD plan (the record the bounded store drops), a skewed DataFrame plan and a
-    keyed-state operator with two migrations."""
-    recs: list[dict] = [
-        {"kind": "rdd", "operation": "partition_by", "key": "key", "strategy": "pkg",
-         "num_partitions": 4, "loads_before": [70.5, 10.25, 9.75, 9.5],
-         "loads_after": [25.0, 25.5, 24.75, 24.75], "lower_bound": 25.0,
-         "plan_seconds": 0.0011, "job_ids": [2]},
-        {"kind": "dataframe", "operation": "group_by", "key": "user_id", "strategy": "mixed",
-         "planner": "mixed", "num_partitions": 8,
-         "loads_before": [412.0, 95.0, 88.0, 101.0, 90.0, 97.0, 84.0, 93.0],
-         "loads_after": [131.0, 128.0, 133.0, 129.0, 130.0, 126.0, 132.0, 131.0],
-         "lower_bound": 130.0, "table_size": 17, "plan_seconds": 0.0042, "job_ids": [0, 1],
-         "description": "sparkbalance: key statistics for group_by(user_id, 8, mixed)"},
-    ]
-    for b in range(10):
-        skew = 1.0 + 0.4 * (b % 5)  # the hot key heats up, a migration cools it down
-        loads = [40.0 * skew, 30.0, 28.0, 26.0]
-        rec = {"kind": "state", "operation": "update", "operator": "session_counts",
-               "batch": b, "strategy": "ssm", "planner": "simple_ssm", "num_partitions": 4,
-               "loads_before": loads, "lower_bound": 33.0, "layout": f"64 key groups, v{b // 5}",
-               "job_ids": [3 + b]}
-        if b in (4, 9):
-            rec.update(loads_after=[34.0, 32.0, 31.0, 30.0 + 16.0 * skew - 16.0],
-                       plan_seconds=0.002 + b / 1000, keys_moved=40 + b,
-                       bytes_moved=800 + 10 * b, migration_seconds=0.05 * b)
-        recs.append(rec)
-    return recs
+def _run_operations(spark) -> None:
+    """Real sparkbalance operations, no hand-made records: an RDD reduce (the record the
+    bounded store drops), a skewed DataFrame groupBy and a keyed-state stream whose hot keys
+    shift, so that the operator migrates several times (Fang et al.'s shifting Zipf)."""
+    import operator
+
+    from pyspark.sql import functions as F
+
+    import sparkbalance as sb
+    from sparkbalance.state.operator import KeyedStateOperator
+    from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+
+    sc = spark.sparkContext
+    pairs = sc.parallelize([(0, 1)] * 300 + [(k, 1) for k in range(1, 80)], 4)
+    sb.reduce_by_key(pairs, operator.add, 4, "mixed").count()
+    rows = [(0, 1.0)] * HOT_ROWS + [(k, 1.0) for k in range(1, 61) for _ in range(3)]
+    df = spark.createDataFrame(rows, "user_id long, amount double")
+    (sb.group_by(df, "user_id", num_partitions=8, strategy="mixed")
+     .agg(F.sum("amount").alias("total")).collect())
+    op = KeyedStateOperator(sc, 4, update=operator.add, initial=0, planner="mixed", theta=0.1,
+                            trigger="paper")
+    op.name = OPERATOR
+    stream = shifting_zipf_counts(60, 4, BATCHES, z=1.1, records_per_batch=240, f=2.0, seed=3)
+    for t, (keys, counts) in enumerate(stream):
+        op.process(sc.parallelize(batch_records(keys, counts, seed=t), 2), batch_id=t).count()
+    op.close()
 
 
 def _child(event_dir: str) -> None:
@@ -93,8 +95,7 @@ def _child(event_dir: str) -> None:
     spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     bl.balance_log().clear()
-    for rec in _records():
-        bl.post(spark, rec)
+    _run_operations(spark)
     jplugin = spark.sparkContext._jvm.io.sparkbalance.bridge.BalancePlugin
     out = {"ui": spark.sparkContext.uiWebUrl, "app_id": spark.sparkContext.applicationId,
            "active": bl.plugin_active(spark), "flushed": bool(jplugin.flush(30000)),
@@ -182,6 +183,12 @@ def _num(s: str) -> float | None:
     return None if s in ("", "null", "None") else float(s)
 
 
+def _is_migration(r: dict) -> bool:
+    """The plugin's rule (BalanceRecord.isMigration)."""
+    return (r["kind"] == "migration" or bool(r.get("keys_moved"))
+            or r.get("migration_seconds") is not None)
+
+
 def _check_rows(html: str, records: list[dict]) -> None:
     """Every record has a row whose values equal the Python record's."""
     t = _table(html, "sparkbalance-records")
@@ -260,8 +267,24 @@ def _shot(args_url: str, name: str, height: int = 1400) -> Path:
 # --------------------------------------------------------------------------- tests
 def test_plugin_is_active_and_records_delivered(app):
     assert app.active and app.flushed
-    assert len(app.records) == 12
+    assert len(app.records) == KEPT + 1
     assert [r["id"] for r in app.records] == sorted(r["id"] for r in app.records)
+    assert [r["kind"] for r in app.records] == ["rdd", "dataframe"] + ["state"] * BATCHES
+    assert sum(map(_is_migration, app.records)) >= 2, "the stream should have migrated"
+    assert all(r["job_ids"] for r in app.records)
+
+
+def test_the_records_are_the_operations_numbers(app):
+    rdd, df = app.records[:2]
+    assert (rdd["operation"], rdd["label"]) == ("reduce_by_key", "reduce_by_key(key, 4, mixed)")
+    assert (df["operation"], df["key"], df["strategy"]) == ("group_by", "user_id", "mixed")
+    rows = HOT_ROWS + 60 * 3
+    assert sum(df["loads_before"]) == sum(df["loads_after"]) == rows
+    assert df["lower_bound"] == HOT_ROWS <= df["max_after"] <= df["max_before"]
+    assert df["description"] == "sparkbalance: key statistics for group_by(user_id, 8, mixed)"
+    state = app.records[2:]
+    assert [r["batch"] for r in state] == list(range(BATCHES))
+    assert {r["operator"] for r in state} == {OPERATOR}
 
 
 def test_json_endpoint_serves_the_python_records(app):
@@ -280,20 +303,20 @@ def test_list_page_html_shows_every_record(app):
     assert f"Showing {KEPT} of {KEPT} records kept (at most {KEPT})" in html
     state = [r for r in app.records if r["kind"] == "state"]
     ops = _table(html, "sparkbalance-operators").rows
-    assert list(ops) == ["session_counts"]
-    assert int(ops["session_counts"]["batches"]) == len(state)
-    assert int(ops["session_counts"]["migrations"]) == sum(1 for r in state if r.get("keys_moved"))
-    assert int(ops["session_counts"]["keys_moved"]) == sum(r.get("keys_moved", 0) for r in state)
+    assert list(ops) == [OPERATOR]
+    assert int(ops[OPERATOR]["batches"]) == len(state)
+    assert int(ops[OPERATOR]["migrations"]) == sum(map(_is_migration, state))
+    assert int(ops[OPERATOR]["keys_moved"]) == sum(r.get("keys_moved", 0) for r in state)
 
 
 def test_metrics_json_and_prometheus_match_the_records(app):
     recs = app.records
     plans = [r for r in recs if r.get("plan_seconds") is not None]
-    migrations = [r for r in recs if r.get("keys_moved")]
+    migrations = [r for r in recs if _is_migration(r)]
     last = plans[-1]
     want_counters = {"records": len(recs), "plans": len(plans), "migrations": len(migrations),
-                     "keysMoved": sum(r["keys_moved"] for r in migrations),
-                     "bytesMoved": sum(r["bytes_moved"] for r in migrations)}
+                     "keysMoved": sum(r.get("keys_moved", 0) for r in migrations),
+                     "bytesMoved": sum(r.get("bytes_moved", 0) for r in migrations)}
     want_gauges = {"lastMaxLoad": last["max_after"], "lastAvgLoad": last["avg_after"],
                    "lastMaxLoadBefore": last["max_before"], "lastLowerBound": last["lower_bound"],
                    "lastTableSize": last.get("table_size", 0), "listenerDroppedEvents": 0}
@@ -306,6 +329,7 @@ def test_metrics_json_and_prometheus_match_the_records(app):
     assert m["histograms"][key + "planMicros"]["count"] == len(plans)
     assert m["histograms"][key + "migrationMicros"]["max"] == round(
         max(r["migration_seconds"] for r in migrations) * 1e6)
+    assert m["histograms"][key + "migrationMicros"]["count"] == len(migrations)
 
     prom = _get(app.ui + "/metrics/prometheus")
     pkey = re.sub("[^a-zA-Z0-9]", "_", f"metrics_{app.app_id}_driver_{PREFIX}")
@@ -325,14 +349,12 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
     dom = _chromium(["--dump-dom"], app.ui + "/balance/")
     _check_rows(dom, app.records[-KEPT:])
     state = [r for r in app.records if r["kind"] == "state"]
-    migrated = next(r for r in state if r.get("keys_moved"))
+    migrated = next(r for r in state if _is_migration(r))
     dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={migrated['id']}")
     assert f'data-id="{migrated["id"]}"' in dom
-    # load bars: one group per partition with the record's exact loads
-    bars = re.findall(r'<g class="partition" data-partition="(\d+)" data-before="([^"]+)" '
-                      r'data-after="([^"]+)"', dom)
-    assert [(float(b), float(a)) for _, b, a in bars] == list(
-        zip(migrated["loads_before"], migrated["loads_after"]))
+    # load bars: one group per partition with the batch's measured loads
+    bars = re.findall(r'<g class="partition" data-partition="(\d+)" data-before="([^"]+)"', dom)
+    assert [float(b) for _, b in bars] == migrated["loads_before"]
     # the operator's timeline: every batch, migrations marked where the records say
     t = _table(dom, "sparkbalance-timeline")
     assert list(t.rows) == [r["id"] for r in state]
@@ -340,14 +362,20 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
         assert _num(t.rows[r["id"]]["max_before"]) == r["max_before"]
         assert _num(t.rows[r["id"]]["avg_before"]) == r["avg_before"]
     marks = re.findall(r'<g class="migration" data-batch="(\d+)"', dom)
-    assert [int(b) for b in marks] == [r["batch"] for r in state if r.get("keys_moved")]
+    assert [int(b) for b in marks] == [r["batch"] for r in state if _is_migration(r)]
     points = re.findall(r'<circle class="batch"[^>]*data-imbalance="([^"]+)"', dom)
     assert [float(p) for p in points] == pytest.approx(
         [r["max_before"] / r["avg_before"] for r in state])
+    # the DataFrame groupBy's page: its plan's loads before and after, per partition
+    df = app.records[1]
+    dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={df['id']}")
+    bars = re.findall(r'<g class="partition" data-partition="(\d+)" data-before="([^"]+)" '
+                      r'data-after="([^"]+)"', dom)
+    assert [(float(b), float(a)) for _, b, a in bars] == list(
+        zip(df["loads_before"], df["loads_after"]))
     paths = [_shot(app.ui + "/balance/", "list.png", 1100),
              _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "detail-state.png"),
-             _shot(f"{app.ui}/balance/operation/?id={app.records[1]['id']}",
-                   "detail-dataframe.png", 1000)]
+             _shot(f"{app.ui}/balance/operation/?id={df['id']}", "detail-dataframe.png", 1000)]
     print("screenshots:", *paths)
 
 

@@ -32,9 +32,14 @@ Record fields (all optional except ``kind``; loads in the planner's cost unit):
 ``operator``        keyed-state operator name: its records form the per-batch timeline
 ``batch``           batch number within the operator
 ``description``     the job description the operation's jobs carried
+``label``           the operation as its jobs name it, e.g. ``"repartition(user_id, 64,
+                    mixed)"``; ``seconds``: the whole call
 ==================  ====================================================================
 
-Other keys are kept and shown in the record's JSON.
+Other keys are kept and shown in the record's JSON (e.g. ``keys_rerouted`` of a plan with
+``current=``, ``decision`` and ``imbalance_before/after`` of a keyed-state batch). The
+operations post through :mod:`sparkbalance.spark.plan_report` (RDD and DataFrame plans) and
+:mod:`sparkbalance.state.report` (keyed-state batches and migrations).
 """
 
 from __future__ import annotations
@@ -203,13 +208,19 @@ def _member(spark: Any) -> Any:
     with _Push.lock:
         if _Push.jsc is not jsc:
             _Push.jsc, _Push.member = jsc, None
+            wanted = False
             try:
-                if PLUGIN_CLASS in str(sc.getConf().get("spark.plugins", "")):
+                wanted = PLUGIN_CLASS in str(sc.getConf().get("spark.plugins", ""))
+                if wanted:
                     cls = sc._jvm.io.sparkbalance.bridge.BalancePlugin
                     if cls.isActive():
                         _Push.member = cls.post
             except Exception as exc:  # jar absent: py4j gives a JavaPackage, calls fail
                 _LOG.debug("balance plugin not reachable: %s", exc)
+            if wanted and _Push.member is None:  # asked for, not running: say so once
+                _LOG.warning("sparkbalance: spark.plugins names %s but it is not running "
+                             "(bridge jar not on the driver class path?); balance records "
+                             "stay in sparkbalance.balance_log() only", PLUGIN_CLASS)
         return _Push.member
 
 
@@ -229,7 +240,8 @@ def post(spark: Any, record: Mapping[str, Any]) -> dict[str, Any]:
 
     Appends to :func:`balance_log` (always), then, if ``spark`` (a SparkSession or
     SparkContext) runs :data:`PLUGIN_CLASS`, sends the record as one JSON string in a
-    single py4j call. Otherwise nothing else happens: no error, no warning.
+    single py4j call. Otherwise nothing else happens: no error (one WARNING per
+    SparkContext when ``spark.plugins`` names the plugin but it is not running).
 
     Parameters
     ----------
@@ -260,23 +272,4 @@ def post(spark: Any, record: Mapping[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # the UI must never break the user's job
             _LOG.debug("could not push balance record %s: %s", rec["id"], exc)
     return rec
-
-
-def _csv_union(*lists: str) -> str:
-    """Comma-separated union, first occurrence order (``"a,b", "b,c"`` -> ``"a,b,c"``)."""
-    parts = (p.strip() for s in lists for p in s.split(","))
-    return ",".join(dict.fromkeys(p for p in parts if p))
-
-
-def _jvm_default(key: str) -> str:
-    """The value spark-submit gave ``key`` when the JVM already runs (else "")."""
-    from pyspark import SparkContext
-
-    if SparkContext._jvm is None:  # starting the gateway here would fix spark.jars too early
-        return ""
-    try:
-        return str(SparkContext._jvm.java.lang.System.getProperty(key) or "")
-    except Exception:
-        return ""
-
 

@@ -41,6 +41,7 @@ from .df_columns import KeyColumns, key_columns
 from .df_keystats import key_stats
 from .keystats import measured_tasks
 from .placement import place
+from .plan_report import fit as fit_and_note, reported
 from .sqlroute import PID_COL, with_partition_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,6 +93,7 @@ def _check_measured(current: PartitionFunction | None) -> PartitionFunction:
     return current
 
 
+@reported("fit_partitioner", "dataframe")
 def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: Any,
                     strategy: str | None = None, weights: str = "count", listener: Any = None,
                     stats: KeyStats | None = None, sample_fraction: float | None = None,
@@ -146,10 +148,11 @@ def fit_partitioner(df: "DataFrame", num_partitions: int, *cols: Any,
                                     num_partitions=measured.num_partitions)
     if spec.needs_stats and len(stats) == 0:
         return HashPartitioner(n)  # nothing to balance (empty or all-null data)
-    return strategies.fit(spec.name, stats if spec.needs_stats else None, n, current=current,
-                          **params)
+    return fit_and_note(spec.name, stats if spec.needs_stats else None, n, current=current,
+                        **params)
 
 
+@reported("repartition", "dataframe")
 def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str | None = None,
                 stats: KeyStats | None = None, sample_fraction: float | None = None,
                 partitioner: PartitionFunction | None = None,
@@ -308,6 +311,7 @@ class BalancedGroupedData:
         return BalancedCogroupedData(self, other)
 
 
+@reported("group_by", "dataframe")
 def group_by(df: "DataFrame", *cols: Any, num_partitions: int | None = None,
              strategy: str | None = None, **kwargs: Any) -> BalancedGroupedData:
     """Balanced ``df.groupBy(*cols)``: rows placed by a fitted function, one exchange.

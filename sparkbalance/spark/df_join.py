@@ -25,6 +25,7 @@ from ..routing.base import check_num_partitions
 from ..stats.keystats import KeyStats
 from . import conf, sqlhash
 from .dataframe import fit_partitioner, resolve_key_grouping
+from .plan_report import reported
 from .placement import place
 from .df_keystats import join_stats, key_stats
 from .sqlroute import (INTEGRAL_TYPES, NULL_PARTITION, PID_COL, bucketed_lookup, coerce_key,
@@ -79,6 +80,7 @@ def _check_join_keys(left: "DataFrame", right: "DataFrame", on: Sequence[str]) -
     return on
 
 
+@reported("join_df", "dataframe")
 def join_df(left: "DataFrame", right: "DataFrame", on: str | Sequence[str], how: str = "inner",
             *, num_partitions: int | None = None, strategy: str | None = None,
             split_side: str | None = None, split_threshold: float = DEFAULT_SPLIT_THRESHOLD,

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .plan_report import reported
+
 __all__ = ["fit_partitioner"]
 
 
+@reported("fit_partitioner", kind=None)
 def fit_partitioner(data: Any, num_partitions: int, *cols: Any, **kwargs: Any) -> Any:
     """Fit a partition function on the keys of a pair RDD or of DataFrame columns ``cols``
     (names or ``Column`` objects).

@@ -29,7 +29,9 @@ from typing import Any, Callable, Iterable, Iterator
 from ..hashing import GROUP_HASH, P, family_constants, raw_hash
 from ..routing.base import check_num_partitions
 from ..routing.keygroups import GroupMapPartitioner
-from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain, plan_groups
+from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
+# plan_groups of strategies.auto, timed and noted for the operation's balance record.
+from .plan_report import plan_groups
 from .bridge import class_available, spark_context
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",

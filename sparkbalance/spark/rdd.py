@@ -46,6 +46,7 @@ from ..routing.hash import HashPartitioner
 from ..stats.keystats import KeyStats
 from . import mapstats
 from . import conf
+from .plan_report import fit as fit_and_note, reported
 from .key_errors import KeyGuard
 from .keystats import gather_key_stats, measured_tasks
 
@@ -92,6 +93,7 @@ def _time_weighted(stats: KeyStats, tasks: list[Any], current: PartitionFunction
     return weighted
 
 
+@reported("fit_partitioner")
 def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = None,
                     weights: str = "count", listener: Any = None,
                     sample_fraction: float | None = None,
@@ -145,8 +147,8 @@ def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = Non
             stats = gather_key_stats(rdd, method=stats_method, sample_fraction=sample_fraction)
         if tasks is not None:
             stats = _time_weighted(stats, tasks, current, n, spec.name, params)
-    return strategies.fit(spec.name, stats if spec.needs_stats else None, n, current=current,
-                          **params)
+    return fit_and_note(spec.name, stats if spec.needs_stats else None, n, current=current,
+                        **params)
 
 
 def _num_partitions(rdd: Any, num_partitions: int | None) -> int:
@@ -220,6 +222,7 @@ def _split_combine(rdd: Any, f: PartitionFunction, create: Callable, merge_value
 # ---------------------------------------------------------------------------------------
 # Public adapters
 # ---------------------------------------------------------------------------------------
+@reported("partition_by")
 def partition_by(rdd: Any, num_partitions: int,
                  strategy: str | PartitionFunction | None = None, *,
                  stats: KeyStats | None = None, sample_fraction: float | None = None,
@@ -247,6 +250,7 @@ def partition_by(rdd: Any, num_partitions: int,
     return rdd.partitionBy(n, f)
 
 
+@reported("reduce_by_key")
 def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int | None = None,
                   strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.reduceByKey(func, num_partitions)`` with balanced routing; same result.
@@ -272,6 +276,7 @@ def _identity(x: Any) -> Any:
     return x
 
 
+@reported("aggregate_by_key")
 def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: Callable,
                      num_partitions: int | None = None,
                      strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
@@ -316,6 +321,7 @@ def _as_result_iterable(values: list) -> Any:
     return ResultIterable(values)
 
 
+@reported("group_by_key")
 def group_by_key(rdd: Any, num_partitions: int | None = None,
                  strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.groupByKey(num_partitions)``: (key, iterable of values); same groups.
@@ -365,6 +371,7 @@ def _tag_routed_left(kv: tuple[tuple[Any, int], Any]) -> tuple[tuple[Any, int], 
     return kv[0], (1, kv[1])
 
 
+@reported("join")
 def join(rdd: Any, other: Any, num_partitions: int | None = None,
          strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
     """``rdd.join(other, num_partitions)`` (inner join) with balanced routing; same pairs.

@@ -62,6 +62,7 @@ from .layout import GroupLayout, TableLayout
 from .migration import migrate_state
 from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
 from .records import BatchRecord, MigrationRecord, batch_record
+from . import report
 from .lease import DEFAULT_LEASE_TIMEOUT, Lease
 from .rollback import Snapshot
 from .store import store_for
@@ -280,6 +281,7 @@ class KeyedStateOperator:
         return self._state.collect()
 
     # ------------------------------------------------------------------ one batch
+    @report.labelled("batch")
     def process(self, batch: Any, batch_id: int | None = None) -> Any:
         """Apply one batch; return its outputs as an RDD of ``(key, output)``.
 
@@ -342,8 +344,7 @@ class KeyedStateOperator:
         group = f"sparkbalance-state-{id(self)}-{seq}"
         t0 = time.perf_counter()
         try:
-            with sparkbalance_job_group(self.sc, group,
-                                        f"sparkbalance keyed state batch {seq}"):
+            with sparkbalance_job_group(self.sc, group, report.batch_description(self, seq)):
                 stats = merged.stats()
             if merged.moves:
                 out, got, nbytes = Merged.moved(stats)
@@ -406,9 +407,11 @@ class KeyedStateOperator:
                     self.history[i], keys_moved=keys_moved, bytes_moved=bytes_moved,
                     migration_seconds=seconds)
                 break
+        report.post_migration(self, rec)
         self._pending, self._pending_seq = None, -1
         return rec
 
+    @report.labelled("settle")
     def _settle(self) -> None:
         """Move a pending migration now, on its own (one job plus one that materialises
         the moved state with its lineage cut): for reads of the state between batches,
@@ -442,6 +445,7 @@ class KeyedStateOperator:
             seq, batch_id, m, self.layout, planned, after, self._plan_seconds,
             time.perf_counter() - t0, timed=self.listener is not None,
             judgement=self._judgement))
+        report.post_batch(self, m, decision if moving else None)
         if self._store is not None and self._seq % self.checkpoint_every == 0:
             self.save_checkpoint()
         self._cache.end()       # after the commit: a failed one rolls back to cached RDDs
@@ -457,6 +461,7 @@ class KeyedStateOperator:
         return self.process(df, batch_id=check_batch_id(batch_id))
 
     # ------------------------------------------------------------------ scaling
+    @report.labelled("scale")
     def scale(self, num_partitions: int) -> MigrationRecord:
         """Change the number of partitions to ``num_partitions``, moving only what must move.
 
@@ -484,6 +489,7 @@ class KeyedStateOperator:
                                                  cut=self._cache.cut)
                 self._cache.pin(self._state.rdd)
                 self.migrations.append(rec)
+                report.post_migration(self, rec)
             if rec is None:
                 rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0,
                                       0.0, 0.0, decision.seconds, layout.version)
@@ -507,6 +513,7 @@ class KeyedStateOperator:
         return m
 
     # ------------------------------------------------------------------ durability
+    @report.labelled("checkpoint")
     def save_checkpoint(self) -> None:
         """Commit state + layout + version + last batch id + the last batch's outputs
         (+ a decided migration, unmoved: the resume moves it) atomically to checkpoint_dir, under new names (the previous commit stays valid

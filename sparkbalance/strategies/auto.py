@@ -127,7 +127,8 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
                 "hash_max_over_mean": float(hash_loads.max()) / mean,
                 "planned_max_over_mean": float((lpt_loads if balanced else hash_loads).max())
                 / mean}
-    _LOG.info("sparkbalance auto: %s (predicted gain %.1f%% of the slowest task, min_gain "
+    # DEBUG: the operation's one INFO line (sparkbalance.spark.plan_report) reports the plan.
+    _LOG.debug("sparkbalance auto: %s (predicted gain %.1f%% of the slowest task, min_gain "
               "%.1f%%; slowest/mean %.2f under hash, %.2f planned; %d key groups -> %d tasks)",
               "balance by LPT over key groups" if balanced else "keep plain hash placement",
               100 * gain, 100 * min_gain, decision["hash_max_over_mean"],
@@ -163,7 +164,7 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
     min_gain = check_min_gain(min_gain)
     plain = HashPartitioner(n)
     if stats is None or len(stats) == 0:
-        _LOG.info("sparkbalance auto: keep plain hash placement (no key statistics)")
+        _LOG.debug("sparkbalance auto: keep plain hash placement (no key statistics)")
         return plain
     from .tables import fit_mixed
     cost = np.asarray(stats.cost, dtype=np.float64)
@@ -173,7 +174,7 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
     gain = predicted_gain(hash_loads, plan_loads)
     keep = gain >= min_gain
     mean = float(cost.sum()) / n if cost.sum() > 0 else 1.0
-    _LOG.info("sparkbalance auto: %s (predicted gain %.1f%% of the slowest partition, "
+    _LOG.debug("sparkbalance auto: %s (predicted gain %.1f%% of the slowest partition, "
               "min_gain %.1f%%; slowest/mean %.2f under hash, %.2f with Mixed)",
               "route by Mixed's table" if keep else "keep plain hash placement", 100 * gain,
               100 * min_gain, float(hash_loads.max()) / mean, float(plan_loads.max()) / mean)
