@@ -11,7 +11,8 @@ key; :func:`sparkbalance.spark.placement.place` then puts each row on that parti
   literal ``array<map<key, int>>`` bucketed by the raw key hash (Spark looks a map up by a
   linear scan, so buckets of ~4 entries keep the lookup O(1)); tables above
   ``literal_limit`` entries are a broadcast hash join instead (:func:`with_partition_id`).
-* ``KeyGroupPartitioner``      -> ``owner[pmod(h1(key), m)]``, ``owner`` an array literal.
+* ``KeyGroupPartitioner``, ``GroupMapPartitioner`` -> ``owner[pmod(h1(key), m)]``, ``owner``
+  an array literal.
 
 Null keys (a null in any key column) cannot be hashed; they all go to partition
 :data:`NULL_PARTITION` (0), in every path.
@@ -31,7 +32,7 @@ from ..hashing import GROUP_HASH
 from ..hashing import raw_hash as py_raw_hash
 from ..routing.base import PartitionFunction
 from ..routing.hash import HashPartitioner
-from ..routing.keygroups import KeyGroupPartitioner
+from ..routing.keygroups import GroupMapPartitioner, KeyGroupPartitioner
 from ..routing.table import RoutingTablePartitioner
 from . import sqlhash
 
@@ -198,7 +199,8 @@ def partition_id(df: "DataFrame", f: PartitionFunction, *cols: str) -> "Column":
     """INT Column equal to ``f(key)`` for every row (``NULL_PARTITION`` for null keys).
 
     Handles :class:`HashPartitioner`, :class:`RoutingTablePartitioner` (literal table; see
-    :func:`with_partition_id` for large tables) and :class:`KeyGroupPartitioner`.
+    :func:`with_partition_id` for large tables), :class:`KeyGroupPartitioner` and
+    :class:`GroupMapPartitioner` (any group → partition map, e.g. a correlation layout).
 
     Examples
     --------
@@ -217,14 +219,14 @@ def partition_id(df: "DataFrame", f: PartitionFunction, *cols: str) -> "Column":
         entries = _table_entries(f, dtypes)
         expr = home if not entries else F.coalesce(
             bucketed_lookup(df, cols, dtypes, raw, entries, "int"), home)
-    elif type(f) is KeyGroupPartitioner:
+    elif type(f) in (KeyGroupPartitioner, GroupMapPartitioner):   # same group hash h_1
         owner = F.expr("array(" + ",".join(str(int(o)) for o in f.owner_of_group) + ")")
         group = F.pmod(sqlhash.affine(raw, GROUP_HASH), F.lit(f.num_groups))
         expr = F.element_at(owner, (group + F.lit(1)).cast("int"))
     else:
         raise TypeError(f"partition function {type(f).__name__} has no SQL form; expected "
-                        "HashPartitioner, RoutingTablePartitioner or KeyGroupPartitioner "
-                        "(key-grouping strategies)")
+                        "HashPartitioner, RoutingTablePartitioner, KeyGroupPartitioner or "
+                        "GroupMapPartitioner (key-grouping strategies)")
     return F.when(sqlhash.any_null(df, cols), F.lit(NULL_PARTITION)).otherwise(
         expr).cast("int")
 

@@ -12,6 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 from sparkbalance import strategies
 from sparkbalance.routing import (HashPartitioner, KeyGroupPartitioner, RoutingTable,
                                   RoutingTablePartitioner)
+from sparkbalance.routing.keygroups import GroupMapPartitioner
 from sparkbalance.planning.split import plan_split
 from sparkbalance.spark import conf, df_install, df_join, df_keystats, placement, sqlroute
 from sparkbalance.spark import dataframe as sbdf
@@ -64,6 +65,7 @@ PARTITIONERS = {
                                                       "u0": 1, "u7": 0, -5: 2, -2 ** 63: 1,
                                                       2 ** 63 - 1: 2})),
     "keygroups": KeyGroupPartitioner(N, 32, [0, 3, 9, 20, 32]),
+    "groupmap": GroupMapPartitioner(N, [(7 * g) % N for g in range(24)]),
 }
 
 
@@ -72,7 +74,7 @@ def _union(frames):
 
 
 def test_rows_land_where_the_partition_function_says(spark):
-    """int, bigint and string keys with nulls, three partition functions, one Spark job."""
+    """int, bigint and string keys with nulls, four partition functions, one Spark job."""
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"  # AQE must not undo it
     frames, sizes = [], {}
     for ktype in ("int", "bigint", "string"):
