@@ -64,6 +64,12 @@ def _ch(weights: list[np.ndarray], nodes: list[int], tau: float, seeds: int) -> 
     return float(np.mean(out))
 
 
+def _show(texts: list[str], table: str) -> None:
+    """Keep ``table`` and print it at once (a full run takes minutes per table)."""
+    texts.append(table)
+    print(table + "\n", flush=True)
+
+
 def run(out: Path, quick: bool = False) -> str:
     """Run the experiments, print and return the tables, write plots under ``out``."""
     m = 24 if quick else 64
@@ -79,7 +85,7 @@ def run(out: Path, quick: bool = False) -> str:
         storm = replay(StormDefault(tau=tau), weights, nodes)
         rows.append([tau, ssm[0], mtm[0], _ch(weights, nodes, tau, 3 if quick else 20),
                      storm[0], 1e3 * ssm[1], ssm[2]])
-    texts.append(format_rows(
+    _show(texts, format_rows(
         f"Ding et al. Fig. 9/10: migration % of state per step vs τ (m = {m}, {steps} "
         f"migrations, nodes 2..{n_max}; paper: SSM, MTM below CH and Storm; SSM < 2 ms)",
         ["τ", "SSM %", "MTM %", "CH %", "Storm %", "SSM ms", "SSM infeasible"], rows))
@@ -92,7 +98,7 @@ def run(out: Path, quick: bool = False) -> str:
         w2, n2 = scenario(mm, steps, n_max, seed=1)
         c, s, _ = replay(SSM(tau=0.2), w2, n2)
         rows.append([mm, c, 1e3 * s])
-    texts.append(format_rows("Ding et al. Fig. 12: SSM vs m (τ = 0.2; paper: time grows "
+    _show(texts, format_rows("Ding et al. Fig. 12: SSM vs m (τ = 0.2; paper: time grows "
                              "quadratically, cost falls with m)", ["m", "SSM %", "SSM ms"],
                              rows))
     line_plot(out / "ding_fig12.png", "Fig. 12: SSM cost vs m", "m", "migration %",
@@ -106,11 +112,9 @@ def run(out: Path, quick: bool = False) -> str:
         pre = time.perf_counter() - t0
         c, s, _ = replay(mtm, weights, nodes)
         rows.append([g, c, pre, 1e3 * s])
-    texts.append(format_rows("Ding et al. Fig. 14: MTM-aware vs γ (τ = 0.2; paper: cost "
+    _show(texts, format_rows("Ding et al. Fig. 14: MTM-aware vs γ (τ = 0.2; paper: cost "
                              "falls and PMC time grows with γ; γ = 0 is SSM)",
                              ["γ", "MTM %", "PMC s", "plan ms"], rows))
     line_plot(out / "ding_fig14.png", "Fig. 14: MTM-aware vs γ", "γ", "migration %",
               {"MTM-aware": (gammas, [r[1] for r in rows])})
-    text = "\n\n".join(texts)
-    print(text, flush=True)
-    return text
+    return "\n\n".join(texts)
