@@ -51,7 +51,11 @@ def _demo_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     options: dict[tuple[str, ...], dict] = {}
     owners: dict[str, list[str]] = {}    # option dest -> the parts that read it
     for part in DEMO_PARTS:
-        for flags, kw in importlib.import_module(f"sparkbalance.demo.{part}").OPTIONS:
+        try:
+            part_options = importlib.import_module(f"sparkbalance.demo.{part}").OPTIONS
+        except ImportError:   # numpy missing: the other commands (submit-args) still work,
+            continue          # and running the demo then fails on that import itself
+        for flags, kw in part_options:
             if flags in options:   # a shared option (--keys, ...): one flag, both helps
                 options[flags]["help"] += "; " + kw["help"]
             else:
@@ -164,8 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     demo = _demo_parser(sub)
     bench = _bench_parser(sub)
     _reproduce_parser(sub)
-    from .spark.diagnose import add_cli  # no pyspark import until the command runs
-    add_cli(sub)
+    try:
+        from .spark.diagnose import add_cli  # no pyspark import until the command runs
+    except ImportError:   # numpy missing: submit-args needs none of it
+        add_cli = None
+    if add_cli is not None:
+        add_cli(sub)
     submit = sub.add_parser("submit-args",
                             help="print the spark-submit arguments (--py-files, --jars, --conf) "
                                  "that ship this installation to a cluster")
