@@ -221,12 +221,14 @@ class Controller:
         >>> c = Controller("mixed", 0.1, trigger="paper")
         >>> m = Measurement(np.array([3.0, 1.0]), np.array([0, 1]), 1.5, None, np.ones(2),
         ...                 np.ones(2), None, 2, 2.0)
-        >>> c.judge(m, None).reason
-        'balanced'
+        >>> c.judge(m, None).reason    # λ = 1.5 > 1 + θ, but nothing better was planned
+        'no better plan'
         """
         lam = m.imbalance
-        if decision is None or not self.should_rebalance(m):
+        if not self.should_rebalance(m):
             return Judgement(False, "balanced", lam, lam, 0.0, 0.0)
+        if decision is None:   # above the trigger, but the plan keeps the layout as it is
+            return Judgement(False, "no better plan", lam, lam, 0.0, 0.0)
         active = m.loads[m.active]
         mean = float(active.mean()) if active.size else 0.0
         now = float(active.max()) if active.size else 0.0

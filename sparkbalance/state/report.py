@@ -221,7 +221,8 @@ def post_batch(op: Any, m: Any, decision: Any) -> dict[str, Any]:
                    "no plan within θ=%s (imbalance %.2f -> %.2f); using the best it found",
                    name, row.seq, op.planner, op.theta, row.imbalance_before,
                    row.imbalance_after)
-    elif planned and decision is None and j is not None and not j.migrate:
+    elif planned and decision is None and j is not None and j.reason == "does not pay":
+        # a plan that would help was refused; "no better plan" is no refusal (INFO above)
         _warn_once(op, j.reason, "sparkbalance: keyed state %s batch %d: migration refused "
                    "(%s: imbalance %.2f, planned %.2f, predicted saving %.3g s vs cost %.3g s)",
                    name, row.seq, j.reason, j.imbalance, j.imbalance_planned, j.saving_s,

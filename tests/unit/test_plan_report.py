@@ -94,3 +94,13 @@ def test_refused_migration_warns_once_per_reason(caplog, reason):
     assert len(warnings) == 1 and "migration refused (does not pay" in warnings[0].getMessage()
     assert rec["kind"] == "state" and rec["operator"] == "clicks" and rec["plan_seconds"] == 0.01
     assert rec["lower_bound"] == 6.0 and rec["max_after"] == pytest.approx(1.2 * 4.0)
+
+
+def test_no_better_plan_is_not_a_refusal(caplog):
+    """Above the trigger with no layout change: nothing was refused, so no WARNING."""
+    j = NS(migrate=False, reason="no better plan", imbalance=1.2, imbalance_planned=1.2,
+           saving_s=0.0, cost_s=0.0)
+    m = NS(loads=np.array([6.0, 4.0]), active=np.array([0, 1]), cost=np.array([6.0, 4.0]))
+    with caplog.at_level(logging.INFO, logger="sparkbalance"):
+        report.post_batch(_op(j), m, None)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
