@@ -128,31 +128,40 @@ def new_token(seq: int) -> str:
     return f"{seq:08d}-{uuid.uuid4().hex[:8]}"
 
 
-def write_layout(directory: Directory, token: str, layout: Any) -> tuple[str, str]:
-    """Pickle ``layout`` to ``layout-<token>.pkl``; return (file name, sha256)."""
-    st = _store(directory)
-    data = pickle.dumps(layout, protocol=pickle.HIGHEST_PROTOCOL)
-    name = f"layout-{token}.pkl"
-    st.write_atomic(name, data)
+def _write_pickle(directory: Directory, name: str, obj: Any) -> tuple[str, str]:
+    """Pickle ``obj`` to the new file ``name`` atomically; return (name, sha256)."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    _store(directory).write_atomic(name, data)
     return name, hashlib.sha256(data).hexdigest()
 
 
-def read_layout(directory: Directory, m: Manifest) -> Any:
+def _read_pickle(directory: Directory, name: str, sha256: str, what: str) -> tuple[str, Any]:
+    """(display path, object) of the pickle ``name`` the manifest names, checked against
+    its ``sha256``; a missing, altered or unreadable file is a :class:`CheckpointError`."""
     st = _store(directory)
-    path = st.display(m.layout_file)
+    path = st.display(name)
     try:
-        data = st.read_bytes(m.layout_file)
+        data = st.read_bytes(name)
     except OSError as e:
-        raise CheckpointError(f"{path}: cannot read the routing layout named by "
+        raise CheckpointError(f"{path}: cannot read the {what} named by "
                               f"{st.display(MANIFEST)} ({e})") from None
     digest = hashlib.sha256(data).hexdigest()
-    if digest != m.layout_sha256:
+    if digest != sha256:
         raise CheckpointError(f"{path}: checksum {digest[:12]}... does not match the manifest's "
-                              f"{m.layout_sha256[:12]}...; the routing layout is corrupt")
+                              f"{str(sha256)[:12]}...; the {what} is corrupt")
     try:
-        layout = pickle.loads(data)
+        return path, pickle.loads(data)
     except Exception as e:  # noqa: BLE001 - any unpickling failure is corruption
-        raise CheckpointError(f"{path}: cannot unpickle the routing layout ({e})") from None
+        raise CheckpointError(f"{path}: cannot unpickle the {what} ({e})") from None
+
+
+def write_layout(directory: Directory, token: str, layout: Any) -> tuple[str, str]:
+    """Pickle ``layout`` to ``layout-<token>.pkl``; return (file name, sha256)."""
+    return _write_pickle(directory, f"layout-{token}.pkl", layout)
+
+
+def read_layout(directory: Directory, m: Manifest) -> Any:
+    path, layout = _read_pickle(directory, m.layout_file, m.layout_sha256, "routing layout")
     if getattr(layout, "kind", None) != m.layout_kind or layout.version != m.layout_version:
         raise CheckpointError(f"{path}: holds a {getattr(layout, 'kind', '?')} layout version "
                               f"{getattr(layout, 'version', '?')}; the manifest expects "
@@ -170,11 +179,7 @@ def write_pending(directory: Directory, token: str, decision: Any) -> tuple[str,
     >>> write_pending(store, new_token(4), op._pending)     # doctest: +SKIP
     ('pending-00000004-1a2b3c4d.pkl', '9f86d0...')
     """
-    st = _store(directory)
-    data = pickle.dumps(decision, protocol=pickle.HIGHEST_PROTOCOL)
-    name = f"pending-{token}.pkl"
-    st.write_atomic(name, data)
-    return name, hashlib.sha256(data).hexdigest()
+    return _write_pickle(directory, f"pending-{token}.pkl", decision)
 
 
 def read_pending(directory: Directory, m: Manifest, layout: Any) -> Any:
@@ -182,22 +187,8 @@ def read_pending(directory: Directory, m: Manifest, layout: Any) -> Any:
     ``layout``: the same kind and partition count, a newer version."""
     if m.pending_file is None:
         return None
-    st = _store(directory)
-    path = st.display(m.pending_file)
-    try:
-        data = st.read_bytes(m.pending_file)
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read the pending migration named by "
-                              f"{st.display(MANIFEST)} ({e})") from None
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != m.pending_sha256:
-        raise CheckpointError(f"{path}: checksum {digest[:12]}... does not match the manifest's "
-                              f"{str(m.pending_sha256)[:12]}...; the pending migration is "
-                              "corrupt")
-    try:
-        decision = pickle.loads(data)
-    except Exception as e:  # noqa: BLE001 - any unpickling failure is corruption
-        raise CheckpointError(f"{path}: cannot unpickle the pending migration ({e})") from None
+    path, decision = _read_pickle(directory, m.pending_file, m.pending_sha256,
+                                  "pending migration")
     to = getattr(decision, "layout", None)
     if (getattr(to, "kind", None) != layout.kind
             or getattr(to, "num_partitions", None) != layout.num_partitions
