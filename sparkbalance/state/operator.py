@@ -31,9 +31,9 @@ Lineage is a chain truncated every ``truncate_every`` batches
 ``sc.setCheckpointDir``; an operator with a ``checkpoint_dir`` is restarted from its last
 durable checkpoint.
 
-Long because: the operator's whole public surface (process, scale, checkpoints, replay
-and rollback, the pending riding migration) lives on one class; the durability entry points
-are the next to move out, into a checkpoint facade.
+Long because: one batch's merge, measure, decide, record and the pending riding migration
+stay together; the read-only views (:mod:`.views`), ``scale`` (:mod:`.rescaling`) and the
+checkpoint entry points (:mod:`.durable`) live in their own modules.
 """
 from __future__ import annotations
 
@@ -45,12 +45,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..routing.base import check_num_partitions
-from ..routing.table import RoutingTable
 from ..spark import conf
 from ..spark.jobs import sparkbalance_job_group
 from .caching import BatchCache
-from .checkpoint import (BatchOutputs, load_outputs, outputs_frames, restore_checkpoint,
-                         save_checkpoint, still_reads)
+from .checkpoint import BatchOutputs, outputs_frames
+from .durable import Durable
+from .rescaling import Rescaling
+from .views import StateViews
 from .controller import Controller, Decision, Measurement
 from .planners import initial_layout
 from .frame_rdds import frame_ops
@@ -58,7 +59,7 @@ from .frames import DEFAULT_TABLE_GROUPS
 from .framed import FramedState, Merged
 from ..spark.bridge import spark_context
 from .inputs import as_pairs
-from .layout import GroupLayout, TableLayout
+from .layout import GroupLayout
 from .migration import migrate_state
 from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
 from .records import BatchRecord, MigrationRecord, batch_record
@@ -83,7 +84,7 @@ def _check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-class KeyedStateOperator:
+class KeyedStateOperator(StateViews, Rescaling, Durable):
     """Stateful keyed processing over batches with skew-aware, delta-only rebalancing.
 
     Parameters
@@ -217,68 +218,6 @@ class KeyedStateOperator:
         self._lease: Lease | None = None
         if self._store is not None:
             self._open_store(n, lease_timeout)
-
-    # ------------------------------------------------------------------ properties
-    @property
-    def strategy(self) -> Any:
-        """The registry record of the planner (:func:`sparkbalance.strategies.get`)."""
-        return self._controller.strategy
-
-    @property
-    def num_partitions(self) -> int:
-        """n: partitions the layout routes to."""
-        return self.layout.num_partitions
-
-    @property
-    def layout(self) -> TableLayout | GroupLayout:
-        """The layout the next batch is routed with (a decided migration included)."""
-        return self._state.layout if self._pending is None else self._pending.layout
-
-    @property
-    def pending_migration(self) -> bool:
-        """A new layout is decided and its keys move with the next batch (or with the next
-        read of the state or ``scale``; a checkpoint saves it unmoved)."""
-        return self._pending is not None
-
-    @property
-    def partition_function(self) -> Any:
-        """The (versioned) partition function F the next batch is routed with."""
-        return self.layout.fn
-
-    @property
-    def table(self) -> RoutingTable | None:
-        """The routing table (routing-table planners) or None (key groups)."""
-        layout = self.layout
-        return layout.table if isinstance(layout, TableLayout) else None
-
-    @property
-    def version(self) -> int:
-        return self.layout.version
-
-    @property
-    def state_rdd(self) -> Any:
-        """``(key, state)`` pairs of the current state (lazy; for big states)."""
-        self._settle()
-        return self._state.pairs()
-
-    @property
-    def blocks_rdd(self) -> Any:
-        """One ``{key: entry}`` block per physical partition (entry = ``[state, S(k),
-        window segments]``; lazy, decodes every frame)."""
-        self._settle()
-        return self._state.blocks()
-
-    @property
-    def frames_rdd(self) -> Any:
-        """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames`)."""
-        self._settle()
-        return self._state.rdd
-
-    def collect_state(self) -> dict:
-        """``{key: state}`` on the driver (tests and small states). A key stored twice is
-        a ``RuntimeError`` (a broken layout), never silently merged."""
-        self._settle()
-        return self._state.collect()
 
     # ------------------------------------------------------------------ one batch
     @report.labelled("batch")
@@ -461,123 +400,12 @@ class KeyedStateOperator:
         return self.process(df, batch_id=check_batch_id(batch_id))
 
     # ------------------------------------------------------------------ scaling
-    @report.labelled("scale")
-    def scale(self, num_partitions: int) -> MigrationRecord:
-        """Change the number of partitions to ``num_partitions``, moving only what must move.
-
-        Key groups (SSM/MTM): the optimal interval migration of Ding et al. (new nodes take
-        over sub-intervals; removed nodes hand theirs over). Routing tables: h(k) = hash
-        mod n changes with n, so most keys move (that is what key groups avoid). Shrinking
-        keeps the emptied physical partitions as empty blocks (see ``state.layout``).
-        """
-        n_new = check_num_partitions(num_partitions)
-        self._settle()
-        layout = self._state.layout
-        m = self._last if self._last is not None else self._measure_state()
-        if isinstance(layout, GroupLayout):
-            m = self._measure_state(cost=m.cost)
-        decision = self._controller.plan(m, layout, n_new)
-        snap = self._snapshot()
-        try:
-            rec = None
-            if decision.layout != layout:
-                self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
-                                                 reason="scale",
-                                                 planned_bytes=decision.planned_bytes,
-                                                 candidates=decision.candidates,
-                                                 storage_level=self._level,
-                                                 cut=self._cache.cut)
-                self._cache.pin(self._state.rdd)
-                self.migrations.append(rec)
-                report.post_migration(self, rec)
-            if rec is None:
-                rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0,
-                                      0.0, 0.0, decision.seconds, layout.version)
-                self.migrations.append(rec)
-                return rec
-            self._last = None
-            if self._store is not None:
-                self.save_checkpoint()
-        except BaseException:
-            snap.restore(self)      # the layout before scale() and its commit stay in force
-            raise
-        return rec
-
-    def _measure_state(self, cost: np.ndarray | None = None) -> Measurement:
-        """Sizes of the current state (cost: the given per-group cost, else zero)."""
-        layout = self._state.layout
-        m = self._controller.measure(self._state.stats(), layout)
-        if cost is not None and isinstance(layout, GroupLayout):
-            m = Measurement(m.loads, m.active, m.imbalance, None, np.asarray(cost), m.memory,
-                            None, m.num_keys, m.state_bytes)
-        return m
-
     # ------------------------------------------------------------------ durability
-    @report.labelled("checkpoint")
-    def save_checkpoint(self) -> None:
-        """Commit state + layout + version + last batch id + the last batch's outputs
-        (+ a decided migration, unmoved: the resume moves it) atomically to checkpoint_dir, under new names (the previous commit stays valid
-        until this one has committed); ``CheckpointError`` names the directory on failure.
-        """
-        if self._store is None:
-            raise ValueError("checkpoint_dir=None; give the operator a checkpoint_dir")
-        # No _settle(): the state is saved unmoved with the pending layout (no extra job),
-        # and the resumed operator's first batch moves it, as this one's would.
-        if self._resumed is not None and not still_reads(self._state.rdd, self._resumed[1]):
-            self._resumed = None     # lineage cut since the resume: its files may go
-        self._manifest = save_checkpoint(
-            self._store, self._state, seq=self._seq, last_batch_id=self.last_batch_id,
-            planner=self.planner, window=self.window, num_keys=self._num_keys,
-            state_bytes=self._state_bytes, outputs=self._outputs, previous=self._manifest,
-            keep=() if self._resumed is None else (self._resumed[0],),
-            fence=self._lease.check, pending=self._pending, pending_seq=self._pending_seq)
-
-    def last_outputs(self) -> Any:
-        """The outputs, an RDD of ``(key, output)``, of the last applied batch — also after
-        a restart, read from the checkpoint, until the next batch commits; None when there
-        is none (no batch yet, or the checkpoint predates the outputs)."""
-        if self._outputs is not None and self._outputs.frames is not None:
-            from .frames import frame_payload
-            return self._outputs.frames.flatMap(frame_payload)
-        if self._manifest is not None and self._manifest.outputs_seq == self._seq - 1:
-            return load_outputs(self._store, self.sc, self._manifest)
-        return None
-
     def _snapshot(self) -> Snapshot:
         return Snapshot(self, ("_state", "_seq", "last_batch_id", "_num_keys",
                                "_state_bytes", "_last", "_outputs", "_manifest", "_resumed",
                                "history", "migrations", "_pending", "_pending_seq",
                                "_judgement", "_plan_seconds"), cache="_cache")
-
-    def _open_store(self, num_partitions: int, lease_timeout: float) -> None:
-        """Own the directory (lease), then resume its commit or commit the empty state (so
-        that files without a manifest later always mean a lost manifest)."""
-        self._store.mkdirs()
-        self._lease = Lease(self._store, lease_timeout)
-        self._lease.acquire()
-        try:
-            if not self._resume(num_partitions):
-                self.save_checkpoint()
-        except BaseException:
-            self._lease.release()
-            raise
-
-    def _resume(self, num_partitions: int) -> bool:
-        got = restore_checkpoint(self._store, self._state.ops, planner=self.planner,
-                                 window=self.window, num_partitions=num_partitions,
-                                 storage_level=self._level)
-        if got is None:
-            return False
-        self._state.rdd.unpersist()
-        self._state = got.state
-        self._cache.reset(*got.state.cached)
-        self._seq = got.seq
-        self._pending, self._pending_seq = got.pending, got.pending_seq
-        self.last_batch_id = got.last_batch_id
-        self._num_keys, self._state_bytes = got.num_keys, got.state_bytes
-        self._manifest = got.manifest
-        self._resumed = (got.manifest.state_dir, got.state.rdd)
-        return True
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
