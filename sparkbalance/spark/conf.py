@@ -11,7 +11,9 @@ adapter (RDD, DataFrame, keyed state) resolves a setting the same way:
 * ``theta``: ``spark.sparkbalance.theta``, θ_max (Fang et al. §3), default 0.08;
 * ``max_table``: ``spark.sparkbalance.maxTable``, A_max (Fang et al. §4), default 3000;
 * ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics;
-* ``window``: ``spark.sparkbalance.window``, batches of state kept per key, unset: all.
+* ``window``: ``spark.sparkbalance.window``, batches of state kept per key, unset: all;
+* ``max_keys``: ``spark.sparkbalance.maxKeys``, keys the statistics list with exact counts
+  (the rest are summed in totals), default 100,000; ``all`` lists every distinct key.
 
 ``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
 routing-table planners) and to the keyed state; :func:`resolve_strategy` adds them to those
@@ -35,8 +37,13 @@ from .. import strategies
 from ..planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 
 __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
-           "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "read", "resolve", "resolve_strategy",
-           "resolve_sample_fraction", "default_partitions"]
+           "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "DEFAULT_MAX_KEYS",
+           "FROM_CONF", "read", "resolve", "resolve_strategy", "resolve_sample_fraction",
+           "resolve_max_keys", "default_partitions"]
+
+#: Keys the statistics list with exact counts unless told otherwise; the rest are summed,
+#: so the driver's memory is bounded whatever the number of distinct keys.
+DEFAULT_MAX_KEYS: int = 100_000
 
 
 def _number(value: str) -> float:
@@ -46,6 +53,22 @@ def _number(value: str) -> float:
 def _count(value: str) -> int:
     # "3000" and "3e3" both mean 3000 entries
     return int(float(value))
+
+
+def _max_keys(value: str) -> int:
+    # "all": every distinct key (0 here, as None would read as "unset")
+    return 0 if value.strip().lower() == "all" else _count(value)
+
+
+class _FromConf:
+    """The default of a ``max_keys`` argument: the conf key, else :data:`DEFAULT_MAX_KEYS`."""
+
+    def __repr__(self) -> str:
+        return "FROM_CONF"
+
+
+#: Sentinel default: "read ``spark.sparkbalance.maxKeys``" (None already means every key).
+FROM_CONF: Any = _FromConf()
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,9 @@ KEYS: Mapping[str, ConfKey] = {
                                "(unset: exact)"),
     "window": ConfKey("spark.sparkbalance.window", None, _count,
                       "keyed state: batches of state kept per key (unset: all batches)"),
+    "max_keys": ConfKey("spark.sparkbalance.maxKeys", DEFAULT_MAX_KEYS, _max_keys,
+                        "statistics: the heaviest keys listed with exact counts, the rest "
+                        "summed ('all': every distinct key)"),
 }
 CONF_STRATEGY: str = KEYS["strategy"].key
 CONF_PLANNER: str = KEYS["planner"].key
@@ -79,6 +105,7 @@ CONF_THETA: str = KEYS["theta"].key
 CONF_MAX_TABLE: str = KEYS["max_table"].key
 CONF_SAMPLE_FRACTION: str = KEYS["sample_fraction"].key
 CONF_WINDOW: str = KEYS["window"].key
+CONF_MAX_KEYS: str = KEYS["max_keys"].key
 #: Strategy parameters a table-kind strategy takes from the conf (parameter -> KEYS name).
 _TABLE_PARAMS = ("theta", "max_table")
 
@@ -194,6 +221,21 @@ def resolve_sample_fraction(spark_or_df: Any, explicit: float | None) -> float |
             or not 0.0 < float(fraction) <= 1.0:
         raise ValueError(f"sample_fraction={fraction!r}; expected 0 < fraction <= 1")
     return None if float(fraction) == 1.0 else float(fraction)
+
+
+def resolve_max_keys(spark_or_df: Any, explicit: Any = FROM_CONF) -> int | None:
+    """``max_keys`` for a statistics call: ``explicit`` unless it is :data:`FROM_CONF`, else
+    ``spark.sparkbalance.maxKeys`` (``all``: None, every key), else the default.
+
+    Examples
+    --------
+    >>> resolve_max_keys(None, 50), resolve_max_keys(None, None), resolve_max_keys(None)
+    (50, None, 100000)
+    """
+    if explicit is not FROM_CONF:
+        return explicit
+    value = resolve(spark_or_df, "max_keys")
+    return None if value == 0 else value
 
 
 def default_partitions(spark_or_df: Any) -> int:

@@ -29,6 +29,9 @@ import numpy as np
 
 from ..stats.keystats import KeyStats
 from . import sqlhash
+# DEFAULT_MAX_KEYS (100,000; spark.sparkbalance.maxKeys): beyond that a routing table would
+# not fit a SQL literal anyway, and the tail of a larger key space hashes evenly.
+from .conf import DEFAULT_MAX_KEYS, FROM_CONF, resolve_max_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -38,9 +41,6 @@ __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "KeyCounts", "S
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
 SAMPLE_SEED: int = 17
-#: Heaviest keys sent to the driver when none is given: beyond that a routing table would
-#: not fit a SQL literal anyway, and the tail of a larger key space hashes evenly.
-DEFAULT_MAX_KEYS: int = 100_000
 #: Relative standard deviation of the distinct-key count of a truncated listing.
 DISTINCT_RSD: float = 0.01
 _N = "__sb_n"
@@ -86,7 +86,7 @@ def key_array(keys: list) -> np.ndarray:
 
 
 def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | None = None,
-               max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyCounts:
+               max_keys: int | None = FROM_CONF) -> KeyCounts:
     """The heaviest ``max_keys`` non-null keys of ``df`` over ``cols``, their record counts
     and the totals of the rest (one job; a second, shuffle-free one when there are more keys).
 
@@ -100,7 +100,7 @@ def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | No
     """
     from pyspark.sql import functions as F
     cols = sqlhash.check_key_columns(df, cols)
-    max_keys = _check_max_keys(max_keys)
+    max_keys = _check_max_keys(resolve_max_keys(df, max_keys))
     src = df.select(*cols).where(~sqlhash.any_null(df, cols))
     if sample_fraction is not None:
         src = src.sample(withReplacement=False, fraction=sample_fraction, seed=SAMPLE_SEED)
@@ -132,7 +132,7 @@ def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | No
 
 
 def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
-              max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyStats:
+              max_keys: int | None = FROM_CONF) -> KeyStats:
     """Per-key record counts of ``df`` over key ``cols`` (null keys left out).
 
     One aggregation over the data (or over a Bernoulli sample of ``sample_fraction``, with
@@ -152,7 +152,7 @@ def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
 
 
 def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
-               sample_fraction: float | None = None, max_keys: int | None = DEFAULT_MAX_KEYS
+               sample_fraction: float | None = None, max_keys: int | None = FROM_CONF
                ) -> KeyStats:
     """Keys of both join sides; counts = left + right rows, cost = those + output rows.
 

@@ -29,6 +29,7 @@ import numpy as np
 from ..hashing import validate_key
 from ..stats.keystats import KeyStats, as_key_array
 from ..stats.spacesaving import SpaceSaving
+from .conf import DEFAULT_MAX_KEYS, FROM_CONF, resolve_max_keys
 
 __all__ = ["gather_key_stats", "exact_counts", "sampled_counts", "spacesaving_summary",
            "top_counts", "top_summaries", "TopCounts", "measured_tasks", "STATS_JOB_GROUP",
@@ -39,8 +40,6 @@ STATS_JOB_GROUP = "sparkbalance-stats"
 #: Counters per SpaceSaving summary when none is given (keeps every key of frequency
 #: >= 1/1000 of the records; 1/(5n) needs only 5n+1 counters).
 DEFAULT_SPACESAVING_CAPACITY = 1000
-#: Heaviest keys sent to the driver by the exact and sampled methods when none is given.
-DEFAULT_MAX_KEYS = 100_000
 _METHODS = ("exact", "sample", "spacesaving")
 
 
@@ -194,7 +193,7 @@ def _check_max_keys(max_keys: int | None) -> int | None:
     return max_keys
 
 
-def top_counts(rdd: Any, max_keys: int = DEFAULT_MAX_KEYS, *,
+def top_counts(rdd: Any, max_keys: int | None = FROM_CONF, *,
                sample_fraction: float | None = None, seed: int = 17) -> KeyStats:
     """The ``max_keys`` heaviest keys with exact counts, the rest as ``tail_count`` and
     ``num_distinct`` (exact); driver memory O(``max_keys``) whatever the number of keys.
@@ -205,7 +204,7 @@ def top_counts(rdd: Any, max_keys: int = DEFAULT_MAX_KEYS, *,
     >>> len(s), s.data_count, s.num_distinct                                  # doctest: +SKIP
     (10, 10000.0, 1000.0)
     """
-    max_keys = _check_max_keys(max_keys)
+    max_keys = _check_max_keys(resolve_max_keys(rdd, max_keys))
     scale = 1.0
     src = rdd
     if sample_fraction is not None:
@@ -304,7 +303,7 @@ def spacesaving_summary(rdd: Any, capacity: int = DEFAULT_SPACESAVING_CAPACITY) 
 
 def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: float | None = None,
                      capacity: int = DEFAULT_SPACESAVING_CAPACITY, seed: int = 17,
-                     max_keys: int | None = DEFAULT_MAX_KEYS) -> KeyStats:
+                     max_keys: int | None = FROM_CONF) -> KeyStats:
     """Per-key statistics of a pair RDD.
 
     Parameters
@@ -329,7 +328,7 @@ def gather_key_stats(rdd: Any, *, method: str | None = None, sample_fraction: fl
         method = "sample" if sample_fraction is not None else "exact"
     if method not in _METHODS:
         raise ValueError(f"method={method!r}; expected one of {', '.join(_METHODS)}")
-    max_keys = _check_max_keys(max_keys)
+    max_keys = _check_max_keys(resolve_max_keys(rdd, max_keys))
     if method == "sample" and sample_fraction is None:
         raise ValueError("method='sample' needs sample_fraction in (0, 1]")
     if method in ("exact", "sample") and max_keys is not None:

@@ -76,3 +76,25 @@ def test_rdd_default_statistics_equal_exact_counts_below_the_bound(sc):
 def test_rdd_bad_keys_still_named_on_the_bounded_path(sc):
     with pytest.raises(TypeError, match="unhashable|list"):
         keystats.gather_key_stats(sc.parallelize([([1], 1), (1, 2)], 2))
+
+
+def test_max_keys_from_the_conf_key(spark, sc):
+    """spark.sparkbalance.maxKeys bounds the statistics of both paths unless max_keys is
+    given; 'all' lists every key; a bad value names its key before any job."""
+    df = spark.createDataFrame([(i % 50,) for i in range(500)], "k int")
+    rdd = sc.parallelize([(i % 50, 1) for i in range(500)], 2)
+    key = "spark.sparkbalance.maxKeys"
+    try:
+        spark.conf.set(key, "5")
+        assert len(df_keystats.key_stats(df, "k")) == 5
+        assert len(keystats.gather_key_stats(rdd)) == 5
+        assert len(df_keystats.key_stats(df, "k", max_keys=9)) == 9  # explicit wins
+        spark.conf.set(key, "all")
+        assert len(df_keystats.key_stats(df, "k")) == 50
+        assert len(keystats.gather_key_stats(rdd)) == 50
+        spark.conf.set(key, "many")
+        with pytest.raises(ValueError, match="spark.sparkbalance.maxKeys='many'"):
+            df_keystats.key_stats(df, "k")
+    finally:
+        spark.conf.unset(key)
+    assert len(df_keystats.key_stats(df, "k")) == 50  # default 100,000: every key here
