@@ -35,6 +35,7 @@ from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
 from .plan_report import kept_hash, plan_groups
 from .bridge import class_available, spark_context
 from .headsample import glance
+from .key_errors import KeyRoutingError, describe_bad_key
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
            "combine_by_groups", "zero_pass_options", "fitted_function", "MAX_GROUPS"]
@@ -65,6 +66,7 @@ MAP_OUTPUT = "map-output"
 _ZERO_PASS_PARAMS = ("min_gain", "num_groups", "balance")
 #: Parameters that ask for a statistics pass (precomputed stats, sampling, measured times...).
 _STATS_PARAMS = ("stats", "sample_fraction", "current", "weights", "listener", "stats_method")
+_NO_RECORD = object()
 _available: dict[int, bool] = {}
 _warned = [False]
 
@@ -116,47 +118,57 @@ class _GroupBuckets:
         # PySpark starts at min(10 n, 1000) records per flush; with m >> n buckets that gives
         # ~2 records per pickled chunk, so start at ~50 per group (memory is still checked).
         c, batch = 0, 50 * m
-        for kv in iterator:
-            k = kv[0]
-            g = None
-            if memo is not None:
-                try:
-                    g = memo.get(k)
-                except TypeError:  # unhashable: raw_hash raises the clear error below
-                    g = None
-            if g is None:
-                t = type(k)
-                if t is str:
-                    r = crc(k.encode("utf-8", "surrogatepass"), seed_str)
-                elif t is int:
-                    r = crc(b"%d" % k, seed_int)
-                else:
-                    r = raw_hash(k)
-                g = ((r * a1 + b1) % p) % m
+        kv: Any = _NO_RECORD
+        try:
+            for kv in iterator:
+                k, _ = kv  # unpacked as PySpark does: a non-pair fails here
+                g = None
                 if memo is not None:
-                    size = len(memo)
-                    if size >= _MEMO_PROBE and hits < size:
-                        memo = None  # keys rarely repeat here: the memo costs more than it saves
-                    elif size < _MEMO_CAP:
-                        memo[k] = g
-            else:
-                hits += 1
-            buckets[g].append(kv)
-            c += 1
-            # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
-            if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
-                n, size = len(buckets), 0
-                for s in list(buckets.keys()):
-                    yield pack_long(s)
-                    d = dumps(buckets.pop(s))
-                    yield d
-                    size += len(d)
-                avg = int(size / n) >> 20
-                if avg < 1:
-                    batch = int(batch * 1.5)
-                elif avg > 10:
-                    batch = max(int(batch / 1.5), 1)
-                c = 0
+                    try:
+                        g = memo.get(k)
+                    except TypeError:  # unhashable: raw_hash raises the clear error below
+                        g = None
+                if g is None:
+                    t = type(k)
+                    if t is str:
+                        r = crc(k.encode("utf-8", "surrogatepass"), seed_str)
+                    elif t is int:
+                        r = crc(b"%d" % k, seed_int)
+                    else:
+                        r = raw_hash(k)
+                    g = ((r * a1 + b1) % p) % m
+                    if memo is not None:
+                        size = len(memo)
+                        if size >= _MEMO_PROBE and hits < size:
+                            memo = None  # keys rarely repeat: the memo costs more than it saves
+                        elif size < _MEMO_CAP:
+                            memo[k] = g
+                else:
+                    hits += 1
+                buckets[g].append(kv)
+                c += 1
+                # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
+                if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
+                    n, size = len(buckets), 0
+                    for s in list(buckets.keys()):
+                        yield pack_long(s)
+                        d = dumps(buckets.pop(s))
+                        yield d
+                        size += len(d)
+                    avg = int(size / n) >> 20
+                    if avg < 1:
+                        batch = int(batch * 1.5)
+                    elif avg > 10:
+                        batch = max(int(batch / 1.5), 1)
+                    c = 0
+        except (TypeError, ValueError, IndexError) as exc:
+            # Outside the loop, so free per record; a valid pair here means the error
+            # came from upstream (the iterator), which is re-raised as it was.
+            bad = _bad_record(kv, exc)
+            if bad is None:
+                raise
+            raise bad from None
+
         for s, items in buckets.items():
             yield pack_long(s)
             yield dumps(items)
@@ -178,6 +190,27 @@ def _keep_hash(rdd: Any, n: int, min_gain: float, balance: bool | None,
         decision.update(balanced=False, gain=verdict["gain"], decided_by="head sample")
     kept_hash(f, verdict)
     return f
+
+
+def _bad_record(kv: Any, exc: BaseException) -> Exception | None:
+    """The clear error for a record the group routing could not take, or None when ``kv``
+    is a (key, value) pair whose key routes (the failure was not this record's)."""
+    if kv is _NO_RECORD:  # the input failed before its first record
+        return None
+    if type(kv) not in (tuple, list) or len(kv) != 2:
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        where = (f"input partition {ctx.partitionId()} (stage {ctx.stageId()})"
+                 if ctx is not None else "the driver")
+        text = repr(kv)
+        return TypeError(f"sparkbalance: records must be (key, value) pairs; {where} has a "
+                         f"{type(kv).__name__}: {text[:80]}{'...' if len(text) > 80 else ''} "
+                         f"({type(exc).__name__}: {exc})")
+    try:
+        raw_hash(kv[0])
+    except (TypeError, ValueError) as refused:
+        return KeyRoutingError(describe_bad_key(kv[0], GroupMapPartitioner, refused))
+    return None
 
 
 def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None = None,

@@ -149,3 +149,30 @@ def test_without_the_bridge_one_warning_and_the_statistics_pass(rdd, monkeypatch
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING
                 and "JVM bridge" in r.getMessage()]
     assert len(warnings) == 1
+
+
+@pytest.mark.parametrize("bad", [5, ("only-key",), None], ids=["int", "1-tuple", "None"])
+def test_records_that_are_not_pairs_get_a_clear_first_line(sc, bridge, bad):
+    rdd = sc.parallelize([("a", 1)] * 10 + [bad] + [("b", 2)] * 10, 2)
+    with pytest.raises(Exception) as info:
+        mapstats.shuffle_by_groups(rdd, N, balance=True).collect()
+    text = str(info.value)
+    assert "sparkbalance: records must be (key, value) pairs; input partition 1" in text
+    assert f"has a {type(bad).__name__}" in text
+
+
+def test_a_bad_key_in_the_zero_pass_path_names_its_type(sc, bridge):
+    rdd = sc.parallelize([("a", 1), ({"x": 1}, 2)], 1)
+    with pytest.raises(Exception, match="key of type dict in input partition 0"):
+        mapstats.shuffle_by_groups(rdd, N, balance=True).collect()
+
+
+def test_an_upstream_error_passes_through_unchanged(sc, bridge):
+    def boom(kv):
+        if kv[1] == 3:
+            raise TypeError("user code failed on 3")
+        return kv
+    rdd = sc.parallelize([("a", i) for i in range(6)], 1).map(boom)
+    with pytest.raises(Exception, match="user code failed on 3") as info:
+        mapstats.shuffle_by_groups(rdd, N, balance=True).collect()
+    assert "records must be" not in str(info.value)
