@@ -50,10 +50,8 @@ __all__ = ["MTMAware", "PMCResult", "pmc", "transition_matrix", "DEFAULT_GAMMA"]
 DEFAULT_GAMMA: float = 0.8
 #: Candidates sampled per node count when exact enumeration is too large.
 DEFAULT_SAMPLES: int = 150
-#: Rows of a cost matrix per Spark task.
-_ROWS_PER_TASK: int = 512
-#: Entries per block of a Bellman sweep (:func:`_min_plus`): 256 KB, within a core's cache.
-_MIN_PLUS_CELLS: int = 1 << 15
+_ROWS_PER_TASK: int = 512        # rows of a cost matrix per Spark task
+_MIN_PLUS_CELLS: int = 1 << 15   # entries per block of a Bellman sweep: 256 KB, in cache
 
 Matrix = dict[int, dict[int, float]]
 
@@ -271,12 +269,10 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
     # n2 -> n only the first is computed; the other is its transpose.
     direct = {n: [n2 for n2 in r if not (n2 < n and n in succ.get(n2, []))]
               for n, r in succ.items()}
-    tasks = [(n, i0, min(i0 + _ROWS_PER_TASK, parts[n].shape[0]))
-             for n in counts if direct.get(n) for i0 in range(0, parts[n].shape[0],
-                                                                _ROWS_PER_TASK)]
+    tasks = [(n, i0, min(i0 + _ROWS_PER_TASK, len(parts[n]))) for n in counts
+             if direct.get(n) for i0 in range(0, len(parts[n]), _ROWS_PER_TASK)]
     t1 = time.perf_counter()
-    tries = {n2: prefix_trie(parts[n2]) for r in direct.values() for n2 in r
-             if parts[n2].shape[0]}
+    tries = {n2: prefix_trie(parts[n2]) for r in direct.values() for n2 in r if len(parts[n2])}
     if map_fn is not None:
         rows = list(map_fn(_CostRows(base.sc, parts, direct, tries), tasks))
         if len(rows) != len(tasks):
@@ -380,15 +376,17 @@ class MTMAware:
         """Plan the migration to ``num_nodes`` minimising cost + gamma * projected cost."""
         t0 = time.perf_counter()
         p = make_problem(weights, sizes, bounds, num_nodes, self.tau)
+        single = SSM(self.tau).plan_problem(p)
+        if self.gamma == 0:     # SSM's plan whatever PMC says: skip PMC
+            return replace(single, algorithm=self.name, seconds=time.perf_counter() - t0)
         fitted = self._fitted_on
         if (self.pmc_ is None or fitted is None or not np.array_equal(fitted[0], p.weights)
                 or not np.array_equal(fitted[1], p.sizes)):
             self.precompute(p.weights, p.sizes)
         r = self.pmc_
         assert r is not None
-        single = SSM(self.tau).plan_problem(p)
         parts = r.partitionings.get(p.num_nodes)
-        if not single.feasible or self.gamma == 0 or parts is None or not parts.shape[0]:
+        if not single.feasible or parts is None or not parts.shape[0]:
             return replace(single, algorithm=self.name, seconds=time.perf_counter() - t0)
         vals = pairwise_costs(p.sc, p.bounds[None, :], parts)[0] + self.gamma * \
             r.projected[p.num_nodes]
