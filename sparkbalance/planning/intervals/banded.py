@@ -19,33 +19,41 @@ Examples
 >>> p = make_problem(np.ones(20), np.ones(20), np.array([0, 13, 20]), 2, 0.2, None)
 >>> gain, cuts = banded_positional(p, width=4)
 >>> cuts.tolist(), gain
-([0, 11, 20], 18.0)
+([0, 12, 20], 19.0)
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .model import Problem, min_max_partition
 
-__all__ = ["banded_positional", "DEFAULT_WIDTH"]
+__all__ = ["banded_positional", "band_width", "DEFAULT_WIDTH", "BAND_CELLS", "MIN_WIDTH"]
 
 #: Half-width W of the band around each of the two reference cuts, in groups.
 DEFAULT_WIDTH: int = 16
+#: Cells (``n' * S^2``) of one banded plan beyond which the band narrows (:func:`band_width`):
+#: about half a second of numpy work, so n' = 10,000 plans within a second or two.
+BAND_CELLS: int = 16_000_000
+#: Narrowest band half-width :func:`band_width` chooses.
+MIN_WIDTH: int = 4
 _NEG = -np.inf
 #: (cuts x S x S) cells evaluated per vectorised chunk (bounded memory: 8 bytes each).
 _CHUNK_CELLS = 1 << 21
 
 
-def _windows(p: Problem, width: int) -> np.ndarray:
+def _windows(p: Problem, width: int, q: np.ndarray | None = None) -> np.ndarray:
     """Candidate cuts, shape (n'+1, S): the band around old and balanced cuts, clipped to
-    the prefix-load bounds every feasible cut meets."""
+    the prefix-load bounds every feasible cut meets (``q``: the least-max-load cuts, when
+    the caller has them)."""
     m, k = p.m, p.num_nodes
     j = np.arange(k + 1)
     old = np.full(k + 1, m, dtype=np.int64)
     nb = min(p.n, k)
     old[:nb + 1] = p.bounds[:nb + 1]
     old[0] = 0
-    q = np.asarray(min_max_partition(p.wc, k), dtype=np.int64)
+    q = np.asarray(min_max_partition(p.wc, k) if q is None else q, dtype=np.int64)
     q = np.concatenate([q, np.full(k + 1 - q.shape[0], m, dtype=np.int64)])[:k + 1]
     off = np.arange(-width, width + 1, dtype=np.int64)
     win = np.concatenate([old[:, None] + off[None, :], q[:, None] + off[None, :]], axis=1)
@@ -62,13 +70,32 @@ def _windows(p: Problem, width: int) -> np.ndarray:
     return win
 
 
-def banded_positional(p: Problem, width: int = DEFAULT_WIDTH) -> tuple[float, np.ndarray]:
+def band_width(num_nodes: int, budget: int = BAND_CELLS) -> int:
+    """The band half-width ``W`` for ``num_nodes`` cuts: :data:`DEFAULT_WIDTH` while
+    ``n' (4 W + 2)^2 <= budget``, else the widest band within the budget (at least
+    :data:`MIN_WIDTH`). Time is O(n' W^2): at n' = 10,000 the default band costs 4.4e7
+    cells, W = 9 costs 1.4e7; the loss of the narrower band is measured by
+    ``integration/benchmarks/bench_scale.py``.
+
+    Examples
+    --------
+    >>> band_width(1000), band_width(10_000), band_width(10**6)
+    (16, 9, 4)
+    """
+    s = int(math.isqrt(max(1, budget // max(1, int(num_nodes)))))
+    return int(min(DEFAULT_WIDTH, max(MIN_WIDTH, (s - 2) // 4)))
+
+
+def banded_positional(p: Problem, width: int = DEFAULT_WIDTH, *,
+                      balanced_cuts: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Best positional plan among cuts in the band; ``(gain, cuts)``, gain -inf if none.
 
     Parameters
     ----------
     p : a validated problem (:func:`.model.make_problem`).
     width : half-width ``W`` of the band around each reference cut, in groups.
+    balanced_cuts : ``min_max_partition(p.wc, p.num_nodes)`` when the caller already has
+        it (it is the slowest part of the band at n' in the thousands).
 
     Examples
     --------
@@ -81,33 +108,40 @@ def banded_positional(p: Problem, width: int = DEFAULT_WIDTH) -> tuple[float, np
     if isinstance(width, bool) or not isinstance(width, int) or width < 0:
         raise ValueError(f"width={width!r}; expected an int >= 0")
     m, n, k = p.m, p.n, p.num_nodes
-    win = _windows(p, width)
+    win = _windows(p, width, balanced_cuts)
     s = win.shape[1]
     allow_empty = p.low <= 0
     f = np.where(win[k] == m, 0.0, _NEG)
     args = np.zeros((k, s), dtype=np.int32)
     chunk = max(1, _CHUNK_CELLS // (s * s))
     bounds = p.bounds
+    # prefix sums at the candidate cuts, gathered once; since sc is non-decreasing,
+    # sc[max(a, b)] == max(sc[a], sc[b]) (same floats, no gathers per cell)
+    wcw, scw = p.wc[win], p.sc[win]
+    jj = np.arange(k)
+    inside = jj < n                               # old interval j exists
+    s0 = p.sc[np.where(inside, bounds[np.minimum(jj, n - 1)], m)]
+    e0 = p.sc[np.where(inside, bounds[np.minimum(jj + 1, n)], m)]
+    rows = np.arange(s)
     for top in range(k, 0, -chunk):
         js = np.arange(max(0, top - chunk), top)
         x = win[js][:, :, None]                 # cut j
         y = win[js + 1][:, None, :]             # cut j + 1
-        load = p.wc[y] - p.wc[x]
+        load = wcw[js + 1][:, None, :] - wcw[js][:, :, None]
         ok = (y > x) | ((y == x) & allow_empty)
         ok &= load <= p.cap
         if p.low > 0:
             ok &= load >= p.low
-        inside = js < n                          # old interval j exists
-        s0 = np.where(inside, bounds[np.minimum(js, n - 1)], m)[:, None, None]
-        e0 = np.where(inside, bounds[np.minimum(js + 1, n)], m)[:, None, None]
-        a, b = np.maximum(x, s0), np.minimum(y, e0)
-        ov = np.where(b > a, p.sc[np.maximum(a, b)] - p.sc[a], 0.0)
-        base = np.where(ok, ov, _NEG)
+        # overlap with old interval j: sc[min(y, e0)] - sc[max(x, s0)], clipped at 0
+        base = (np.minimum(scw[js + 1][:, None, :], e0[js][:, None, None])
+                - np.maximum(scw[js][:, :, None], s0[js][:, None, None]))
+        np.maximum(base, 0.0, out=base)
+        base[~ok] = _NEG
         for i in range(js.shape[0] - 1, -1, -1):  # sequential in j: f_j from f_{j+1}
             cand = base[i] + f[None, :]
             arg = np.argmax(cand, axis=1)
             args[js[i]] = arg
-            f = cand[np.arange(s), arg]
+            f = cand[rows, arg]
     gain = float(f[0])
     if gain == _NEG:
         return gain, np.asarray([], dtype=np.int64)

@@ -40,7 +40,8 @@ import numpy as np
 from .model import IntervalPlan, Problem, check_count, check_tau, make_problem, \
     min_max_partition, plan_from_partition
 from .partitionings import (DEFAULT_MAX_PARTITIONINGS, TooManyPartitionings,
-                            enumerate_partitionings, pairwise_costs, sample_partitionings)
+                            enumerate_partitionings, pairwise_costs, prefix_trie,
+                            sample_partitionings)
 from .ssm import SSM
 
 __all__ = ["MTMAware", "PMCResult", "pmc", "transition_matrix", "DEFAULT_GAMMA"]
@@ -49,8 +50,8 @@ __all__ = ["MTMAware", "PMCResult", "pmc", "transition_matrix", "DEFAULT_GAMMA"]
 DEFAULT_GAMMA: float = 0.8
 #: Candidates sampled per node count when exact enumeration is too large.
 DEFAULT_SAMPLES: int = 150
-#: Rows of a cost matrix per Spark task.
-_ROWS_PER_TASK: int = 64
+_ROWS_PER_TASK: int = 512        # rows of a cost matrix per Spark task
+_MIN_PLUS_CELLS: int = 1 << 15   # entries per block of a Bellman sweep: 256 KB, in cache
 
 Matrix = dict[int, dict[int, float]]
 
@@ -185,20 +186,46 @@ class _CostRows:
     sc_prefix: np.ndarray
     parts: dict[int, np.ndarray]
     succ: dict[int, list[int]]
+    tries: dict[int, list] = field(default_factory=dict)
 
     def __call__(self, task: tuple[int, int, int]
                  ) -> tuple[tuple[int, int, int], dict[int, np.ndarray]]:
-        return _cost_rows(task, self.sc_prefix, self.parts, self.succ)
+        return _cost_rows(task, self.sc_prefix, self.parts, self.succ, self.tries)
 
 
 def _cost_rows(task: tuple[int, int, int], sc_prefix: np.ndarray,
-               parts: dict[int, np.ndarray], succ: dict[int, list[int]]
+               parts: dict[int, np.ndarray], succ: dict[int, list[int]],
+               tries: Mapping[int, list] | None = None
                ) -> tuple[tuple[int, int, int], dict[int, np.ndarray]]:
-    """Rows ``i0:i1`` of the cost matrices from node count ``n``."""
+    """Rows ``i0:i1`` of the cost matrices from node count ``n`` (``tries``: the
+    :func:`.partitionings.prefix_trie` of ``parts[n2]``, built once for all tasks)."""
     n, i0, i1 = task
     olds = parts[n][i0:i1]
-    return task, {n2: pairwise_costs(sc_prefix, olds, parts[n2])
+    tries = tries or {}
+    return task, {n2: pairwise_costs(sc_prefix, olds, parts[n2], trie=tries.get(n2))
                   for n2 in succ.get(n, []) if parts[n2].shape[0]}
+
+
+def _min_plus(costs: np.ndarray, add: np.ndarray, axis: int) -> np.ndarray:
+    """``min(costs + add[None, :], axis=1)`` (``axis=1``) or ``min(costs + add[:, None],
+    axis=0)`` (``axis=0``, the transposed matrix), in cache-sized row blocks: the same
+    floats (one addition per entry, an exact minimum) without a temporary the size of
+    ``costs`` per Bellman sweep."""
+    rows = max(1, _MIN_PLUS_CELLS // max(1, costs.shape[1]))
+    buf = np.empty((min(rows, costs.shape[0]), costs.shape[1]))
+    if axis == 1:
+        out = np.empty(costs.shape[0])
+        for r0 in range(0, costs.shape[0], rows):
+            b = buf[:min(rows, costs.shape[0] - r0)]
+            np.add(costs[r0:r0 + rows], add[None, :], out=b)
+            b.min(axis=1, out=out[r0:r0 + rows])
+        return out
+    out = np.full(costs.shape[1], np.inf)
+    for r0 in range(0, costs.shape[0], rows):
+        b = buf[:min(rows, costs.shape[0] - r0)]
+        np.add(costs[r0:r0 + rows], add[r0:r0 + rows, None], out=b)
+        np.minimum(out, b.min(axis=0), out=out)
+    return out
 
 
 def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
@@ -238,16 +265,21 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
     parts, exact = _candidates(w, s, t, counts, succ, check_count(max_partitionings,
                                "max_partitionings"), check_count(samples, "samples"), seed,
                                candidates)
-    tasks = [(n, i0, min(i0 + _ROWS_PER_TASK, parts[n].shape[0]))
-             for n in counts if n in succ for i0 in range(0, parts[n].shape[0], _ROWS_PER_TASK)]
+    # c(P, P') == c(P', P) exactly (the matching DP transposed), so of n -> n2 and
+    # n2 -> n only the first is computed; the other is its transpose.
+    direct = {n: [n2 for n2 in r if not (n2 < n and n in succ.get(n2, []))]
+              for n, r in succ.items()}
+    tasks = [(n, i0, min(i0 + _ROWS_PER_TASK, len(parts[n]))) for n in counts
+             if direct.get(n) for i0 in range(0, len(parts[n]), _ROWS_PER_TASK)]
     t1 = time.perf_counter()
+    tries = {n2: prefix_trie(parts[n2]) for r in direct.values() for n2 in r if len(parts[n2])}
     if map_fn is not None:
-        rows = list(map_fn(_CostRows(base.sc, parts, succ), tasks))
+        rows = list(map_fn(_CostRows(base.sc, parts, direct, tries), tasks))
         if len(rows) != len(tasks):
             raise ValueError(f"map_fn returned {len(rows)} results for {len(tasks)} items; "
                              "expected one per item")
     else:
-        rows = [_cost_rows(task, base.sc, parts, succ) for task in tasks]
+        rows = [_cost_rows(task, base.sc, parts, direct, tries) for task in tasks]
     costs: dict[tuple[int, int], np.ndarray] = {}
     for (n, i0, i1), blocks in sorted(rows, key=lambda r: r[0]):
         for n2, blk in blocks.items():
@@ -261,8 +293,12 @@ def pmc(weights: Any, sizes: Any, matrix: Any, gamma: float = DEFAULT_GAMMA,
         for n in counts:
             acc = np.zeros(parts[n].shape[0])
             for n2, prob in mtm.get(n, {}).items():
-                if (n, n2) in costs and parts[n2].shape[0]:
-                    acc += prob * np.min(costs[(n, n2)] + g * values[n2][None, :], axis=1)
+                if not parts[n2].shape[0]:
+                    continue
+                if (n, n2) in costs:
+                    acc += prob * _min_plus(costs[(n, n2)], g * values[n2], axis=1)
+                elif (n2, n) in costs:
+                    acc += prob * _min_plus(costs[(n2, n)], g * values[n2], axis=0)
             new[n] = acc
         delta = max((float(np.max(np.abs(new[n] - values[n]), initial=0.0)) for n in counts),
                     default=0.0)
@@ -340,15 +376,17 @@ class MTMAware:
         """Plan the migration to ``num_nodes`` minimising cost + gamma * projected cost."""
         t0 = time.perf_counter()
         p = make_problem(weights, sizes, bounds, num_nodes, self.tau)
+        single = SSM(self.tau).plan_problem(p)
+        if self.gamma == 0:     # SSM's plan whatever PMC says: skip PMC
+            return replace(single, algorithm=self.name, seconds=time.perf_counter() - t0)
         fitted = self._fitted_on
         if (self.pmc_ is None or fitted is None or not np.array_equal(fitted[0], p.weights)
                 or not np.array_equal(fitted[1], p.sizes)):
             self.precompute(p.weights, p.sizes)
         r = self.pmc_
         assert r is not None
-        single = SSM(self.tau).plan_problem(p)
         parts = r.partitionings.get(p.num_nodes)
-        if not single.feasible or self.gamma == 0 or parts is None or not parts.shape[0]:
+        if not single.feasible or parts is None or not parts.shape[0]:
             return replace(single, algorithm=self.name, seconds=time.perf_counter() - t0)
         vals = pairwise_costs(p.sc, p.bounds[None, :], parts)[0] + self.gamma * \
             r.projected[p.num_nodes]

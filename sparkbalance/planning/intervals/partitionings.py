@@ -15,14 +15,18 @@ import numpy as np
 from .model import Problem
 
 __all__ = ["coverable", "enumerate_partitionings", "sample_partitionings", "pairwise_costs",
-           "TooManyPartitionings", "DEFAULT_MAX_PARTITIONINGS"]
+           "prefix_trie", "TooManyPartitionings", "DEFAULT_MAX_PARTITIONINGS"]
 
 #: Enumeration stops (with :class:`TooManyPartitionings`) beyond this many partitionings
 #: per node count: the pairwise cost matrices of PMC grow with its square.
 DEFAULT_MAX_PARTITIONINGS: int = 20_000
 
-#: Pairs of partitionings per numpy batch in :func:`pairwise_costs` (memory ~ batch*n*n' floats).
-_BATCH_PAIRS: int = 4096
+#: Cells (DP entries) per vectorised chunk of :func:`_trie_gains` (8 bytes each, a few
+#: arrays of it live at once).
+_CELLS: int = 1 << 18
+#: Old partitionings per call of :func:`_trie_gains` (its trie levels hold this many
+#: columns per node).
+_OLD_BLOCK: int = 512
 
 
 class TooManyPartitionings(ValueError):
@@ -80,6 +84,28 @@ def _walk(p: Problem, k: int, ok: np.ndarray) -> Iterator[list[int]]:
         yield from rec(0, k, [0])
 
 
+def _count_walks(p: Problem, k: int, ok: np.ndarray) -> float:
+    """How many partitionings :func:`_walk` yields (a float: it only meets a limit).
+
+    ``cnt[j][x]`` walks from ``x`` with ``j`` intervals left: 1 at ``x = m``, else the sum
+    of ``cnt[j-1][x']`` over the ends ``lo[x] <= x' <= r[x]`` with ``ok[j-1, x']``.
+    """
+    m = p.m
+    if not ok[k, 0]:
+        return 0.0
+    lo, r = _ends(p)
+    cnt = np.zeros(m + 1)
+    cnt[m] = 1.0
+    for j in range(1, k + 1):
+        pre = np.concatenate([[0.0], np.cumsum(np.where(ok[j - 1], cnt, 0.0))])
+        nxt = np.zeros(m + 1)
+        nxt[m] = 1.0
+        hi = np.maximum(r, lo - 1)
+        nxt[:m] = pre[hi + 1] - pre[np.minimum(lo, hi + 1)]
+        cnt = nxt
+    return float(cnt[0])
+
+
 def _pad(cuts: list[int], k: int, m: int) -> np.ndarray:
     return np.asarray(cuts + [m] * (k + 1 - len(cuts)), dtype=np.int64)
 
@@ -99,6 +125,10 @@ def enumerate_partitionings(p: Problem, k: int | None = None,
     """
     k = p.num_nodes if k is None else k
     ok = coverable(p, k)
+    if _count_walks(p, k, ok) > limit:   # refuse before walking up to the limit
+        raise TooManyPartitionings(
+            f"more than limit={limit} balanced partitionings of m={p.m} tasks into "
+            f"{k} intervals (tau={p.tau}); raise the limit or sample candidates")
     out = []
     for cuts in _walk(p, k, ok):
         out.append(_pad(list(cuts), k, p.m))
@@ -133,26 +163,79 @@ def sample_partitionings(p: Problem, count: int, k: int | None = None,
     return np.asarray(sorted(seen), dtype=np.int64).reshape(len(seen), k + 1)
 
 
-def _batch_gain(sc: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Max gain for each pair ``(old[b], new[b])`` (LCS DP of model.match_intervals)."""
-    bsz, n1 = old.shape[0], old.shape[1] - 1
-    n2 = new.shape[1] - 1
-    lo = np.maximum(old[:, :-1, None], new[:, None, :-1])
-    hi = np.minimum(old[:, 1:, None], new[:, None, 1:])
-    ov = np.where(hi > lo, sc[np.maximum(hi, lo)] - sc[lo], 0.0)
-    prev = np.zeros((bsz, n2 + 1))
-    for i in range(n1):
-        row = np.zeros((bsz, n2 + 1))
-        diag = prev[:, :-1] + ov[:, i, :]
-        best = np.maximum(prev[:, 1:], diag)
-        # row[j] = max(best[j-1], row[j-1]): a running maximum along j
-        row[:, 1:] = np.maximum.accumulate(best, axis=1)
-        prev = row
-    return prev[:, -1]
+def prefix_trie(news: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The partitionings ``news`` as a trie of shared cut prefixes, level by level.
+
+    Level ``d`` holds the distinct prefixes ``news[:, :d + 2]`` (the first ``d + 1`` new
+    intervals): ``(parent, start, end)`` per node, ``parent`` indexing level ``d - 1``
+    (level ``-1`` is one empty root), ``[start, end)`` its last interval. Sorted
+    partitionings share most prefixes, so the trie has far fewer nodes than ``n' K``.
+    """
+    levels = []
+    prev = np.zeros(news.shape[0], dtype=np.int64)
+    for d in range(news.shape[1] - 1):
+        uniq, inv = np.unique(news[:, :d + 2], axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        parent = np.empty(uniq.shape[0], dtype=np.int64)
+        parent[inv] = prev
+        levels.append((parent, uniq[:, d], uniq[:, d + 1]))
+        prev = inv
+    levels.append((prev, np.zeros(0), np.zeros(0)))   # last: the row of each partitioning
+    return levels
 
 
-def pairwise_costs(sizes_prefix: np.ndarray, olds: np.ndarray, news: np.ndarray) -> np.ndarray:
+def _trie_gains(sc: np.ndarray, olds: np.ndarray, levels: list) -> np.ndarray:
+    """Max gain ``g[a, b]`` of every pair ``(olds[a], news[b])``: the LCS DP of
+    :func:`.model.match_intervals`, one DP column per new interval, shared by all
+    partitionings with the same prefix (:func:`prefix_trie`) and vectorised over ``olds``.
+
+    ``f[i][j] = max(f[i-1][j], f[i][j-1], f[i-1][j-1] + ov[i-1][j-1])`` has a unique
+    solution in which each cell adds one overlap to one earlier cell, so any evaluation
+    order gives the same floats as the row-by-row pairwise DP. Overlaps use that ``sc`` is
+    non-decreasing: ``sc[min(b, d)] - sc[max(a, c)] == min(sc[b], sc[d]) -
+    max(sc[a], sc[c])``, clipped at 0 (no gathers in the inner loop).
+    """
+    n1 = olds.shape[1] - 1
+    s_lo = sc[olds[:, :-1]].T.copy()            # (n1, a): sc at old interval starts
+    s_hi = sc[olds[:, 1:]].T.copy()             # (n1, a): sc at old interval ends
+    a = olds.shape[0]
+    col = np.zeros((n1 + 1, 1, a))               # f[.][0] = 0 for the root
+    last = np.zeros((0, a))
+    for d, (parent, c0, c1) in enumerate(levels[:-1]):
+        final = d == len(levels) - 2
+        cnt = parent.shape[0]
+        lo_c, hi_c = sc[c0], sc[c1]
+        out = np.empty((cnt, a)) if final else np.empty((n1 + 1, cnt, a))
+        step = max(1, _CELLS // max(1, (n1 + 1) * a))
+        for u0 in range(0, cnt, step):
+            u = slice(u0, min(cnt, u0 + step))
+            prev = col[:, parent[u], :]           # (n1+1, u, a)
+            ov = np.minimum(s_hi[:, None, :], hi_c[u][None, :, None])
+            ov -= np.maximum(s_lo[:, None, :], lo_c[u][None, :, None])
+            np.maximum(ov, 0.0, out=ov)
+            ov += prev[:-1]                        # diagonal: f[i-1][j-1] + ov
+            np.maximum(ov, prev[1:], out=ov)       # best[i] = max(f[i][j-1], diagonal)
+            if final:
+                out[u] = ov.max(axis=0) if n1 else 0.0
+            else:
+                blk = out[:, u, :]
+                blk[0] = 0.0
+                for i in range(1, n1 + 1):         # f[i][j] = max(f[i-1][j], best[i])
+                    np.maximum(blk[i - 1], ov[i - 1], out=blk[i])
+        if final:
+            last = out
+        else:
+            col = out
+    return last[levels[-1][0]].T                  # (a, b): rows of olds, columns of news
+
+
+def pairwise_costs(sizes_prefix: np.ndarray, olds: np.ndarray, news: np.ndarray, *,
+                   trie: list | None = None) -> np.ndarray:
     """Optimal migration cost from every ``olds[a]`` to every ``news[b]`` (a x b matrix).
+
+    The same values as :func:`.model.match_intervals` pair by pair, computed over a trie
+    of the new partitionings' shared prefixes (:func:`_trie_gains`). ``trie``: the
+    :func:`prefix_trie` of ``news``, when the caller reuses it across calls.
 
     Examples
     --------
@@ -164,14 +247,11 @@ def pairwise_costs(sizes_prefix: np.ndarray, olds: np.ndarray, news: np.ndarray)
     news = np.asarray(news, dtype=np.int64)
     a, b = olds.shape[0], news.shape[0]
     total = float(sizes_prefix[-1])
-    out = np.empty((a, b))
     if a == 0 or b == 0:
-        return out
-    per = max(1, _BATCH_PAIRS // max(1, b))
-    for i0 in range(0, a, per):
-        blk = olds[i0:i0 + per]
-        o = np.repeat(blk, b, axis=0)
-        nn = np.tile(news, (blk.shape[0], 1))
-        out[i0:i0 + blk.shape[0]] = (total - _batch_gain(sizes_prefix, o, nn)).reshape(-1, b)
+        return np.empty((a, b))
+    levels = prefix_trie(news) if trie is None else trie
+    out = np.empty((a, b))
+    for i0 in range(0, a, _OLD_BLOCK):
+        blk = olds[i0:i0 + _OLD_BLOCK]
+        out[i0:i0 + blk.shape[0]] = total - _trie_gains(sizes_prefix, blk, levels)
     return np.maximum(out, 0.0)
-

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .banded import DEFAULT_WIDTH, banded_positional
+from .banded import band_width, banded_positional
 from .model import (IntervalPlan, Problem, check_tau, check_min_load, fill_owners,
                     make_problem, min_max_partition, plan_from_partition)
 
@@ -234,11 +234,12 @@ def _solve_positional(p: Problem) -> tuple[float, np.ndarray]:
     return best, np.asarray(cuts, dtype=np.int64)
 
 
-def _relaxed(p: Problem) -> Problem:
+def _relaxed(p: Problem, cuts: np.ndarray | None = None) -> Problem:
     """The instance with the least feasible bound: the minimum over partitionings of the
     maximum load (and no lower bound). Planning on it gives, when tau cannot be met, the
-    cheapest migration among the plans of least maximum load."""
-    cuts = min_max_partition(p.wc, p.num_nodes)
+    cheapest migration among the plans of least maximum load (``cuts``: the
+    least-max-load layout when the caller has it)."""
+    cuts = min_max_partition(p.wc, p.num_nodes) if cuts is None else cuts
     bound = float(np.max(p.wc[cuts[1:]] - p.wc[cuts[:-1]]))
     return dc_replace(p, cap=max(p.cap, bound * (1 + 1e-9) + 1e-12), low=0.0)
 
@@ -330,16 +331,19 @@ class SSM:
         Interval ``j`` stays with node ``j`` also for the non-positional SSM: renumbering
         could only add gain, so the plan is valid, possibly costlier than the exact one.
         """
-        s = 4 * DEFAULT_WIDTH + 2
+        width = band_width(p.num_nodes)
+        s = 4 * width + 2
         if p.num_nodes * s * s > BANDED_CELL_LIMIT:
             warnings.warn(f"SSM with n'={p.num_nodes} partitions and m={p.m} groups "
                           f"({cells:.2e} exact cells) is beyond what plans within seconds "
                           "even banded; expect a slow plan", PlannerScaleWarning, stacklevel=3)
-        relaxed = _relaxed(p)
+        q = min_max_partition(p.wc, p.num_nodes)   # shared: relaxed bound and band
+        relaxed = _relaxed(p, q)
         # infeasible bound: plan on the least feasible one at once (one banded pass)
-        gain, cuts = banded_positional(p if relaxed.cap <= p.cap else relaxed)
+        gain, cuts = banded_positional(p if relaxed.cap <= p.cap else relaxed, width,
+                                       balanced_cuts=q)
         if gain == _NEG:
-            gain, cuts = banded_positional(relaxed)
+            gain, cuts = banded_positional(relaxed, width, balanced_cuts=q)
         if gain == _NEG:  # pragma: no cover - the balanced path lies in the band
             cuts = min_max_partition(p.wc, p.num_nodes)
         owners = np.arange(p.num_nodes, dtype=np.int64)

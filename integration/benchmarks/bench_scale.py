@@ -1,0 +1,129 @@
+"""Benchmark: key groups and SSM (Ding et al. §3.3) at n = 100, 1,000 and 10,000 partitions.
+
+For each n it fits the "keygroups" strategy twice, as a job does: a first fit from an equal
+split, then a re-plan from that layout after the key statistics drift (every key's work
+times U(0.8, 1.2)). Printed per fit: the number of groups m, which programme ran (exact SSM,
+or the banded plan of :mod:`sparkbalance.planning.intervals.banded` and its half-width W),
+wall and CPU seconds of the whole fit (group statistics + SSM) and the plan's own wall
+seconds, the peak traced memory
+(``tracemalloc``), the plan's max/min load over the mean, and the share of state it moves.
+
+Then the loss of the banded plan against the exact programme where both run, as extra state
+moved (% of all state) on the same re-plan: at n = 100 and 1,000 (the exact positional
+programme forced past its cell limit when it fits in memory), and at n = 10,000 against
+the default-width band (the exact one needs n' * m choices: 4e8 at n = 10,000).
+
+Run: ``python integration/benchmarks/bench_scale.py [--quick]`` (``--quick``: n <= 1,000).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from sparkbalance.planning.intervals import banded, ssm as ssm_mod  # noqa: E402
+from sparkbalance.planning.intervals.model import make_problem  # noqa: E402
+from sparkbalance.stats.keystats import KeyStats  # noqa: E402
+from sparkbalance.strategies.keygroups import (DEFAULT_TAU, group_statistics,  # noqa: E402
+                                               plan_keygroups)
+
+#: Largest exact positional programme run for the loss column (cells n' * m * D).
+EXACT_FOR_LOSS: int = 400_000_000
+
+
+def workload(n: int, seed: int = 0) -> tuple[KeyStats, KeyStats]:
+    """(statistics, drifted statistics): 50 keys per partition (at least 10^5), Zipf
+    z = 1.1 work, the hottest key at most a tenth of a partition's mean load, state size
+    = work * U(0.5, 2)."""
+    rng = np.random.default_rng(seed)
+    k = max(100_000, 50 * n)
+    cost = np.arange(1, k + 1, dtype=float) ** -1.1
+    cost = np.minimum(cost, cost.sum() / n / 10)
+    rng.shuffle(cost)
+    mem = cost * rng.uniform(0.5, 2.0, k)
+    keys = np.arange(k, dtype=np.int64)
+    first = KeyStats(keys, np.ones(k), cost=cost * 1e6, memory=mem * 1e6)
+    drift = rng.uniform(0.8, 1.2, k)
+    return first, KeyStats(keys, np.ones(k), cost=cost * drift * 1e6, memory=mem * 1e6)
+
+
+def timed_fit(stats: KeyStats, n: int, current=None, num_groups: int | None = None):
+    """(partitioner, plan, wall s, CPU s, peak traced bytes): timed without tracing (which
+    slows numpy's allocations several-fold), then run again under ``tracemalloc``."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    part, plan = plan_keygroups(stats, n, current=current, num_groups=num_groups)
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    tracemalloc.start()
+    plan_keygroups(stats, n, current=current, num_groups=num_groups)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return part, plan, wall, cpu, peak
+
+
+def describe(plan, m: int) -> str:
+    if plan.algorithm.endswith("banded"):
+        return f"banded W={banded.band_width(plan.num_nodes)}"
+    return "exact"
+
+
+def exact_loss(stats: KeyStats, part, n: int, widths=(None,)) -> list[str]:
+    """Extra state moved by the banded plan(s) over the exact plan, % of all state."""
+    m = part.num_groups
+    w, s = group_statistics(stats, m)
+    p = make_problem(w, s, part.bounds, n, DEFAULT_TAU, None)
+    relaxed = ssm_mod._relaxed(p)
+    total = float(p.sc[-1])
+    out = []
+    cells = ssm_mod.exact_cells(p)
+    exact = None
+    if cells <= EXACT_FOR_LOSS and n * (m + 1) * 8 <= 2 ** 30:
+        g, _ = ssm_mod._solve_positional(p)
+        if g == -np.inf:
+            g, _ = ssm_mod._solve_positional(relaxed)
+        exact = g
+    for wd in widths:
+        wd = banded.band_width(n) if wd is None else wd
+        g, _ = banded.banded_positional(p, wd)
+        if g == -np.inf:
+            g, _ = banded.banded_positional(relaxed, wd)
+        out.append((wd, g))
+    if exact is None:
+        ref_w, ref = out[-1]
+        return [f"W={wd} vs W={ref_w}: {100 * (ref - g) / total:+.3f}%" for wd, g in out[:-1]]
+    return [f"W={wd} vs exact: {100 * (exact - g) / total:+.3f}%" for wd, g in out]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="n <= 1,000 only")
+    args = ap.parse_args()
+    ns = (100, 1000) if args.quick else (100, 1000, 10_000)
+    print(f"{'n':>6} {'fit':>6} {'m':>6} {'programme':>14} {'wall s':>7} {'cpu s':>6} "
+          f"{'plan s':>7} {'peak MiB':>8} {'max/L':>6} {'min/L':>6} {'moved %':>8}")
+    for n in ns:
+        first, drifted = workload(n)
+        part = None
+        for label, stats in (("first", first), ("replan", drifted)):
+            part2, plan, wall, cpu, peak = timed_fit(stats, n, current=part)
+            mean = plan.loads.sum() / n
+            moved = 100 * plan.migration_cost / max(plan.migration_cost + plan.gain, 1e-300)
+            print(f"{n:>6} {label:>6} {part2.num_groups:>6} {describe(plan, part2.num_groups):>14} "
+                  f"{wall:>7.2f} {cpu:>6.2f} {plan.seconds:>7.2f} {peak / 2 ** 20:>8.0f} "
+                  f"{plan.loads.max() / mean:>6.3f} {plan.loads.min() / mean:>6.3f} "
+                  f"{moved:>8.2f}", flush=True)
+            if label == "replan":
+                widths = (4, 9, 16)
+                print(f"{'':>6} loss of the band (re-plan): "
+                      + "; ".join(exact_loss(stats, part, n, widths)), flush=True)
+            part = part2
+
+
+if __name__ == "__main__":
+    main()
