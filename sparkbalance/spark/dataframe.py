@@ -231,14 +231,6 @@ class BalancedGroupedData:
         #: The fitted partition function (key -> partition).
         self.partitioner = partitioner
 
-    def _plain_keys_only(self, method: str) -> None:
-        # Grouped-map functions would see the helper column of an expression key.
-        if self._keys is not None and self._keys.hidden:
-            raise NotImplementedError(
-                f"{method} on an expression key ({', '.join(self._keys.output)}): group by a "
-                "column instead, e.g. df.withColumn('key', <expression>) then group_by(df, "
-                "'key')")
-
     def _done(self, out: "DataFrame") -> "DataFrame":
         out = out.drop(PID_COL)
         return self._keys.rename(out) if self._keys is not None else out
@@ -290,23 +282,20 @@ class BalancedGroupedData:
                   for s in (self, other)]
         return placed[0], placed[1], f
 
-    # Grouped-map functions: sparkbalance.spark.grouped hides the helper column from them.
+    # Grouped-map functions: sparkbalance.spark.grouped hides the helper columns (pid and
+    # those of expression keys) from them.
     def applyInPandas(self, func: Any, schema: Any) -> "DataFrame":
-        """Same as ``GroupedData.applyInPandas``; ``func`` never sees the helper column."""
-        self._plain_keys_only("applyInPandas")
+        """Same as ``GroupedData.applyInPandas``; ``func`` never sees a helper column."""
         from .grouped import apply_in_pandas
         return apply_in_pandas(self, func, schema)
 
     def applyInArrow(self, func: Any, schema: Any) -> "DataFrame":
         """Same as ``GroupedData.applyInArrow`` (PySpark >= 4.0)."""
-        self._plain_keys_only("applyInArrow")
         from .grouped import apply_in_arrow
         return apply_in_arrow(self, func, schema)
 
     def cogroup(self, other: "BalancedGroupedData") -> Any:
         """Same as ``GroupedData.cogroup``: both sides placed by one partition function."""
-        self._plain_keys_only("cogroup")
-        other._plain_keys_only("cogroup")
         from .grouped import BalancedCogroupedData
         return BalancedCogroupedData(self, other)
 

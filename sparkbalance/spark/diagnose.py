@@ -1,16 +1,21 @@
-"""``sb.diagnose``: is a keyed job skewed, and which placement would help? (one pass, no shuffle)
+"""``sb.diagnose``: is a keyed job skewed, and which placement would help? (no data shuffled)
 
-One aggregation over the data gives every key's rows c(k) and, on the aggregated keys,
-the partition plain Spark would send it to (``pmod(murmur3(key), n)`` for a DataFrame
-``groupBy``/``repartition``; ``portable_hash(key) % n`` for a pair RDD's ``partitionBy``).
-From those counts alone (no shuffle of the data) the report gives the load each
-placement would put on the slowest partition, as max/avg rows:
+Two passes, with driver memory bounded by ``max_keys`` whatever the number of keys:
+the bounded key statistics of :mod:`sparkbalance.spark.df_keystats` (the ``max_keys``
+heaviest keys with exact rows c(k), the others as a row total and a distinct-key count),
+on which every strategy is fitted exactly as ``sb.group_by`` fits it; then one job that
+counts the rows each candidate placement puts on each partition
+(:mod:`sparkbalance.spark.diagnose_loads`): plain Spark's (``pmod(murmur3(key), n)`` for a
+DataFrame ``groupBy``/``repartition``, ``portable_hash(key) % n`` for a pair RDD's
+``partitionBy``) and each fitted function's, computed by the same expression the placement
+uses, so unlisted keys land where they will land. Only the aggregated counts are shuffled.
+The report gives, as max/avg rows:
 
 * the lower bound ``max(1, max_k c(k) / L̄)``, ``L̄`` = rows / n: a key-grouping placement
   keeps every key on one partition, so the hottest key alone bounds its slowest task
   (Fang et al. §2; null keys count as one key: they all go to one partition);
 * plain Spark hash partitioning, and each key-grouping strategy of the registry
-  (:data:`sparkbalance.strategies.KEY_GROUPING`) fitted on the counts — exactly the
+  (:data:`sparkbalance.strategies.KEY_GROUPING`) fitted on the statistics — exactly the
   partition functions ``sb.repartition`` / ``sb.group_by`` would then place by;
 * the predicted speed-up of the slowest task (Spark's max / the recommended max) and the
   recommendation with its reason.
@@ -31,11 +36,13 @@ import numpy as np
 
 from .. import strategies as registry
 from ..routing.base import PartitionFunction, check_num_partitions
-from ..stats.keystats import KeyStats, as_key_array
+from ..stats.keystats import KeyStats
+from .df_keystats import DEFAULT_MAX_KEYS
+from .diagnose_loads import df_loads, rdd_loads
 from .sqlroute import NULL_PARTITION
 
-__all__ = ["SkewReport", "Placement", "diagnose", "evaluate", "TOP_KEYS", "TIE_TOLERANCE",
-           "BALANCED_ENOUGH", "KEEP", "add_cli", "run_cli"]
+__all__ = ["SkewReport", "Placement", "diagnose", "evaluate", "fit_all", "report", "TOP_KEYS",
+           "TIE_TOLERANCE", "BALANCED_ENOUGH", "KEEP", "add_cli", "run_cli"]
 
 #: Keys listed in the report.
 TOP_KEYS = 10
@@ -188,20 +195,61 @@ def evaluate(stats: KeyStats, num_partitions: int, spark_partition: Sequence[int
     if part.shape != (len(stats),):
         raise ValueError(f"spark_partition has shape {part.shape}; expected ({len(stats)},)")
     counts = stats.counts
-    spark = np.bincount(part, weights=counts, minlength=n)
+    spark = np.bincount(part, weights=counts, minlength=n).astype(float)
     for p, rows in (null_spark or {0: null_rows}).items():
         spark[p] += rows
-    placements, fitted = {}, {}
+    fitted = fit_all(stats, n, names, **params)
+    placements = {}
+    for name, f in fitted.items():
+        loads = np.bincount(f.assign(stats.keys), weights=counts, minlength=n).astype(float)
+        loads[NULL_PARTITION] += null_rows
+        placements[name] = loads
+    return report(stats, spark, placements, fitted, null_rows=null_rows, keys=keys)
+
+
+def fit_all(stats: KeyStats, num_partitions: int, names: Sequence[str] | None = None,
+            **params: Any) -> dict[str, PartitionFunction]:
+    """Each strategy fitted on ``stats`` as ``sb.group_by`` / ``sb.repartition`` fit it.
+
+    Parameters are passed to the strategies that accept them; with no non-null key every
+    strategy is the hash (nothing to plan, as ``group_by`` does).
+
+    Examples
+    --------
+    >>> fs = fit_all(KeyStats.from_counts({"a": 9, "b": 1}), 2, ["hash", "mixed"])
+    >>> sorted(fs), fs["mixed"].num_partitions
+    (['hash', 'mixed'], 2)
+    """
+    n = check_num_partitions(num_partitions)
+    fitted = {}
     for name in (registry.KEY_GROUPING if names is None else names):
         spec = registry.get(name)
         mine = {k: v for k, v in params.items() if k in registry.accepted_params(spec.name)}
-        # No non-null key: nothing to plan, every strategy is the hash (as group_by does).
-        f = registry.fit(spec.name if len(stats) else "hash", stats, n,
-                         **(mine if len(stats) else {}))
-        loads = np.bincount(f.assign(stats.keys), weights=counts, minlength=n).astype(float)
-        loads[NULL_PARTITION] += null_rows
-        placements[spec.name], fitted[spec.name] = Placement(spec.name, loads), f
-    total = float(counts.sum()) + null_rows
+        fitted[spec.name] = registry.fit(spec.name if len(stats) else "hash", stats, n,
+                                         **(mine if len(stats) else {}))
+    return fitted
+
+
+def report(stats: KeyStats, spark_loads: np.ndarray, loads: dict[str, np.ndarray],
+           fitted: dict[str, PartitionFunction], *, null_rows: float = 0,
+           keys: Sequence[str] = ("key",)) -> SkewReport:
+    """The report from rows per partition of each placement (null-key rows included).
+
+    ``stats`` lists the heaviest keys (bounded statistics: the rest in ``tail_count`` and
+    ``num_distinct``); ``spark_loads`` and ``loads[name]`` are the rows per partition of
+    plain Spark's hash and of each fitted function.
+
+    Examples
+    --------
+    >>> s = KeyStats.from_counts({"a": 6, "b": 2})
+    >>> r = report(s, np.array([8.0, 0.0]), {"hash": np.array([6.0, 2.0])}, {})
+    >>> r.recommended, round(r.speedup, 2)
+    ('hash', 1.33)
+    """
+    spark_loads = np.asarray(spark_loads, dtype=float)
+    n = len(spark_loads)
+    counts = stats.counts
+    total = float(stats.data_count) + null_rows
     mean = total / n
     hottest = max(float(counts.max()) if len(stats) else 0.0, float(null_rows))
     bound = max(1.0, hottest / mean) if mean > 0 else 1.0
@@ -211,10 +259,12 @@ def evaluate(stats: KeyStats, num_partitions: int, spark_partition: Sequence[int
     if null_rows:
         top = sorted(top + [(None, int(null_rows), null_rows / total)], key=lambda t: -t[1])
         top = top[:TOP_KEYS]
-    spark_p = Placement("spark", spark.astype(float))
+    placements = {name: Placement(name, np.asarray(x, dtype=float)) for name, x in loads.items()}
+    spark_p = Placement("spark", spark_loads)
     best, reason = _recommend(spark_p, placements, bound, top)
-    return SkewReport(list(keys), n, int(total), int(null_rows), len(stats) + (1 if null_rows
-                      else 0), top, bound, spark_p, placements, fitted, best, reason)
+    distinct = int(round(stats.distinct)) + (1 if null_rows else 0)
+    return SkewReport(list(keys), n, int(round(total)), int(null_rows), distinct, top, bound,
+                      spark_p, placements, fitted, best, reason)
 
 
 def _recommend(spark: Placement, placements: dict[str, Placement], bound: float,
@@ -238,47 +288,15 @@ def _recommend(spark: Placement, placements: dict[str, Placement], bound: float,
     return best, why
 
 
-def _df_counts(df: Any, cols: Sequence[str], n: int
-               ) -> tuple[KeyStats, np.ndarray, int, dict[int, int]]:
-    from pyspark.sql import functions as F
-    from . import sqlhash
-    from .df_keystats import key_array
-    cols = sqlhash.check_key_columns(df, cols)
-    agg = df.groupBy(*cols).agg(F.count(F.lit(1)).alias("__sb_n")).select(
-        *cols, "__sb_n", F.pmod(F.hash(*cols), F.lit(n)).alias("__sb_spark"),
-        sqlhash.any_null(df, cols).alias("__sb_null"))
-    keys, counts, parts, null_rows, null_spark = [], [], [], 0, {}
-    for r in agg.collect():  # one job; the aggregated keys only reach the driver
-        if r["__sb_null"]:  # several null combinations: one group for us, Spark's cells
-            null_rows += r["__sb_n"]
-            null_spark[r["__sb_spark"]] = null_spark.get(r["__sb_spark"], 0) + r["__sb_n"]
-            continue
-        vals = [bytes(v) if isinstance(v, bytearray) else v for v in r[:len(cols)]]
-        keys.append(vals[0] if len(cols) == 1 else tuple(vals))
-        counts.append(r["__sb_n"])
-        parts.append(r["__sb_spark"])
-    stats = KeyStats(key_array(keys), np.asarray(counts, float))
-    return stats, np.asarray(parts, np.int64), null_rows, null_spark
-
-
-def _rdd_counts(rdd: Any, n: int) -> tuple[KeyStats, np.ndarray, int, dict[int, int]]:
-    from operator import add
-
-    from pyspark.rdd import portable_hash
-    rows = (rdd.map(lambda kv: (kv[0], 1)).reduceByKey(add)
-            .map(lambda kc: (kc[0], kc[1], portable_hash(kc[0]) % n)).collect())
-    live = [r for r in rows if r[0] is not None]
-    null_rows = sum(r[1] for r in rows if r[0] is None)
-    stats = KeyStats(as_key_array([r[0] for r in live]), [float(r[1]) for r in live])
-    # portable_hash(None) == 0: Spark's partition of the None key is 0, as ours.
-    return stats, np.asarray([r[2] for r in live], np.int64), null_rows, {0: null_rows}
-
-
 def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
-             strategies: Sequence[str] | None = None, **params: Any) -> SkewReport:
+             strategies: Sequence[str] | None = None, max_keys: int | None = DEFAULT_MAX_KEYS,
+             **params: Any) -> SkewReport:
     """Skew report of a DataFrame (over key columns ``keys``) or a pair RDD (its keys).
 
-    One aggregation job; nothing is shuffled but the aggregated counts.
+    Two passes, driver memory bounded whatever the number of keys: the bounded key
+    statistics (the ``max_keys`` heaviest keys exact, the rest as totals; the strategies
+    are fitted on them, as ``sb.group_by`` fits them), then one job counting the rows each
+    placement (plain Spark's hash and every fitted function) puts on each partition.
 
     Parameters
     ----------
@@ -287,6 +305,7 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
     num_partitions : n (default ``spark.sql.shuffle.partitions`` for a DataFrame, the
         RDD's partition count for an RDD).
     strategies : strategies to compare (default every key-grouping strategy).
+    max_keys : keys listed by the statistics (the adapters' default; None: every key).
     params : strategy parameters (``theta``, ``num_groups``...).
 
     Examples
@@ -297,22 +316,28 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
     """
     if hasattr(data, "schema") and hasattr(data, "groupBy"):
         from . import conf
+        from .df_keystats import key_stats
         if not keys:
             raise ValueError("diagnose(df, *keys): name at least one key column")
         n = conf.default_partitions(data) if num_partitions is None else num_partitions
         n = check_num_partitions(n)
-        stats, part, nulls, null_spark = _df_counts(data, keys, n)
+        stats = key_stats(data, *keys, max_keys=max_keys)
+        fitted = fit_all(stats, n, strategies, **params)
+        spark, loads, nulls = df_loads(data, keys, n, fitted)
         names = list(keys)
     else:
+        from .keystats import exact_counts, top_counts
         if keys:
             raise ValueError(f"keys={keys!r}: a pair RDD is keyed by its records' first "
                              "element; name key columns for a DataFrame only")
         n = check_num_partitions(data.getNumPartitions() if num_partitions is None
                                  else num_partitions)
-        stats, part, nulls, null_spark = _rdd_counts(data, n)
+        live = data.filter(lambda kv: kv[0] is not None)
+        stats = top_counts(live, max_keys) if max_keys is not None else exact_counts(live)
+        fitted = fit_all(stats, n, strategies, **params)
+        spark, loads, nulls = rdd_loads(data, n, fitted)
         names = ["key"]
-    return evaluate(stats, n, part, null_rows=nulls, null_spark=null_spark,
-                    names=strategies, keys=names, **params)
+    return report(stats, spark, loads, fitted, null_rows=nulls, keys=names)
 
 
 def add_cli(sub: Any) -> argparse.ArgumentParser:

@@ -8,8 +8,10 @@ partition in a helper column (:data:`~sparkbalance.spark.sqlroute.PID_COL`), are
 ``repartitionById`` and grouped by ``(pid, *keys)``. Since ``pid`` is a function of the key,
 the groups are exactly the key groups, and the placement already clusters the rows on
 ``pid``, so Spark plans **one** exchange per side. The user's function is wrapped so that it
-never sees the helper column (dropped from every frame, and from the grouping key tuple of
-the two-argument forms); its output schema is the user's, so nothing leaks out either.
+never sees the helper columns (``pid`` is dropped from every frame and from the grouping key
+tuple of the two-argument forms; an expression key's helper column from every frame, its
+value staying in the key tuple as plain Spark passes it); its output schema is the user's,
+so nothing leaks out either.
 
 A cogroup needs both sides placed by the *same* function (a key must meet itself): the
 two sides' placements are replaced by one fitted on the sum of both sides' statistics,
@@ -49,14 +51,32 @@ __all__ = ["apply_in_pandas", "apply_in_arrow", "BalancedCogroupedData", "co_pla
            "group_cost_stats", "has_arrow_api"]
 
 
-# --------------------------------------------------------------------- hiding the helper
-def _drop_pandas(pdf: Any) -> Any:
-    return pdf.drop(columns=[PID_COL])
+# -------------------------------------------------------------------- hiding the helpers
+def _hidden(g: "BalancedGroupedData") -> tuple[str, ...]:
+    """The columns of ``g``'s placed rows that plain Spark's function would not see: the
+    partition id, and the helper column of each expression key. Plain Spark passes a
+    grouping expression's value in the key tuple only (its frames are the DataFrame's own
+    columns, ``FlatMapGroupsInPandas`` over ``Project(keys ++ child.output)``); the helper
+    column holds that same value, so the key tuple needs no change beyond dropping ``pid``."""
+    hidden = g._keys.hidden if g._keys is not None else []
+    return (PID_COL, *hidden)
 
 
-def _drop_arrow(table: Any) -> Any:
-    # Table and RecordBatch both have .select(indices); keeps the user's column order.
-    return table.select([i for i, n in enumerate(table.schema.names) if n != PID_COL])
+def _pandas_dropper(names: tuple[str, ...]) -> Callable[[Any], Any]:
+    drop = list(names)
+
+    def dropped(pdf: Any) -> Any:
+        return pdf.drop(columns=drop)
+    return dropped
+
+
+def _arrow_dropper(names: tuple[str, ...]) -> Callable[[Any], Any]:
+    drop = frozenset(names)
+
+    def dropped(table: Any) -> Any:
+        # Table and RecordBatch both have .select(indices); keeps the user's column order.
+        return table.select([i for i, n in enumerate(table.schema.names) if n not in drop])
+    return dropped
 
 
 def _arity(func: Callable) -> int:
@@ -116,14 +136,16 @@ def _is_iterator(func: Callable) -> bool:
     return name == "Iterator"
 
 
-def _wrap_cogrouped(func: Callable, drop: Callable[[Any], Any]) -> Callable:
+def _wrap_cogrouped(func: Callable, drop_left: Callable[[Any], Any],
+                    drop_right: Callable[[Any], Any]) -> Callable:
+    """``func`` over each side's frame without that side's helper columns."""
     n = _arity(func)
     if n == 3:
         def call(key, left, right):
-            return func(key[1:], drop(left), drop(right))
+            return func(key[1:], drop_left(left), drop_right(right))
     elif n == 2:
         def call(left, right):
-            return func(drop(left), drop(right))
+            return func(drop_left(left), drop_right(right))
     else:
         raise ValueError(f"func takes {n} positional arguments; expected 2 (left, right) or "
                          "3 (key, left, right), as PandasCogroupedOps.applyInPandas")
@@ -163,7 +185,8 @@ def apply_in_pandas(g: "BalancedGroupedData", func: Callable, schema: Any) -> "D
     >>> g = sb.group_by(df, "k", num_partitions=8)                           # doctest: +SKIP
     >>> apply_in_pandas(g, lambda pdf: pdf.head(1), df.schema)               # doctest: +SKIP
     """
-    return g._grouped.applyInPandas(_wrap_grouped(func, _drop_pandas), schema)
+    return g._grouped.applyInPandas(_wrap_grouped(func, _pandas_dropper(_hidden(g))),
+                                     schema)
 
 
 def apply_in_arrow(g: "BalancedGroupedData", func: Callable, schema: Any) -> "DataFrame":
@@ -174,7 +197,8 @@ def apply_in_arrow(g: "BalancedGroupedData", func: Callable, schema: Any) -> "Da
     >>> apply_in_arrow(g, lambda t: t.slice(0, 1), df.schema)                # doctest: +SKIP
     """
     _need_arrow()
-    return g._grouped.applyInArrow(_wrap_grouped(func, _drop_arrow), schema)
+    return g._grouped.applyInArrow(_wrap_grouped(func, _arrow_dropper(_hidden(g))),
+                                    schema)
 
 
 # ---------------------------------------------------------------------------- cogroup
@@ -252,17 +276,20 @@ class BalancedCogroupedData:
         from pyspark.sql import DataFrame  # noqa: F401  (fail early without pyspark)
         pl, pr, f = co_place(left, right)
         self._ops = pl.groupBy(PID_COL, *left._cols).cogroup(pr.groupBy(PID_COL, *right._cols))
+        self._hidden = (_hidden(left), _hidden(right))
         #: The partition function both sides are placed by.
         self.partitioner = f
 
     def applyInPandas(self, func: Callable, schema: Any) -> "DataFrame":
         """Same as ``PandasCogroupedOps.applyInPandas``; ``func`` never sees the helper."""
-        return self._ops.applyInPandas(_wrap_cogrouped(func, _drop_pandas), schema)
+        drops = [_pandas_dropper(h) for h in self._hidden]
+        return self._ops.applyInPandas(_wrap_cogrouped(func, *drops), schema)
 
     def applyInArrow(self, func: Callable, schema: Any) -> "DataFrame":
         """Same as ``PandasCogroupedOps.applyInArrow`` (PySpark >= 4.0)."""
         _need_arrow()
-        return self._ops.applyInArrow(_wrap_cogrouped(func, _drop_arrow), schema)
+        drops = [_arrow_dropper(h) for h in self._hidden]
+        return self._ops.applyInArrow(_wrap_cogrouped(func, *drops), schema)
 
 
 # ------------------------------------------------------------------------- time weights

@@ -25,6 +25,15 @@ def _loads(df, case):
     return df.select(F.lit(case).alias("case"), F.spark_partition_id().alias("p"))
 
 
+def _placed_loads(known, r):
+    frames = [_loads(known.repartition(N, "k"), "spark")]
+    frames += [_loads(sb.repartition(known, N, "k", partitioner=f), name)
+               for name, f in r.partitioners.items()]
+    return collections.Counter((x["case"], x["p"]) for x in
+                               functools.reduce(lambda a, b: a.unionByName(b), frames)
+                               .collect())
+
+
 def test_report_figures_and_predicted_placements(known):
     r = sb.diagnose(known, "k", num_partitions=N)
     assert (r.rows, r.null_rows, r.distinct_keys) == (1030, 30, 202)
@@ -32,17 +41,26 @@ def test_report_figures_and_predicted_placements(known):
     assert r.lower_bound == pytest.approx(400 / (1030 / N))
     # every prediction equals the rows per partition of the placement then made: plain
     # Spark's repartition(n, key) and sb.repartition by each fitted function, one job
-    frames = [_loads(known.repartition(N, "k"), "spark")]
-    frames += [_loads(sb.repartition(known, N, "k", partitioner=f), name)
-               for name, f in r.partitioners.items()]
-    counts = collections.Counter((x["case"], x["p"]) for x in
-                                 functools.reduce(lambda a, b: a.unionByName(b), frames)
-                                 .collect())
+    counts = _placed_loads(known, r)
     predicted = {"spark": r.spark, **r.placements}
     for name, placement in predicted.items():
         assert [counts[(name, p)] for p in range(N)] == placement.loads.tolist(), name
     assert r.recommended != "spark" and r.speedup > 1.0
     assert r.chosen.max_over_avg <= r.lower_bound * 1.05
+
+
+def test_bounded_statistics_predict_the_placements_of_unlisted_keys_too(known):
+    """Only the 3 heaviest keys reach the driver; the 199 others (and the nulls) are
+    counted where each placement puts them, so the predictions stay exact."""
+    r = sb.diagnose(known, "k", num_partitions=N, max_keys=3)
+    assert len(r.top) == 4 and r.top[0] == (7, 400, pytest.approx(400 / 1030))
+    assert r.rows == 1030 and r.null_rows == 30
+    assert r.distinct_keys == pytest.approx(202, abs=3)       # HyperLogLog++ past max_keys
+    assert r.lower_bound == pytest.approx(400 / (1030 / N))
+    counts = _placed_loads(known, r)
+    for name, placement in {"spark": r.spark, **r.placements}.items():
+        assert [counts[(name, p)] for p in range(N)] == placement.loads.tolist(), name
+        assert placement.loads.sum() == 1030
 
 
 def test_pair_rdd_report_matches_partition_by(sc):
@@ -55,6 +73,12 @@ def test_pair_rdd_report_matches_partition_by(sc):
     if f is not None:
         placed = sb.partition_by(pairs, N, strategy=f).glom().map(len).collect()
         assert placed == r.chosen.loads.tolist()
+    # bounded statistics (2 keys listed): every placement still predicted exactly
+    small = sb.diagnose(pairs, num_partitions=N, max_keys=2, strategies=["mixed", "keygroups"])
+    assert small.spark.loads.tolist() == spark_loads and small.distinct_keys == 301
+    for name, f in small.partitioners.items():
+        placed = sb.partition_by(pairs, N, strategy=f).glom().map(len).collect()
+        assert placed == small.placements[name].loads.tolist(), name
 
 
 def test_cli_over_parquet_and_csv(known, tmp_path, capsys):
