@@ -37,7 +37,7 @@ import numpy as np
 from .. import strategies as registry
 from ..routing.base import PartitionFunction, check_num_partitions
 from ..stats.keystats import KeyStats
-from .df_keystats import DEFAULT_MAX_KEYS
+from .conf import FROM_CONF, resolve_max_keys
 from .diagnose_loads import df_loads, rdd_loads
 from .sqlroute import NULL_PARTITION
 
@@ -289,7 +289,7 @@ def _recommend(spark: Placement, placements: dict[str, Placement], bound: float,
 
 
 def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
-             strategies: Sequence[str] | None = None, max_keys: int | None = DEFAULT_MAX_KEYS,
+             strategies: Sequence[str] | None = None, max_keys: int | None = FROM_CONF,
              **params: Any) -> SkewReport:
     """Skew report of a DataFrame (over key columns ``keys``) or a pair RDD (its keys).
 
@@ -305,7 +305,8 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
     num_partitions : n (default ``spark.sql.shuffle.partitions`` for a DataFrame, the
         RDD's partition count for an RDD).
     strategies : strategies to compare (default every key-grouping strategy).
-    max_keys : keys listed by the statistics (the adapters' default; None: every key).
+    max_keys : keys listed by the statistics (default ``spark.sparkbalance.maxKeys``, else
+        100,000; None: every key).
     params : strategy parameters (``theta``, ``num_groups``...).
 
     Examples
@@ -333,6 +334,7 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
         n = check_num_partitions(data.getNumPartitions() if num_partitions is None
                                  else num_partitions)
         live = data.filter(lambda kv: kv[0] is not None)
+        max_keys = resolve_max_keys(data, max_keys)
         stats = top_counts(live, max_keys) if max_keys is not None else exact_counts(live)
         fitted = fit_all(stats, n, strategies, **params)
         spark, loads, nulls = rdd_loads(data, n, fitted)
