@@ -87,6 +87,7 @@ def _child(event_dir: str) -> None:
         .config("spark.sparkbalance.ui.maxRecords", str(KEPT))
         .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", event_dir)
         .config("spark.eventLog.compress", "false")  # Spark 4 compresses (zstd) by default
+        .config("spark.eventLog.rolling.enabled", "true")  # 4.x default; 3.5 writes one file
         .config("spark.ui.prometheus.enabled", "true")
         .config("spark.metrics.conf.*.sink.prometheusServlet.class",
                 "org.apache.spark.metrics.sink.PrometheusServlet")

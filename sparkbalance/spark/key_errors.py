@@ -8,6 +8,13 @@ and re-raises such a refusal as :class:`KeyRoutingError`, whose first line names
 type, the partition and stage being read, and the valid key types; the Java trace may still
 surround it, but this line is the first of the Python part, with nothing chained below it.
 
+Records that are not ``(key, value)`` pairs fail earlier, in PySpark's own ``for k, v in
+...`` loops (``add_shuffle_key``, the map-side combiner), where no code of ours runs.
+:func:`check_pairs` is put in front of those loops: it looks at the first record of each
+partition and raises :class:`NotAPairError` when it does not unpack into two, then hands the
+rest on untouched (``itertools.chain``), so it costs nothing per record. A partition whose
+first record is a pair but a later one is not still fails with PySpark's own unpacking error.
+
 Examples
 --------
 >>> g = KeyGuard(HashPartitioner(4))                         # doctest: +SKIP
@@ -18,9 +25,11 @@ KeyRoutingError: sparkbalance: key of type NoneType in input partition 3 (stage 
 """
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Iterable, Iterator
 
-__all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key"]
+__all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key", "NotAPairError",
+           "check_pairs", "describe_bad_record"]
 
 #: What every partition function of sparkbalance routes.
 VALID_KEYS = ("None, int, str, bytes, float, bool, Decimal, date, datetime, time, timedelta, "
@@ -31,6 +40,11 @@ _REPR_LIMIT = 80
 class KeyRoutingError(TypeError, ValueError):
     """A key no partition function can route (a ``TypeError`` and a ``ValueError``, so code
     catching either of the original errors keeps working)."""
+
+
+class NotAPairError(TypeError, ValueError):
+    """A record that is not a ``(key, value)`` pair given to a keyed operation (a
+    ``TypeError`` and a ``ValueError``, as PySpark's own unpacking raises either)."""
 
 
 def _where() -> str:
@@ -49,7 +63,7 @@ def describe_bad_key(key: Any, f: Any, exc: BaseException) -> str:
 
     Examples
     --------
-    >>> describe_bad_key({1}, "f", TypeError("unhashable")).splitlines()[0][:66]
+    >>> describe_bad_key({1}, "f", TypeError("unhashable")).splitlines()[0][:67]
     'sparkbalance: key of type set on the driver cannot be routed by str'
     """
     text = repr(key)
@@ -118,3 +132,57 @@ class KeyGuard:
 
     def __repr__(self) -> str:
         return f"KeyGuard({self.f!r})"
+
+
+def _unpacks_into_two(record: Any) -> bool:
+    """Whether ``k, v = record`` succeeds, without consuming a one-shot iterator."""
+    try:
+        return len(record) == 2
+    except TypeError:
+        pass
+    try:
+        iter(record)
+    except TypeError:
+        return False          # int, None, a plain object: PySpark's unpacking fails
+    return True               # an iterable without len: only unpacking it would tell
+
+
+def describe_bad_record(record: Any, partition: int) -> str:
+    """The first line of :class:`NotAPairError`: what was expected, where, what came.
+
+    Examples
+    --------
+    >>> describe_bad_record(5, 3).splitlines()[0]
+    "sparkbalance: records must be (key, value) pairs; partition 3 got a <class 'int'>: 5"
+    """
+    text = repr(record)
+    if len(text) > _REPR_LIMIT:
+        text = text[:_REPR_LIMIT] + "..."
+    return (f"sparkbalance: records must be (key, value) pairs; partition {partition} got a "
+            f"{type(record)!r}: {text}\n"
+            "  Key the RDD before the keyed operation (e.g. rdd.map(lambda x: (x, 1)) or "
+            "rdd.keyBy(f)).")
+
+
+def check_pairs(partition: int, records: Iterable[Any]) -> Iterator[Any]:
+    """``mapPartitionsWithIndex`` body: refuse a partition whose first record is no pair.
+
+    Only the first record is looked at; the others pass through ``itertools.chain`` at no
+    cost per record (a later bad record fails in PySpark's unpacking, as without this check).
+
+    Examples
+    --------
+    >>> list(check_pairs(0, [("a", 1), ("b", 2)]))
+    [('a', 1), ('b', 2)]
+    >>> try:
+    ...     check_pairs(3, [5, 6])
+    ... except NotAPairError as exc:
+    ...     print(str(exc).splitlines()[0])
+    sparkbalance: records must be (key, value) pairs; partition 3 got a <class 'int'>: 5
+    """
+    it = iter(records)
+    for first in it:
+        if not _unpacks_into_two(first):
+            raise NotAPairError(describe_bad_record(first, partition)) from None
+        return itertools.chain((first,), it)
+    return it

@@ -47,7 +47,7 @@ from ..stats.keystats import KeyStats
 from . import mapstats
 from . import conf
 from .plan_report import fit as fit_and_note, reported
-from .key_errors import KeyGuard
+from .key_errors import KeyGuard, check_pairs
 from .keystats import gather_key_stats, measured_tasks
 
 __all__ = ["partition_by", "reduce_by_key", "aggregate_by_key", "group_by_key", "join",
@@ -160,6 +160,16 @@ def _num_partitions(rdd: Any, num_partitions: int | None) -> int:
     return check_num_partitions(num_partitions)
 
 
+def _pairs_checked(rdd: Any) -> Any:
+    """``rdd`` with each partition's first record checked to be a (key, value) pair.
+
+    PySpark unpacks the records in its own loops, where a non-pair fails deep in a Java trace;
+    this step is pipelined into the same Python task (no stage, no copy, nothing per record)
+    and fails first with a line naming the partition and the record (key_errors.check_pairs).
+    """
+    return rdd.mapPartitionsWithIndex(check_pairs, preservesPartitioning=True)
+
+
 def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction | None,
              params: dict[str, Any]) -> PartitionFunction:
     if num_partitions is None and isinstance(strategy, PartitionFunction):
@@ -243,6 +253,7 @@ def partition_by(rdd: Any, num_partitions: int,
         extra = {k: v for k, v in (("stats", stats), ("sample_fraction", sample_fraction),
                                    ("current", current)) if v is not None}
         params = {**extra, **params}
+    rdd = _pairs_checked(rdd)
     zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
     if zero_pass is not None:
         return mapstats.shuffle_by_groups(rdd, n, **zero_pass)
@@ -262,6 +273,7 @@ def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int
     >>> sorted(out.collect())                                                # doctest: +SKIP
     [('a', 5)]
     """
+    rdd = _pairs_checked(rdd)
     zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
     if zero_pass is not None:
         return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), _identity,
@@ -291,6 +303,7 @@ def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: C
     def create(v: Any) -> Any:  # PySpark deep-copies the zero value per key as well
         return seq_func(copy.deepcopy(zero_value), v)
 
+    rdd = _pairs_checked(rdd)
     zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
     if zero_pass is not None:
         return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), create,
@@ -330,6 +343,7 @@ def group_by_key(rdd: Any, num_partitions: int | None = None,
     records landed; the partial lists are concatenated per key (values order is
     unspecified, as in PySpark).
     """
+    rdd = _pairs_checked(rdd)
     zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
     if zero_pass is not None:
         return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), _list1,
@@ -381,6 +395,7 @@ def join(rdd: Any, other: Any, num_partitions: int | None = None,
     partitions and ``other``'s records of that key are copied to every candidate (Nasir et al.'s
     key splitting; the copies cost ``|candidates|`` x the right side's hot keys).
     """
+    rdd, other = _pairs_checked(rdd), _pairs_checked(other)
     zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
     if zero_pass is not None:  # both sides' records in the group sizes
         tagged = rdd.mapValues(_tag_left).union(other.mapValues(_tag_right))

@@ -6,6 +6,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.codahale.metrics.Counter;
+import org.slf4j.LoggerFactory;
 
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.plugin.DriverPlugin;
@@ -35,7 +36,11 @@ public final class BalanceDriverPlugin implements DriverPlugin {
     sc.listenerBus().addToStatusQueue(listener);
     if (sc.ui().isDefined()) {
       SparkUI ui = sc.ui().get();
-      ui.attachTab(new BalanceTab(ui, store, max));
+      try {
+        ui.attachTab(new BalanceTab(ui, store, max));
+      } catch (IllegalStateException e) {  // no pages for this Spark: metrics and records go on
+        LoggerFactory.getLogger(BalanceDriverPlugin.class).warn(e.getMessage());
+      }
     }
     BalancePlugin.setActive(this);
     return Collections.emptyMap();  // no extra executor conf: there is no executor side

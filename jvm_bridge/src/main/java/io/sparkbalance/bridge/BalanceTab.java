@@ -6,17 +6,11 @@ import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.function.Function;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import jakarta.servlet.http.HttpServletRequest;
-import org.json4s.JValue;
-import scala.Option;
-import scala.collection.immutable.Seq;
-import scala.xml.Node;
-import scala.xml.Unparsed;
 
 import org.apache.spark.ui.SparkUI;
 import org.apache.spark.ui.SparkUITab;
-import org.apache.spark.ui.UIUtils;
 import org.apache.spark.ui.WebUIPage;
 import org.apache.spark.util.kvstore.KVStore;
 import org.apache.spark.util.kvstore.KVStoreView;
@@ -28,22 +22,27 @@ import org.apache.spark.util.kvstore.KVStoreView;
  * the same records as JSON. Reads {@link BalanceRow}s from the application status store, so the
  * live UI and the History Server render the same pages.
  *
- * <p>Spark 4.x API: jakarta servlets, Scala 2.13 {@code immutable.Seq}; on Spark 3.5 the page
- * signatures take {@code javax.servlet} requests and return Scala 2.12 {@code collection.Seq}.
+ * <p>This class is servlet-free and shared by Spark 3.5 and 4.x; the pages, whose signatures
+ * differ (4.x: jakarta servlets, Scala 2.13 {@code immutable.Seq}; 3.5: {@code javax.servlet},
+ * Scala 2.12 {@code collection.Seq}), are {@link BalancePages} and {@code BalancePages35}
+ * (compiled against the Spark 3.5 signatures, {@code jvm_bridge/src/spark35/}).
  */
 public final class BalanceTab extends SparkUITab {
   /** Rows shown on the list page (the JSON endpoint serves every stored row). */
   static final int LIST_LIMIT = 1000;
 
   private final KVStore store;
-  private final int maxRecords;
+  final int maxRecords;
 
+  /**
+   * The tab with its pages; throws {@code IllegalStateException} (naming the servlet API met)
+   * when the jar has no pages for the running Spark: callers log it and go on without the tab.
+   */
   public BalanceTab(SparkUI parent, KVStore store, int maxRecords) {
     super(parent, "balance");
     this.store = store;
     this.maxRecords = maxRecords;
-    attachPage(new ListPage(this));
-    attachPage(new DetailPage(this));
+    attachPages();
   }
 
   private KVStoreView<BalanceRow> view() {
@@ -91,23 +90,42 @@ public final class BalanceTab extends SparkUITab {
     return out;
   }
 
-  Function<String, String> linker(HttpServletRequest req) {
-    String base = basePath();
-    return path -> UIUtils.prependBaseUri(req, base, path);
+  /** The list page's HTML, links made by {@code linker} (the running Spark's base URI). */
+  String listHtml(Function<String, String> linker) {
+    return BalanceHtml.listPage(records(LIST_LIMIT), count(), maxRecords, linker);
   }
 
-  Seq<Node> page(HttpServletRequest req, String title, String html) {
-    return UIUtils.headerSparkPage(req, title, () -> new Unparsed(html), this, Option.empty(),
-        UIUtils.headerSparkPage$default$6(), UIUtils.headerSparkPage$default$7(),
-        UIUtils.headerSparkPage$default$8());
+  /** The JSON list: every stored record. */
+  JsonNode listJson() {
+    ArrayNode arr = BalanceRecord.MAPPER.createArrayNode();
+    for (BalanceRecord r : records(0)) arr.add(r.node());
+    return arr;
   }
 
-  static JValue json(com.fasterxml.jackson.databind.JsonNode node) {
-    return org.json4s.jackson.JsonMethods$.MODULE$.fromJsonNode(node);
+  /** {title, html} of the detail page of record {@code ?id=idText}. */
+  String[] detail(String idText, Function<String, String> linker) {
+    Long id = idParam(idText);
+    BalanceRecord r = id == null ? null : record(id);
+    if (r == null) {
+      return new String[] {"Balance", "<div id=\"sparkbalance-missing\">No balance record with id="
+          + BalanceHtml.esc(idText) + " (it may have been dropped: the tab keeps "
+          + "the last " + maxRecords + ").</div>"};
+    }
+    String what = r.operator() != null ? r.operator() : r.operation() != null ? r.operation()
+        : r.kind();
+    String title = "Balance: " + what + (r.batch() != null ? ", batch " + r.batch() : "")
+        + " (#" + r.id() + ")";
+    return new String[] {title, BalanceHtml.detailPage(r, operatorRecords(r.operator()), linker)};
   }
 
-  static Long idParam(HttpServletRequest req) {
-    String s = req.getParameter("id");
+  /** The JSON of record {@code ?id=idText}, JSON null when there is none. */
+  JsonNode detailJson(String idText) {
+    Long id = idParam(idText);
+    BalanceRecord r = id == null ? null : record(id);
+    return r == null ? BalanceRecord.MAPPER.nullNode() : r.node();
+  }
+
+  static Long idParam(String s) {
     try {
       return s == null ? null : Long.parseLong(s.trim());
     } catch (NumberFormatException e) {
@@ -115,59 +133,32 @@ public final class BalanceTab extends SparkUITab {
     }
   }
 
-  static final class ListPage extends WebUIPage {
-    private final BalanceTab tab;
-
-    ListPage(BalanceTab tab) {
-      super("");
-      this.tab = tab;
-    }
-
-    @Override
-    public Seq<Node> render(HttpServletRequest req) {
-      String html = BalanceHtml.listPage(tab.records(LIST_LIMIT), tab.count(), tab.maxRecords,
-          tab.linker(req));
-      return tab.page(req, "Balance", html);
-    }
-
-    @Override
-    public JValue renderJson(HttpServletRequest req) {
-      ArrayNode arr = BalanceRecord.MAPPER.createArrayNode();
-      for (BalanceRecord r : tab.records(0)) arr.add(r.node());
-      return json(arr);
-    }
-  }
-
-  static final class DetailPage extends WebUIPage {
-    private final BalanceTab tab;
-
-    DetailPage(BalanceTab tab) {
-      super("operation");
-      this.tab = tab;
-    }
-
-    @Override
-    public Seq<Node> render(HttpServletRequest req) {
-      Long id = idParam(req);
-      BalanceRecord r = id == null ? null : tab.record(id);
-      if (r == null) {
-        return tab.page(req, "Balance", "<div id=\"sparkbalance-missing\">No balance record with id="
-            + BalanceHtml.esc(req.getParameter("id")) + " (it may have been dropped: the tab keeps "
-            + "the last " + tab.maxRecords + ").</div>");
+  /**
+   * The pages for the running Spark's servlet API: Spark 4.x declares
+   * {@code WebUIPage.render(jakarta.servlet.http.HttpServletRequest)}, Spark 3.5
+   * {@code render(javax.servlet.http.HttpServletRequest)} returning a Scala 2.12 Seq. The
+   * class set that does not match is never loaded (its servlet types do not exist there).
+   */
+  private void attachPages() {
+    String servlet = null;
+    for (java.lang.reflect.Method m : WebUIPage.class.getMethods()) {
+      if (m.getName().equals("render") && m.getParameterCount() == 1) {
+        servlet = m.getParameterTypes()[0].getName();
       }
-      String what = r.operator() != null ? r.operator() : r.operation() != null ? r.operation()
-          : r.kind();
-      String title = "Balance: " + what + (r.batch() != null ? ", batch " + r.batch() : "")
-          + " (#" + r.id() + ")";
-      return tab.page(req, title,
-          BalanceHtml.detailPage(r, tab.operatorRecords(r.operator()), tab.linker(req)));
     }
-
-    @Override
-    public JValue renderJson(HttpServletRequest req) {
-      Long id = idParam(req);
-      BalanceRecord r = id == null ? null : tab.record(id);
-      return json(r == null ? BalanceRecord.MAPPER.nullNode() : r.node());
+    if ("jakarta.servlet.http.HttpServletRequest".equals(servlet)) {
+      BalancePages.attach(this);
+      return;
+    }
+    try {
+      java.lang.reflect.Method attach = Class.forName("io.sparkbalance.bridge.BalancePages35")
+          .getDeclaredMethod("attach", BalanceTab.class);
+      attach.setAccessible(true);
+      attach.invoke(null, this);
+    } catch (ReflectiveOperationException | LinkageError e) {
+      throw new IllegalStateException("sparkbalance: the Balance tab has no pages for this "
+          + "Spark's servlet API (" + servlet + "); it needs Spark 3.5 or 4.x and a bridge jar "
+          + "built with the Spark 3.5 pages (jvm_bridge/build.sh)", e);
     }
   }
 }

@@ -32,9 +32,30 @@ import scala.reflect.ClassTag$;
 public final class MapStats {
   private MapStats() {}
 
+  /**
+   * {@code obj.name()} looked up at run time. The Scala collection signatures differ between
+   * Spark 3.5 (Scala 2.12: {@code RDD.dependencies()} returns {@code collection.Seq},
+   * {@code ArrayBuffer.+=} returns {@code generic.Growable}) and Spark 4.x (Scala 2.13:
+   * {@code immutable.Seq}, {@code mutable.Growable}); a direct call compiled against one
+   * fails with {@code NoSuchMethodError} on the other. Called once per shuffle / key group.
+   */
+  static Object call(Class<?> owner, Object obj, String name, Object... args) {
+    try {
+      for (java.lang.reflect.Method m : owner.getMethods()) {
+        if (m.getName().equals(name) && m.getParameterCount() == args.length) {
+          return m.invoke(obj, args);
+        }
+      }
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("could not call " + owner.getName() + "." + name, e);
+    }
+    throw new IllegalStateException(owner.getName() + " has no method " + name);
+  }
+
   @SuppressWarnings("unchecked")
   private static ShuffleDependency<Object, Object, Object> dependency(RDD<?> shuffled) {
-    Object dep = shuffled.dependencies().head();
+    Object deps = call(RDD.class, shuffled, "dependencies");
+    Object dep = call(scala.collection.Seq.class, deps, "head");
     if (!(dep instanceof ShuffleDependency)) {
       throw new IllegalArgumentException("expected a ShuffledRDD whose first dependency is a "
           + "ShuffleDependency; got " + dep.getClass().getName());
@@ -59,8 +80,12 @@ public final class MapStats {
     return b.toString();
   }
 
-  /** Groups -> reduce task as given by a plan; serializable as CoalescedRDD requires. */
-  static final class PlanCoalescer implements PartitionCoalescer, Serializable {
+  /**
+   * Groups -> reduce task as given by a plan; serializable as CoalescedRDD requires. Spark 3.5
+   * (Scala 2.12) requires {@code scala.Serializable}, a class Scala 2.13 no longer has: there
+   * {@code PlanCoalescer35} ({@code jvm_bridge/src/spark35/}) adds it, see {@link #planCoalescer}.
+   */
+  static class PlanCoalescer implements PartitionCoalescer, Serializable {
     private static final long serialVersionUID = 1L;
     private final int[] owner;
     private final int numTasks;
@@ -79,7 +104,10 @@ public final class MapStats {
       }
       PartitionGroup[] groups = new PartitionGroup[numTasks];
       for (int i = 0; i < numTasks; i++) groups[i] = new PartitionGroup(Option.empty());
-      for (int g = 0; g < parts.length; g++) groups[owner[g]].partitions().$plus$eq(parts[g]);
+      for (int g = 0; g < parts.length; g++) {
+        call(scala.collection.mutable.ArrayBuffer.class, groups[owner[g]].partitions(), "$plus$eq",
+            parts[g]);
+      }
       return groups;
     }
   }
@@ -101,9 +129,26 @@ public final class MapStats {
       }
     }
     RDD rdd = shuffled.rdd();
-    PartitionCoalescer pc = new PlanCoalescer(own, numTasks);
+    PartitionCoalescer pc = planCoalescer(own, numTasks);
     RDD coalesced = rdd.coalesce(numTasks, false, Option.apply(pc), null);
     ClassTag<Tuple2> tag = ClassTag$.MODULE$.apply(Tuple2.class);
     return JavaPairRDD.fromJavaRDD(new JavaRDD(coalesced, tag));
+  }
+
+  /** A {@link PlanCoalescer} that the running Scala line accepts as serializable. */
+  static PartitionCoalescer planCoalescer(int[] owner, int numTasks) {
+    try {
+      Class.forName("scala.Serializable");  // Scala 2.12 only
+    } catch (ClassNotFoundException e) {
+      return new PlanCoalescer(owner, numTasks);
+    }
+    try {
+      return (PartitionCoalescer) Class.forName("io.sparkbalance.bridge.PlanCoalescer35")
+          .getDeclaredConstructor(int[].class, int.class).newInstance(owner, numTasks);
+    } catch (ReflectiveOperationException | LinkageError e) {
+      throw new IllegalStateException("sparkbalance: the zero-pass statistics on Spark 3.5 need "
+          + "the bridge jar's Spark 3.5 classes (PlanCoalescer35; rebuild with "
+          + "jvm_bridge/build.sh)", e);
+    }
   }
 }
