@@ -72,9 +72,10 @@ BENCH_ARGS ?=
 $(PY35):
 	$(PYTHON35) -m venv $(VENV35)
 
+# numpy < 2 and pyarrow < 26: PySpark 3.5 predates numpy 2, and pyarrow 26 needs numpy 2.
 $(STAMP35): | $(PY35)
 	$(PY35) -m pip install --quiet "pyspark==3.5.*" "numpy>=1.26,<2" "cloudpickle>=3.0" \
-	    "pandas>=2.2,<3" "pyarrow>=15" "pytest>=8" "hypothesis>=6.100" "pytest-timeout>=2.3"
+	    "pandas>=2.2,<3" "pyarrow>=15,<26" "pytest>=8" "hypothesis>=6.100" "pytest-timeout>=2.3"
 	touch $(STAMP35)
 
 test-spark35: $(STAMP35) $(JAR)
