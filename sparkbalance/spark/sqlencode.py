@@ -44,8 +44,10 @@ misjudge those keys' placement.
 
 The second half turns Python values into SQL values of a key column (routing-table
 literals): :func:`coerce_value` finds the value a row must collect as to equal a Python key,
-:func:`literal_sql` spells it. Long because: both halves are the one per-type table of how a
-Python key and a SQL key meet (a type added to one needs the other).
+:func:`literal_sql` spells it.
+
+Long because: both halves are the one per-type table of how a Python key and a SQL key
+meet (a type added to one needs the other).
 
 Examples
 --------
