@@ -26,15 +26,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
-
 from ..hashing import GROUP_HASH
 from ..hashing import raw_hash as py_raw_hash
 from ..routing.base import PartitionFunction
 from ..routing.hash import HashPartitioner
 from ..routing.keygroups import GroupMapPartitioner, KeyGroupPartitioner
 from ..routing.table import RoutingTablePartitioner
-from . import sqlhash
+from . import sqlencode, sqlhash
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -55,7 +53,6 @@ DEFAULT_LITERAL_LIMIT = 10_000
 _BUCKET_LOAD = 4
 #: Integral SQL types: one family for keys (the Python key is an int in every one).
 INTEGRAL_TYPES = ("tinyint", "smallint", "int", "bigint")
-_INT_BOUNDS = {"tinyint": 1 << 7, "smallint": 1 << 15, "int": 1 << 31, "bigint": 1 << 63}
 
 
 def _F():
@@ -64,35 +61,15 @@ def _F():
 
 
 
-def _coerce(value: Any, dtype: Any) -> tuple[bool, Any]:
-    """(ok, value) — whether a Python key element can equal a value of SQL type ``dtype``."""
-    name = dtype.simpleString()
-    if name in INTEGRAL_TYPES:
-        if isinstance(value, (bool, np.bool_)):
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, (int, np.integer)):
-            v = int(value)
-            lim = _INT_BOUNDS[name]
-            return (-lim <= v < lim), v
-        return False, None
-    if name == "boolean":
-        if isinstance(value, (bool, np.bool_)) or value in (0, 1):
-            return True, bool(value)
-        return False, None
-    if name == "string":
-        return isinstance(value, str), value
-    if name == "binary":
-        return isinstance(value, (bytes, bytearray)), (bytes(value) if isinstance(
-            value, (bytes, bytearray)) else None)
-    return False, None
-
-
 def coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
     """(ok, value): whether Python ``key`` can equal a key of SQL types ``dtypes``, as what.
 
-    A routing entry of another type can never match a row of these columns and is dropped.
+    A row's key is the value PySpark collects (a tuple of them for several columns); a
+    routing entry routes the rows whose key equals it in Python, so ``1.0`` matches an INT
+    ``1``, ``Decimal("0.5")`` a DOUBLE ``0.5``, ``-0.0`` the DOUBLE ``0.0`` and any NaN the
+    one NaN group (Spark's normalisation), a tuple a STRUCT (a Row) or an ARRAY
+    (:func:`sqlencode.coerce_value`). An entry of another type can never match a row of
+    these columns and is dropped.
 
     Examples
     --------
@@ -101,53 +78,38 @@ def coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
     (True, (1, 'a'))
     """
     if len(dtypes) == 1:
-        ok, v = _coerce(key, dtypes[0])
-        return ok, v
+        return sqlencode.coerce_value(key, dtypes[0])
     if not isinstance(key, tuple) or len(key) != len(dtypes):
         return False, None
     vals = []
     for e, t in zip(key, dtypes):
-        ok, v = _coerce(e, t)
-        if not ok:
+        ok, v = sqlencode.coerce_value(e, t)
+        if not ok:  # a null column never reaches the table (NULL_PARTITION)
             return False, None
         vals.append(v)
     return True, tuple(vals)
 
 
-def _sql_scalar(value: Any, dtype: Any) -> str:
-    name = dtype.simpleString()
-    if name in INTEGRAL_TYPES:
-        # plain digits (no L suffix: "-9223372036854775808L" would overflow as -(2**63)L);
-        # the array is cast to the column type afterwards, exactly
-        return str(int(value))
-    if name == "boolean":
-        return "true" if value else "false"
-    if name == "string":
-        return "X'" + value.encode("utf-8", "surrogatepass").hex() + "'"  # cast to string below
-    if name == "binary":
-        return "X'" + bytes(value).hex() + "'"
-    raise TypeError(f"key type {name} has no literal form")  # pragma: no cover
-
-
 def _key_sql_type(dtypes: Sequence[Any]) -> str:
     if len(dtypes) == 1:
-        return dtypes[0].simpleString()
-    return "struct<" + ",".join(f"c{j}:{t.simpleString()}" for j, t in enumerate(dtypes)) + ">"
+        return sqlencode.sql_type(dtypes[0])
+    return "struct<" + ",".join(f"c{j}:{sqlencode.sql_type(t)}"
+                                for j, t in enumerate(dtypes)) + ">"
 
 
 def _key_sql(key: Any, dtypes: Sequence[Any]) -> str:
     if len(dtypes) == 1:
-        return _sql_scalar(key, dtypes[0])
-    parts = ", ".join(f"'c{j}', {_sql_scalar(e, t)}" for j, (e, t) in
+        return sqlencode.literal_sql(key, dtypes[0])
+    parts = ", ".join(f"'c{j}', {sqlencode.literal_sql(e, t)}" for j, (e, t) in
                       enumerate(zip(key, dtypes)))
-    return f"named_struct({parts})"
+    return f"CAST(named_struct({parts}) AS {_key_sql_type(dtypes)})"
 
 
 def _key_struct(df: "DataFrame", cols: Sequence[str]) -> "Column":
     F = _F()
     if len(cols) == 1:
-        return df[cols[0]]
-    return F.struct(*[df[c].alias(f"c{j}") for j, c in enumerate(cols)])
+        return sqlhash.column_ref(df, cols[0])
+    return F.struct(*[sqlhash.column_ref(df, c).alias(f"c{j}") for j, c in enumerate(cols)])
 
 
 def _value_sql(value: Any) -> str:
@@ -172,14 +134,13 @@ def bucketed_lookup(df: "DataFrame", cols: Sequence[str], dtypes: Sequence[Any],
     for k, v in entries:
         buckets[py_raw_hash(k) % num_buckets].append((k, v))
     key_type = _key_sql_type(dtypes)
-    lit_type = key_type.replace("string", "binary") if "string" in key_type else key_type
     maps = []
     for b in buckets:
         ks = ", ".join(_key_sql(k, dtypes) for k, _ in b)
         vs = ", ".join(_value_sql(v) for _, v in b)
-        karr = f"cast(array({ks}) as array<{lit_type}>)"
-        if lit_type != key_type:
-            karr = f"cast({karr} as array<{key_type}>)"
+        # one CAST per bucket types every scalar literal (string keys are spelled as
+        # BINARY hex; composite keys are cast one by one in _key_sql)
+        karr = f"cast(array({ks}) as array<{key_type}>)"
         maps.append(f"map_from_arrays({karr}, cast(array({vs}) as array<{value_type}>))")
     table = F.expr("array(" + ", ".join(maps) + ")")
     bucket = F.element_at(table, (F.pmod(raw, F.lit(num_buckets)) + F.lit(1)).cast("int"))
@@ -187,12 +148,31 @@ def bucketed_lookup(df: "DataFrame", cols: Sequence[str], dtypes: Sequence[Any],
 
 
 def _table_entries(f: RoutingTablePartitioner, dtypes: Sequence[Any]) -> list[tuple[Any, int]]:
-    out = []
+    out: dict[Any, int] = {}
+    nan: list[tuple[Any, int]] = []
     for k, p in f.table.items():
         ok, v = coerce_key(k, dtypes)
-        if ok:  # entries of another type can never match a row of these columns
-            out.append((v, int(p)))
-    return out
+        if not ok:  # entries of another type can never match a row of these columns
+            continue
+        if _has_nan(v):  # NaN != NaN: a dict cannot dedupe them; Spark's one NaN group
+            if not any(_same(v, w) for w, _ in nan):
+                nan.append((v, int(p)))
+        else:  # equal keys (1 and 1.0 on a DOUBLE column) fold into one map entry
+            out.setdefault(v, int(p))
+    return list(out.items()) + nan
+
+
+def _has_nan(v: Any) -> bool:
+    if isinstance(v, float):
+        return v != v
+    return isinstance(v, tuple) and any(_has_nan(e) for e in v)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with every NaN equal to every NaN (Spark's map-key and grouping equality)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
 
 
 def partition_id(df: "DataFrame", f: PartitionFunction, *cols: str) -> "Column":
@@ -210,7 +190,7 @@ def partition_id(df: "DataFrame", f: PartitionFunction, *cols: str) -> "Column":
     F = _F()
     cols = sqlhash.check_key_columns(df, cols)
     dtypes = sqlhash.key_types(df, cols)
-    raw = sqlhash.raw_hash_of([df[c] for c in cols], dtypes)
+    raw = sqlhash.raw_hash_of([sqlhash.column_ref(df, c) for c in cols], dtypes)
     n = f.num_partitions
     home = F.pmod(sqlhash.affine(raw, 0), F.lit(n))
     if type(f) is HashPartitioner:
@@ -265,6 +245,6 @@ def _with_pid_broadcast(df: "DataFrame", f: RoutingTablePartitioner, cols: list[
     joined = df.join(F.broadcast(table), on=cols, how="left")
     pid = F.when(F.col(_ROUTE_COL).isNotNull(), F.col(_ROUTE_COL)).otherwise(
         partition_id(joined, hash_only, *cols))
-    return joined.select(*[joined[c] for c in df.columns], pid.cast("int").alias(name))
+    return joined.select(*[sqlhash.column_ref(joined, c) for c in df.columns], pid.cast("int").alias(name))
 
 

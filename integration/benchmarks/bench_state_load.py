@@ -1,0 +1,158 @@
+"""Load of the keyed state at 10^6 keys, n = 8 partitions, on ``local[2]``.
+
+One :class:`~sparkbalance.state.operator.KeyedStateOperator` (planner ``mixed``) first takes
+a batch holding every one of ``--keys`` keys (the state then has 10^6 keys), then
+``--batches`` batches of ``--records`` Zipf-skewed records whose hot keys move every batch,
+so most batches migrate. Per batch: wall seconds, whether the state moved and how many keys,
+RSS (from ``/proc``) of the Python driver, the driver JVM and the Python workers (summed),
+and what reached the Python driver: the items every ``collect``-like call loaded from the
+JVM (PySpark's ``_load_from_socket``, counted by wrapping it). "Nothing collects all keys"
+means that count stays far below the state's key count in every batch.
+
+``python integration/benchmarks/bench_state_load.py [--keys 1000000] [--batches 10]``
+(run it niced on a shared machine; it prints ``uptime`` with the table).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from sparkbalance.bench.session import local_session  # noqa: E402
+from sparkbalance.state.operator import KeyedStateOperator  # noqa: E402
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * _PAGE / 2 ** 20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                kids = [int(c) for c in fh.read().split()]
+        except OSError:
+            kids = []
+        out += kids
+        todo += kids
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def memory() -> dict[str, float]:
+    """RSS in MB of this Python driver, its JVM and the JVM's Python workers (summed)."""
+    me = os.getpid()
+    procs = _children(me)
+    jvms = [p for p in procs if "java" in _cmdline(p).split(" ")[0]]
+    workers = [p for j in jvms for p in _children(j) if "pyspark" in _cmdline(p)]
+    return {"py_driver": _rss_mb(me), "jvm": sum(_rss_mb(p) for p in jvms),
+            "py_workers": sum(_rss_mb(p) for p in workers), "num_workers": len(workers)}
+
+
+class Collected:
+    """Counts the items every collect-like call loads into the Python driver.
+
+    Wraps ``_load_from_socket`` in every loaded PySpark module that imported it (RDD and
+    DataFrame ``collect``, ``take``, ``first`` read their results through it).
+    """
+
+    def __init__(self) -> None:
+        import pyspark.util
+        self.items = 0
+        self.calls = 0
+        real = pyspark.util._load_from_socket
+        counter = self
+
+        @contextlib.contextmanager
+        def counting(*args, **kwargs):
+            with real(*args, **kwargs) as stream:
+                counter.calls += 1
+
+                def counted():
+                    for x in stream:
+                        counter.items += 1
+                        yield x
+                yield counted()
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("pyspark") and getattr(mod, "_load_from_socket", None) is real:
+                mod._load_from_socket = counting
+
+    def take(self) -> tuple[int, int]:
+        out = (self.items, self.calls)
+        self.items = self.calls = 0
+        return out
+
+
+def zipf_batch(rng: np.random.Generator, num_keys: int, records: int, shift: int) -> list:
+    """``records`` (key, 1) pairs, Zipf(1.1) ranks mapped to keys rotated by ``shift``."""
+    ranks = np.minimum(rng.zipf(1.1, records) - 1, num_keys - 1)
+    keys = (ranks * 7919 + shift) % num_keys
+    return [(int(k), 1) for k in keys]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=8)
+    args = ap.parse_args(argv)
+    spark = local_session(2, "sparkbalance-bench-state-load",
+                          conf={"spark.driver.memory": "2g"})
+    sc = spark.sparkContext
+    collected = Collected()
+    op = KeyedStateOperator(spark, args.partitions, planner="mixed", theta=0.05)
+    rng = np.random.default_rng(7)
+    rows = []
+    t0 = time.perf_counter()
+    first = sc.range(0, args.keys, numSlices=8).map(lambda k: (k, 1))
+    op.process(first).count()
+    items, calls = collected.take()
+    rows.append(("fill", time.perf_counter() - t0, False, 0, items, calls, memory()))
+    for b in range(args.batches):
+        batch = sc.parallelize(zipf_batch(rng, args.keys, args.records, 104_729 * (b + 1)), 8)
+        t0 = time.perf_counter()
+        op.process(batch).count()
+        dt = time.perf_counter() - t0
+        rec = op.history[-1]
+        items, calls = collected.take()
+        rows.append((b, dt, rec.rebalanced, rec.keys_moved, items, calls, memory()))
+    print(f"state keys: {op.history[-1].num_keys}, n = {args.partitions}, local[2], "
+          f"{args.records} records/batch")
+    print(f"{'batch':>5} {'s':>7} {'moved':>5} {'keys moved':>10} {'items->py':>9} "
+          f"{'calls':>5} {'py drv MB':>9} {'JVM MB':>7} {'workers MB':>10} {'#w':>3}")
+    for name, secs, moved, keys, items, calls, mem in rows:
+        print(f"{name!s:>5} {secs:7.2f} {str(bool(moved)):>5} {keys:10d} {items:9d} "
+              f"{calls:5d} {mem['py_driver']:9.0f} {mem['jvm']:7.0f} "
+              f"{mem['py_workers']:10.0f} {mem['num_workers']:3d}")
+    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    op.close()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
