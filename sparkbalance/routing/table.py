@@ -66,6 +66,10 @@ class RoutingDelta:
         return (RoutingDelta, (dict(self.added), dict(self.changed), self.removed))
 
 
+def _is_nan(key: Any) -> bool:
+    return type(key) is float and key != key
+
+
 class RoutingTable(Mapping):
     """Immutable, versioned map key -> partition (only keys routed away from their home).
 
@@ -183,6 +187,10 @@ class RoutingTablePartitioner(PartitionFunction):
     True
     """
 
+    #: Partition of the table's NaN entry (None: no NaN key); a class default keeps
+    #: instances pickled before it existed working.
+    _nan: int | None = None
+
     def __init__(self, num_partitions: int, table: RoutingTable | Mapping[Any, int] | None = None
                  ) -> None:
         super().__init__(num_partitions)
@@ -196,6 +204,8 @@ class RoutingTablePartitioner(PartitionFunction):
                              f"expected < num_partitions={self.num_partitions}")
         self.table = table
         self._routes = dict(table.routes)  # plain dict: fastest lookup on the hot path
+        # Every NaN is one key, as Spark groups them (a dict finds a NaN only by identity).
+        self._nan = next((p for k, p in self._routes.items() if _is_nan(k)), None)
 
     def partition(self, key: Any) -> int:
         p = self._routes.get(key)
@@ -206,6 +216,8 @@ class RoutingTablePartitioner(PartitionFunction):
             elif t is str:
                 r = _crc32(key.encode("utf-8", "surrogatepass"), _SEED_STR)
             else:
+                if self._nan is not None and t is float and key != key:
+                    return self._nan
                 r = raw_hash(key)
             return ((r * _A0 + _B0) % P) % self.num_partitions
         return p
@@ -223,12 +235,20 @@ class RoutingTablePartitioner(PartitionFunction):
                 i = position.get(k)
                 if i is not None:
                     out[i] = p
-            return out
+            return self._nan_entries(items, out)
         get = self._routes.get  # repeated keys: one lookup per item
         for i, k in enumerate(items):
             p = get(k)
             if p is not None:
                 out[i] = p
+        return self._nan_entries(items, out)
+
+    def _nan_entries(self, items: list, out: np.ndarray) -> np.ndarray:
+        """Route every NaN item by the table's NaN entry, if it has one."""
+        if self._nan is not None:
+            for i, k in enumerate(items):
+                if _is_nan(k):
+                    out[i] = self._nan
         return out
 
     def with_table(self, table: RoutingTable) -> "RoutingTablePartitioner":

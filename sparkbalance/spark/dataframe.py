@@ -221,7 +221,9 @@ class BalancedGroupedData:
                  partitioner: PartitionFunction, source: dict[str, Any] | None = None,
                  keys: KeyColumns | None = None) -> None:
         self._placed = placed
-        self._grouped: "GroupedData" = placed.groupBy(PID_COL, *cols)
+        # Back-quoted references: a column named "k.x" is not field x of a struct k.
+        self._grouped: "GroupedData" = placed.groupBy(
+            PID_COL, *[sqlhash.column_ref(placed, c) for c in cols])
         # What the placement was made from; a cogroup re-places both sides by one function.
         self._source = source
         self._cols = list(cols)

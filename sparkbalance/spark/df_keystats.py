@@ -66,7 +66,15 @@ def _check_max_keys(max_keys: int | None) -> int | None:
 
 
 def _py_value(v: Any) -> Any:
-    return bytes(v) if isinstance(v, bytearray) else v
+    """A collected key value as a hashable Python key: ARRAY values come back as lists
+    (tuples here, as the routing takes them), BINARY as bytearray (bytes)."""
+    if isinstance(v, bytearray):
+        return bytes(v)
+    if isinstance(v, list):
+        return tuple(_py_value(x) for x in v)
+    if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
+        return tuple(_py_value(x) for x in v)  # a struct (Row) holding arrays
+    return v
 
 
 def key_array(keys: list) -> np.ndarray:

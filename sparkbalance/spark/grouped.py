@@ -263,6 +263,31 @@ def _rows(s: KeyStats) -> KeyStats:
     return KeyStats(s.keys, s.counts, s.counts)
 
 
+#: Spark < 4.1 keeps a co-partitioned operator's placement only with this conf false.
+COPARTITION_CONF = "spark.sql.requireAllClusterKeysForCoPartition"
+
+
+def _check_copartition_conf(df: "DataFrame") -> None:
+    """Refuse a balanced cogroup that Spark would re-shuffle (Spark 3.5 and 4.0).
+
+    Without ``repartitionById`` both sides are hash-partitioned on the partition column
+    alone (:mod:`sparkbalance.spark.placement`); a cogroup clusters by (partition, key), and
+    with ``spark.sql.requireAllClusterKeysForCoPartition`` true (Spark's default) Spark
+    shuffles both sides again by its own hash of all of them, undoing the placement.
+    """
+    from .placement import has_repartition_by_id
+    if has_repartition_by_id(df):
+        return
+    value = df.sparkSession.conf.get(COPARTITION_CONF, "true")
+    if str(value).strip().lower() != "false":
+        import pyspark
+        raise RuntimeError(
+            f"sparkbalance: a balanced cogroup on Spark {pyspark.__version__} needs "
+            f"{COPARTITION_CONF}=false (with Spark's default true it re-shuffles both sides "
+            "by its own hash, undoing the placement); set it on the session, or use Spark "
+            "4.1+ (DataFrame.repartitionById), or plain df.groupBy(...).cogroup(...)")
+
+
 class BalancedCogroupedData:
     """``PandasCogroupedOps`` over two sides placed by one partition function.
 
@@ -274,6 +299,7 @@ class BalancedCogroupedData:
 
     def __init__(self, left: "BalancedGroupedData", right: "BalancedGroupedData") -> None:
         from pyspark.sql import DataFrame  # noqa: F401  (fail early without pyspark)
+        _check_copartition_conf(left._placed)
         pl, pr, f = co_place(left, right)
         self._ops = pl.groupBy(PID_COL, *left._cols).cogroup(pr.groupBy(PID_COL, *right._cols))
         self._hidden = (_hidden(left), _hidden(right))

@@ -126,8 +126,20 @@ def test_one_exchange_and_no_helper_column(data, other, stats_k):
     g = sb.group_by(data, "k", num_partitions=N, strategy="mixed", stats=stats_k)
     out = g.applyInPandas(per_group, SCHEMA)
     assert _exchanges(out) == 1 and sqlroute.PID_COL not in out.columns
-    co = g.cogroup(sb.group_by(other, "k", num_partitions=N, strategy="hash"))
-    assert _exchanges(co.applyInPandas(co_func, CO_SCHEMA)) == 2  # one per side
+    other_g = sb.group_by(other, "k", num_partitions=N, strategy="hash")
+    spark = data.sparkSession
+    from sparkbalance.spark.grouped import COPARTITION_CONF
+    from sparkbalance.spark.placement import has_repartition_by_id
+    if not has_repartition_by_id(data):  # Spark 3.5/4.0: refused unless the conf allows it
+        spark.conf.set(COPARTITION_CONF, "true")
+        with pytest.raises(RuntimeError, match=COPARTITION_CONF):
+            g.cogroup(other_g)
+        spark.conf.set(COPARTITION_CONF, "false")
+    try:
+        co = g.cogroup(other_g)
+        assert _exchanges(co.applyInPandas(co_func, CO_SCHEMA)) == 2  # one per side
+    finally:
+        spark.conf.set(COPARTITION_CONF, "false")  # the session's setting (conftest)
 
 
 @pytest.fixture(scope="module")

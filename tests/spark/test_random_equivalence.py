@@ -110,7 +110,9 @@ def _frame(spark, kind: str, rng: random.Random, rows: int, value: str):
 def _cases() -> list[tuple[int, str, str]]:
     kinds = sorted(DF_POOLS)
     out = []
-    for s, seed in enumerate(SEEDS):
+    # One seed: each case analyses and runs six queries (~5-40 s each on local[2]); the
+    # RDD test above takes both.
+    for s, seed in enumerate(SEEDS[:1]):
         for i, name in enumerate(DF_STRATEGIES):
             out.append((seed, name, kinds[(i + 3 * s) % len(kinds)]))
     covered = {k for _, _, k in out}

@@ -166,15 +166,13 @@ def test_fitted_table_places_rows_and_equals_spark(spark, name, strategy):
         want = NULL_PARTITION if _has_null(r, cols) else _reference(f, table, _row_key(r, cols))
         assert r["__p"] == want, (_row_key(r, cols), r["__p"], want)
     key = [F.col(f"`{c}`") for c in cols]
-    if name == "dotted":  # placement above is right; BalancedGroupedData groups by "k.x"
-        pytest.xfail("dataframe.BalancedGroupedData groups by the unquoted name 'k.x'")
     got = sb.group_by(df, *cols, num_partitions=N, partitioner=f).agg(F.sum("v").alias("s"))
     assertDataFrameEqual(got, df.groupBy(*key).agg(F.sum("v").alias("s")))
 
 
 def test_fit_on_dataframe_statistics_uses_the_table(spark):
     """The statistics job's own keys (Decimal, date) reach the SQL table unchanged."""
-    for name in ("decimal", "date", "timestamp", "double", "struct"):
+    for name in ("decimal", "date", "timestamp", "double", "struct", "array"):
         df = _df(spark, name, seed=3, rows=800)
         f = sdf.fit_partitioner(df, N, "k", strategy="mixed")
         assert isinstance(f, RoutingTablePartitioner) and len(f.table) > 0, name
