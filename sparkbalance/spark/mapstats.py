@@ -28,13 +28,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..hashing import GROUP_HASH, P, family_constants, raw_hash
 from ..routing.base import check_num_partitions
-from ..routing.hash import HashPartitioner
 from ..routing.keygroups import GroupMapPartitioner
 from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
-from .plan_report import kept_hash, plan_groups
+from .plan_report import plan_groups
 from .bridge import class_available, spark_context
-from .headsample import glance
 from .key_errors import KeyRoutingError, describe_bad_key
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
@@ -174,24 +172,6 @@ class _GroupBuckets:
             yield dumps(items)
 
 
-def _keep_hash(rdd: Any, n: int, min_gain: float, balance: bool | None,
-               decision: dict[str, Any] | None) -> HashPartitioner | None:
-    """The stable hash when a head sample rules out a worthwhile plan (see
-    :mod:`sparkbalance.spark.headsample`), else None; only when ``balance`` is None."""
-    if balance is not None:
-        return None
-    verdict = glance(rdd, n, min_gain=min_gain)
-    if decision is not None:
-        decision["head_sample"] = verdict
-    if not verdict["keep_hash"]:
-        return None
-    f = HashPartitioner(n)
-    if decision is not None:
-        decision.update(balanced=False, gain=verdict["gain"], decided_by="head sample")
-    kept_hash(f, verdict)
-    return f
-
-
 def _bad_record(kv: Any, exc: BaseException) -> Exception | None:
     """The clear error for a record the group routing could not take, or None when ``kv``
     is a (key, value) pair whose key routes (the failure was not this record's)."""
@@ -215,13 +195,10 @@ def _bad_record(kv: Any, exc: BaseException) -> Exception | None:
 
 def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None = None,
                       min_gain: float = DEFAULT_MIN_GAIN, balance: bool | None = None,
-                      decision: dict[str, Any] | None = None, glance_first: bool = True) -> Any:
+                      decision: dict[str, Any] | None = None) -> Any:
     """``rdd.partitionBy(n)`` with the groups placed from the shuffle's own map-output sizes.
 
-    First (when ``balance`` is None and ``glance_first``) a head sample of a few thousand
-    keys may show that no plan can gain ``min_gain``: then it is ``rdd.partitionBy(n,
-    HashPartitioner(n))``, one job and no map stage of its own. Otherwise it runs the
-    map stage (one Spark job over the input), plans, and returns the reduce side
+    Runs the map stage (one Spark job over the input), plans, and returns the reduce side
     as an RDD of ``n`` partitions whose ``partitioner`` is the fitted
     :class:`~sparkbalance.routing.keygroups.GroupMapPartitioner` (so later PySpark
     operations that check ``partitioner`` see a partitioned RDD).
@@ -232,9 +209,7 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
     num_partitions : n reduce tasks.
     num_groups : m; default :func:`num_groups_for` (n).
     min_gain, balance : see :func:`sparkbalance.strategies.auto.plan_groups`.
-    decision : a dict to receive the plan's decision and the group sizes (``sizes``), or
-        the head sample's verdict (``head_sample``).
-    glance_first : False skips the head sample (the caller glanced at the input already).
+    decision : a dict to receive the plan's decision and the group sizes (``sizes``).
 
     Examples
     --------
@@ -251,10 +226,6 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
     n = check_num_partitions(num_partitions)
     m = num_groups_for(n) if num_groups is None else check_num_partitions(num_groups,
                                                                           "num_groups")
-    if glance_first:
-        f = _keep_hash(rdd, n, check_min_gain(min_gain), balance, decision)
-        if f is not None:
-            return rdd.partitionBy(n, f)
     sc = rdd.context
     serializer = sc._unbatched_serializer
     keyed = rdd.mapPartitionsWithIndex(
@@ -282,15 +253,8 @@ def combine_by_groups(rdd: Any, num_partitions: int, create: Callable, merge_val
 
     Each reduce task reads several key groups, but a key lives in exactly one group, so
     merging everything a task reads gives each key's one combiner, as ``combineByKey`` does.
-    The head sample looks at ``rdd`` itself (its map-side combine would read whole
-    partitions); when it keeps hash, this is ``rdd.combineByKey`` by the stable hash.
     """
     from pyspark.shuffle import Aggregator, ExternalMerger
-    n = check_num_partitions(num_partitions)
-    f = _keep_hash(rdd, n, check_min_gain(kw.get("min_gain", DEFAULT_MIN_GAIN)),
-                   kw.get("balance"), kw.get("decision"))
-    if f is not None:
-        return rdd.combineByKey(create, merge_value, merge_combiners, n, partitionFunc=f)
     serializer = rdd.context.serializer
     memory = rdd._memory_limit()
     agg = Aggregator(create, merge_value, merge_combiners)
@@ -306,7 +270,7 @@ def combine_by_groups(rdd: Any, num_partitions: int, create: Callable, merge_val
         return merger.items()
 
     local = rdd.mapPartitions(combine_locally, preservesPartitioning=True)
-    return shuffle_by_groups(local, n, glance_first=False, **kw).mapPartitions(
+    return shuffle_by_groups(local, num_partitions, **kw).mapPartitions(
         merge, preservesPartitioning=True)
 
 

@@ -37,7 +37,7 @@ from ..routing.hash import HashPartitioner
 from .balance_log import post
 from .jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
 
-__all__ = ["reported", "fit", "plan_groups", "kept_hash", "plan_record", "plan_log_line"]
+__all__ = ["reported", "fit", "plan_groups", "plan_record", "plan_log_line"]
 
 _LOG = logging.getLogger("sparkbalance")
 
@@ -87,16 +87,6 @@ def plan_groups(sizes: Any, num_partitions: int, **kwargs: Any) -> tuple[Any, di
                      extra={"balanced": bool(info.get("balanced")),
                             "predicted_gain": info.get("gain")})
     return f, info
-
-
-def kept_hash(f: PartitionFunction, verdict: dict[str, Any]) -> None:
-    """Note that a head sample (:mod:`sparkbalance.spark.headsample`) kept plain hash ``f``
-    for the running operation's record, with the sample's predicted gain."""
-    facts = _FACTS.get()
-    if facts is not None:
-        facts.update(strategy="auto", f=f, plan_seconds=verdict.get("seconds", 0.0),
-                     extra={"balanced": False, "predicted_gain": verdict.get("gain"),
-                            "decided_by": f"head sample of {verdict.get('sample')} records"})
 
 
 # ----------------------------------------------------------------------- the record

@@ -31,15 +31,13 @@ from ..routing.keygroups import GroupMapPartitioner
 from ..stats.keystats import KeyStats
 
 __all__ = ["fit_auto", "plan_groups", "lpt_owner", "predicted_gain", "check_min_gain",
-           "sample_verdict", "DEFAULT_MIN_GAIN", "MIN_SAMPLE"]
+           "DEFAULT_MIN_GAIN"]
 
 _LOG = logging.getLogger("sparkbalance")
 
 #: Smallest predicted cut of the slowest task worth a plan (5 %: below the run-to-run noise
 #: of a Spark stage on a shared machine, so a smaller "gain" is not a gain).
 DEFAULT_MIN_GAIN: float = 0.05
-#: Fewest sampled records :func:`sample_verdict` judges from (fewer: no verdict).
-MIN_SAMPLE: int = 512
 
 
 def lpt_owner(sizes: Any, num_partitions: int) -> np.ndarray:
@@ -181,60 +179,3 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
               "route by Mixed's table" if keep else "keep plain hash placement", 100 * gain,
               100 * min_gain, float(hash_loads.max()) / mean, float(plan_loads.max()) / mean)
     return planned if keep else plain
-
-
-def sample_verdict(counts: Any, num_partitions: int, *,
-                   min_gain: float = DEFAULT_MIN_GAIN) -> dict[str, Any]:
-    """Whether a sample's key counts rule out a worthwhile plan, before any shuffle runs.
-
-    Hash placement puts key k (share p_k of the records) on a uniform random partition, so a
-    partition's load over its mean, ``n X_j``, has mean 1 and standard deviation
-    ``sqrt(n q (1 - 1/n))`` with ``q = sum p_k^2`` (the collision probability of two records'
-    keys); the largest of n such loads is about ``1 + sqrt(2 ln n)`` deviations above the
-    mean, and never below ``n p_1`` (the heaviest key's share). No key-grouping plan beats
-    ``max(1, n p_1)`` (the lower bound of Fang et al. §3). The predicted gain is
-    ``1 - max(1, n p_1) / hash``. From a sample of S records, ``q`` is estimated without bias
-    by ``sum c_k (c_k - 1) / (S (S - 1))``; the colliding pairs are about Poisson, so the
-    verdict uses their count plus two standard deviations (and the same for ``p_1``): the
-    sample says "keep hash" only when even that upper bound leaves less than ``min_gain``.
-
-    Parameters
-    ----------
-    counts : records per distinct key in the sample (any order).
-    num_partitions : n.
-    min_gain : the gain below which a plan is not worth it (as :func:`plan_groups`).
-
-    Returns
-    -------
-    dict with ``keep_hash`` (True: no plan can gain ``min_gain``; False: measure), ``sample``
-    (S), ``keys`` (distinct keys in it), ``p1``, ``q``, ``hash_max_over_mean`` and ``gain``
-    (upper bounds). A sample under :data:`MIN_SAMPLE` records gives ``keep_hash`` False.
-
-    Examples
-    --------
-    >>> sample_verdict([1] * 4000, 16)["keep_hash"]          # 4,000 distinct keys
-    True
-    >>> sample_verdict([400] + [1] * 3600, 16)["keep_hash"]  # one key holds 10 %
-    False
-    >>> sample_verdict([200] * 20, 16)["keep_hash"]          # 20 keys on 16 partitions
-    False
-    """
-    n = check_num_partitions(num_partitions)
-    min_gain = check_min_gain(min_gain)
-    c = np.asarray(list(counts), dtype=np.float64)
-    s = float(c.sum())
-    verdict: dict[str, Any] = {"keep_hash": False, "sample": int(s), "keys": int(c.shape[0])}
-    if s < MIN_SAMPLE:
-        return verdict
-    pairs = float(np.sum(c * (c - 1.0))) / 2.0
-    pairs_up = pairs + 2.0 * np.sqrt(pairs) + 2.0
-    q = 2.0 * pairs_up / (s * (s - 1.0))
-    top = float(c.max())
-    p1 = min(1.0, (top + 2.0 * np.sqrt(top) + 2.0) / s)
-    spread = float(np.sqrt(2.0 * np.log(n))) if n > 1 else 0.0
-    hash_max = max(n * p1, 1.0 + spread * float(np.sqrt(n * q * (1.0 - 1.0 / n))))
-    best = max(1.0, n * top / s)
-    gain = max(0.0, 1.0 - best / hash_max)
-    verdict.update(keep_hash=gain < min_gain, p1=p1, q=q, hash_max_over_mean=hash_max,
-                   gain=gain)
-    return verdict

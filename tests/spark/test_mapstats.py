@@ -78,10 +78,7 @@ def test_every_adapter_equals_pyspark(sc, rdd, bridge, balance):
         _sorted(_records())
 
 
-@pytest.mark.parametrize("glance", [False, True], ids=["no-head-sample", "head-sample"])
-def test_input_is_read_once(sc, bridge, glance):
-    """One pass over the input; the head sample adds at most HEAD_RECORDS records."""
-    from sparkbalance.spark.headsample import HEAD_RECORDS
+def test_input_is_read_once(sc, bridge):
     seen = sc.accumulator(0)
 
     def tap(kv):
@@ -89,42 +86,16 @@ def test_input_is_read_once(sc, bridge, glance):
         return kv
 
     src = sc.parallelize(_records(), 3).map(tap)  # not cached: a re-run would count twice
-    out = sbr.reduce_by_key(src, operator.add, N, **({} if glance else {"balance": True}))
+    out = sbr.reduce_by_key(src, operator.add, N)
     out.collect()
     out.count()
-    extra = seen.value - len(_records())
-    assert 0 <= extra <= (HEAD_RECORDS if glance else 0)
-
-
-def test_head_sample_keeps_hash_on_uniform_keys(sc, bridge):
-    """Distinct keys: the head sample rules out a plan, so no map stage runs on its own and
-    the result is hash-partitioned (same records as plain PySpark)."""
-    from sparkbalance.routing.hash import HashPartitioner
-    rdd = sc.parallelize([(i, i) for i in range(20_000)], 4)
-    decision: dict = {}
-    out = mapstats.shuffle_by_groups(rdd, N, decision=decision)
-    assert decision["head_sample"]["keep_hash"] and decision["decided_by"] == "head sample"
-    assert out.partitioner.partitionFunc == HashPartitioner(N)
-    assert _sorted(out.collect()) == _sorted(rdd.collect())
-    f = HashPartitioner(N)
-    assert all(f(k) == i for i, part in enumerate(out.glom().collect()) for k, _ in part)
-    summed = sbr.reduce_by_key(rdd, operator.add, N)
-    assert summed.partitioner.partitionFunc == HashPartitioner(N)
-    assert _sorted(summed.collect()) == _sorted(rdd.reduceByKey(operator.add).collect())
-
-
-def test_head_sample_sends_skewed_keys_to_the_map_stage(sc, bridge):
-    rdd = sc.parallelize([("hot", i) for i in range(3000)] + [(i, i) for i in range(3000)], 4)
-    decision: dict = {}
-    out = mapstats.shuffle_by_groups(rdd, N, decision=decision)
-    assert not decision["head_sample"]["keep_hash"] and "sizes" in decision
-    assert mapstats.fitted_function(out) is not None
+    assert seen.value == len(_records())
 
 
 def test_plain_placement_when_lpt_gains_too_little(sc, bridge, caplog):
     uniform = sc.parallelize([(i, 1) for i in range(4000)], 2)
     with caplog.at_level(logging.DEBUG, logger="sparkbalance"):  # the plan's own line: DEBUG
-        out = mapstats.shuffle_by_groups(uniform, N, min_gain=0.5, glance_first=False)
+        out = mapstats.shuffle_by_groups(uniform, N, min_gain=0.5)
     f = mapstats.fitted_function(out)
     assert f.owner_of_group.tolist() == [g % N for g in range(f.num_groups)]
     assert any("keep plain hash placement" in r.getMessage() for r in caplog.records)
