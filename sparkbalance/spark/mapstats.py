@@ -33,7 +33,7 @@ from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from .plan_report import plan_groups
 from .bridge import class_available, spark_context
-from .key_errors import KeyRoutingError, describe_bad_key
+from .key_errors import KeyRoutingError, NotAPairError, describe_bad_key, describe_bad_record
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
            "combine_by_groups", "zero_pass_options", "fitted_function", "MAX_GROUPS"]
@@ -180,12 +180,7 @@ def _bad_record(kv: Any, exc: BaseException) -> Exception | None:
     if type(kv) not in (tuple, list) or len(kv) != 2:
         from pyspark import TaskContext
         ctx = TaskContext.get()
-        where = (f"input partition {ctx.partitionId()} (stage {ctx.stageId()})"
-                 if ctx is not None else "the driver")
-        text = repr(kv)
-        return TypeError(f"sparkbalance: records must be (key, value) pairs; {where} has a "
-                         f"{type(kv).__name__}: {text[:80]}{'...' if len(text) > 80 else ''} "
-                         f"({type(exc).__name__}: {exc})")
+        return NotAPairError(describe_bad_record(kv, ctx.partitionId() if ctx else -1))
     try:
         raw_hash(kv[0])
     except (TypeError, ValueError) as refused:
