@@ -29,7 +29,7 @@ import itertools
 from typing import Any, Iterable, Iterator
 
 __all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key", "NotAPairError",
-           "check_pairs", "describe_bad_record"]
+           "check_pairs", "describe_bad_record", "unpacks_into_two"]
 
 #: What every partition function of sparkbalance routes.
 VALID_KEYS = ("None, int, str, bytes, float, bool, Decimal, date, datetime, time, timedelta, "
@@ -58,6 +58,11 @@ def _where() -> str:
     return f"in input partition {ctx.partitionId()} (stage {ctx.stageId()})"
 
 
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text[:_REPR_LIMIT] + "..." if len(text) > _REPR_LIMIT else text
+
+
 def describe_bad_key(key: Any, f: Any, exc: BaseException) -> str:
     """The message of :class:`KeyRoutingError`: cause first, then the original refusal.
 
@@ -66,9 +71,7 @@ def describe_bad_key(key: Any, f: Any, exc: BaseException) -> str:
     >>> describe_bad_key({1}, "f", TypeError("unhashable")).splitlines()[0][:67]
     'sparkbalance: key of type set on the driver cannot be routed by str'
     """
-    text = repr(key)
-    if len(text) > _REPR_LIMIT:
-        text = text[:_REPR_LIMIT] + "..."
+    text = _short_repr(key)
     return (f"sparkbalance: key of type {type(key).__name__} {_where()} cannot be routed by "
             f"{type(f).__name__}: expected {VALID_KEYS}; got {text}\n"
             f"  ({type(exc).__name__}: {exc}) Filter or replace such keys before the keyed "
@@ -134,7 +137,7 @@ class KeyGuard:
         return f"KeyGuard({self.f!r})"
 
 
-def _unpacks_into_two(record: Any) -> bool:
+def unpacks_into_two(record: Any) -> bool:
     """Whether ``k, v = record`` succeeds, without consuming a one-shot iterator."""
     try:
         return len(record) == 2
@@ -155,9 +158,7 @@ def describe_bad_record(record: Any, partition: int) -> str:
     >>> describe_bad_record(5, 3).splitlines()[0]
     "sparkbalance: records must be (key, value) pairs; partition 3 got a <class 'int'>: 5"
     """
-    text = repr(record)
-    if len(text) > _REPR_LIMIT:
-        text = text[:_REPR_LIMIT] + "..."
+    text = _short_repr(record)
     return (f"sparkbalance: records must be (key, value) pairs; partition {partition} got a "
             f"{type(record)!r}: {text}\n"
             "  Key the RDD before the keyed operation (e.g. rdd.map(lambda x: (x, 1)) or "
@@ -182,7 +183,7 @@ def check_pairs(partition: int, records: Iterable[Any]) -> Iterator[Any]:
     """
     it = iter(records)
     for first in it:
-        if not _unpacks_into_two(first):
+        if not unpacks_into_two(first):
             raise NotAPairError(describe_bad_record(first, partition)) from None
         return itertools.chain((first,), it)
     return it

@@ -33,7 +33,8 @@ from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from .plan_report import plan_groups
 from .bridge import class_available, spark_context
-from .key_errors import KeyRoutingError, NotAPairError, describe_bad_key, describe_bad_record
+from .key_errors import (KeyRoutingError, NotAPairError, describe_bad_key, describe_bad_record,
+                         unpacks_into_two)
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
            "combine_by_groups", "zero_pass_options", "fitted_function", "MAX_GROUPS"]
@@ -159,10 +160,10 @@ class _GroupBuckets:
                     elif avg > 10:
                         batch = max(int(batch / 1.5), 1)
                     c = 0
-        except (TypeError, ValueError, IndexError) as exc:
+        except (TypeError, ValueError, IndexError):
             # Outside the loop, so free per record; a valid pair here means the error
             # came from upstream (the iterator), which is re-raised as it was.
-            bad = _bad_record(kv, exc)
+            bad = _bad_record(kv)
             if bad is None:
                 raise
             raise bad from None
@@ -172,12 +173,12 @@ class _GroupBuckets:
             yield dumps(items)
 
 
-def _bad_record(kv: Any, exc: BaseException) -> Exception | None:
+def _bad_record(kv: Any) -> Exception | None:
     """The clear error for a record the group routing could not take, or None when ``kv``
     is a (key, value) pair whose key routes (the failure was not this record's)."""
     if kv is _NO_RECORD:  # the input failed before its first record
         return None
-    if type(kv) not in (tuple, list) or len(kv) != 2:
+    if not unpacks_into_two(kv):
         from pyspark import TaskContext
         ctx = TaskContext.get()
         return NotAPairError(describe_bad_record(kv, ctx.partitionId() if ctx else -1))
