@@ -39,6 +39,7 @@ import numpy as np
 from ..stats.groupcost import GroupCost, group_cost_stats as _price
 from ..stats.keystats import KeyStats
 from .df_keystats import key_array, key_stats
+from .sqlhash import column_ref
 from .sqlroute import PID_COL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -301,7 +302,9 @@ class BalancedCogroupedData:
         from pyspark.sql import DataFrame  # noqa: F401  (fail early without pyspark)
         _check_copartition_conf(left._placed)
         pl, pr, f = co_place(left, right)
-        self._ops = pl.groupBy(PID_COL, *left._cols).cogroup(pr.groupBy(PID_COL, *right._cols))
+        # Back-quoted, as BalancedGroupedData groups: "k.x" is a column, not a struct field.
+        self._ops = pl.groupBy(PID_COL, *[column_ref(pl, c) for c in left._cols]).cogroup(
+            pr.groupBy(PID_COL, *[column_ref(pr, c) for c in right._cols]))
         self._hidden = (_hidden(left), _hidden(right))
         #: The partition function both sides are placed by.
         self.partitioner = f
