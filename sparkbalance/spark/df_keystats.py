@@ -166,24 +166,44 @@ def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
 
     The output of key k is ``left(k) * right(k)`` rows, the work a skewed join piles on one
     partition; two aggregation jobs (one per side). With bounded statistics a key listed on
-    one side only counts 0 on the other (it is in that side's tail, lighter than any key
-    listed there).
+    one side only is in the other side's tail there: it counts that tail's mean rows per key,
+    capped at the lightest key listed on that side (0 when that side lists every key), so a
+    hot key of one side still carries its output estimate.
 
     Examples
     --------
     >>> s = join_stats(clicks, users, ["user"])     # doctest: +SKIP
     >>> s.cost[0] == s.counts[0] + l0 * r0          # doctest: +SKIP
     """
-    lk, lc, lt, _ = key_counts(left, on, sample_fraction, max_keys)
-    rk, rc, rt, _ = key_counts(right, on, sample_fraction, max_keys)
+    lk, lc, lt, ld = key_counts(left, on, sample_fraction, max_keys)
+    rk, rc, rt, rd = key_counts(right, on, sample_fraction, max_keys)
     index: dict[Any, int] = {}
     keys: list = []
     for k in lk + rk:
         if k not in index:
             index[k] = len(keys)
             keys.append(k)
-    lv = np.zeros(len(keys))
-    rv = np.zeros(len(keys))
+    lv = np.full(len(keys), tail_mean(lc, lt, ld))
+    rv = np.full(len(keys), tail_mean(rc, rt, rd))
     lv[[index[k] for k in lk]] = lc
     rv[[index[k] for k in rk]] = rc
     return KeyStats(key_array(keys), lv + rv, cost=lv + rv + lv * rv, tail_count=lt + rt)
+
+
+def tail_mean(counts: np.ndarray, tail_count: float, num_distinct: float) -> float:
+    """Estimated rows of one unlisted key: the tail's mean, at most the lightest listed key.
+
+    Examples
+    --------
+    >>> tail_mean(np.array([9.0, 5.0]), 12.0, 6.0)
+    3.0
+    >>> tail_mean(np.array([9.0, 2.0]), 12.0, 3.0)
+    2.0
+    >>> tail_mean(np.array([9.0]), 0.0, 1.0)
+    0.0
+    """
+    unlisted = num_distinct - len(counts)
+    if tail_count <= 0 or unlisted <= 0:
+        return 0.0
+    mean = tail_count / unlisted
+    return float(min(mean, counts.min())) if len(counts) else float(mean)

@@ -98,3 +98,26 @@ def test_max_keys_from_the_conf_key(spark, sc):
     finally:
         spark.conf.unset(key)
     assert len(df_keystats.key_stats(df, "k")) == 50  # default 100,000: every key here
+
+
+def test_join_stats_estimate_a_key_in_the_other_sides_tail(spark):
+    """Left lists its hot key 0; on the right, 0 is one of 50 unlisted keys of 2 rows each:
+    its output estimate uses the right tail's mean (2 rows), not 0 rows."""
+    left = spark.createDataFrame([(0,)] * 40 + [(k,) for k in range(1, 6)], "k int")
+    right = spark.createDataFrame([(100,)] * 9 + [(k,) for k in range(50) for _ in range(2)],
+                                  "k int")
+    s = df_keystats.join_stats(left, right, ["k"], max_keys=1)
+    est = dict(zip(s.keys.tolist(), s.cost.tolist()))
+    # key 0: 40 left + ~2 right rows, ~80 output rows (approx_count_distinct: within 5 %)
+    assert est[0] == pytest.approx(40 + 2 + 80, rel=0.06)
+    # key 100: right's listed hot key, in left's tail: 9 + ~1 row, ~9 output rows
+    assert est[100] == pytest.approx(9 + 1 + 9, rel=0.06)
+    # a side that lists every key adds exactly 0 for keys it does not hold
+    full = df_keystats.join_stats(left, right, ["k"], max_keys=None)
+    assert dict(zip(full.keys.tolist(), full.cost.tolist()))[100] == 9.0
+
+
+def test_tail_mean_is_capped_by_the_lightest_listed_key():
+    assert df_keystats.tail_mean(np.array([9.0, 5.0]), 12.0, 6.0) == 3.0
+    assert df_keystats.tail_mean(np.array([9.0, 2.0]), 12.0, 3.0) == 2.0
+    assert df_keystats.tail_mean(np.array([9.0]), 0.0, 1.0) == 0.0
