@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..planning.split import DEFAULT_SPLIT_THRESHOLD, SplitPlan, plan_split
+from ..planning.split import DEFAULT_SPLIT_THRESHOLD, SplitPlan
 from ..routing.base import check_num_partitions
 from ..stats.keystats import KeyStats
 from . import conf, sqlhash
 from .dataframe import fit_partitioner, resolve_key_grouping
-from .plan_report import reported
+from .plan_report import plan_split, reported
 from .placement import place
 from .df_keystats import join_stats, key_stats
 from .sqlroute import (INTEGRAL_TYPES, NULL_PARTITION, PID_COL, bucketed_lookup, coerce_key,

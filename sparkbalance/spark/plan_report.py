@@ -37,7 +37,7 @@ from ..routing.hash import HashPartitioner
 from .balance_log import post
 from .jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
 
-__all__ = ["reported", "fit", "plan_groups", "plan_record", "plan_log_line"]
+__all__ = ["reported", "fit", "plan_groups", "plan_split", "plan_record", "plan_log_line"]
 
 _LOG = logging.getLogger("sparkbalance")
 
@@ -87,6 +87,37 @@ def plan_groups(sizes: Any, num_partitions: int, **kwargs: Any) -> tuple[Any, di
                      extra={"balanced": bool(info.get("balanced")),
                             "predicted_gain": info.get("gain")})
     return f, info
+
+
+def plan_split(stats: Any, num_partitions: int, **kwargs: Any) -> Any:
+    """:func:`sparkbalance.planning.split.plan_split` (the join's hot-key split), timed and
+    noted for the running operation's record: loads before under Spark's stable hash of the
+    same keys, loads after as planned, LB ``total / n`` (pieces of a key spread).
+
+    Examples
+    --------
+    >>> from sparkbalance.stats.keystats import KeyStats
+    >>> p = plan_split(KeyStats.from_counts({"a": 6, "b": 1, "c": 1}), 2, threshold=0.5)
+    >>> sorted(len(v) for v in p.pieces.values())[-1] > 1   # "a" is cut into pieces
+    True
+    """
+    from ..planning.split import plan_split as plan
+
+    t0 = time.perf_counter()
+    p = plan(stats, num_partitions, **kwargs)
+    facts = _FACTS.get()
+    if facts is not None:
+        n = int(num_partitions)
+        cost = np.asarray(p.cost, dtype=np.float64)
+        split = sum(1 for v in p.pieces.values() if len(v) > 1)
+        facts.update(strategy="split", f=p.base, plan_seconds=time.perf_counter() - t0,
+                     record={"num_partitions": n, "planner": type(p).__name__,
+                             "table_size": len(p.pieces), "layout": p.summary(),
+                             "loads_before": _loads(p.base.assign(p.keys), cost, n),
+                             "loads_after": np.asarray(p.loads, dtype=np.float64).tolist(),
+                             "lower_bound": float(cost.sum()) / n,
+                             "keys_split": split})
+    return p
 
 
 # ----------------------------------------------------------------------- the record
@@ -305,7 +336,7 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
             first: int | None, description: str, seconds: float) -> None:
     f = facts["f"]
     try:
-        rec = plan_record(f, f.num_partitions, stats=facts.get("stats"),
+        rec = dict(facts["record"]) if "record" in facts else plan_record(f, f.num_partitions, stats=facts.get("stats"),
                           current=facts.get("current"), group_sizes=facts.get("group_sizes"))
     except Exception as exc:  # reporting must never fail the user's operation
         _LOG.debug("no loads for the %s record: %r", label, exc)
