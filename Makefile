@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.sparkbalance-installed
 JAR    := jvm_bridge/build/sparkbalance-bridge.jar
 JAVA_SOURCES := $(shell find jvm_bridge -name '*.java' 2>/dev/null)
-PYTEST_FLAGS ?= -q -p no:cacheprovider
+PYTEST_FLAGS ?= -q -p no:cacheprovider --durations=15
 
 # PySpark 3.5 (the long-term line): a second venv, outside the package's own .venv; an
 # existing one can be given, e.g. `make test-spark35 VENV35=/opt/venv35` (not recreated).
