@@ -75,7 +75,6 @@ def _resolve(args: argparse.Namespace) -> argparse.Namespace:
     q = bool(getattr(args, "quick", False))
     # 100,000 records (3 CPU-seconds of costly work, ~1.5 s on local[2], per strategy and
     # round): a warm-up and three rounds of the eleven strategies take about two minutes.
-    # of the eleven strategies keep the part near three minutes.
     defaults = dict(keys=1000 if q else 10_000, skew=1.2, records=30_000 if q else 100_000,
                     partitions=4, work_us=20.0 if q else 30.0, strategies=None,
                     repeats=1 if q else 3)
