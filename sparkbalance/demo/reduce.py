@@ -9,18 +9,29 @@ A Zipf(z) keyed workload (K keys, M records) is routed by each strategy of the r
 key lands, unlike a map-side combine; :func:`sparkbalance.bench.workloads.costly_reduce`),
 partials are merged per key and the result is checked against plain Spark's. Printed per
 strategy: records per partition, max/avg of records and of measured task seconds, the
-stage's critical path and the job's wall time.
+stage's critical path (wall and CPU seconds of the slowest costly task) and the job's wall
+time.
+
+Run once each in sequence, the wall times of strategies with identical placements differed
+by 3x (order and warm-up). So the key statistics are gathered once, every strategy is
+fitted once on them, one warm-up round runs every strategy with a trivial reduce (Python
+workers, imports, caches), and then ``--repeats`` rounds run every strategy in an order
+that alternates (forward, backward) so that load drift on a shared machine hits all alike;
+each figure is the median over the rounds.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import operator
+import statistics
+import time
 
 import numpy as np
 
 from ..bench.report import format_reduce_table
 from ..bench.session import local_session
-from ..bench.workloads import costly_reduce, loops_for_us, zipf_records
+from ..bench.workloads import RunResult, costly_reduce, loops_for_us, zipf_records
 
 __all__ = ["OPTIONS", "SKIPPED", "demo_strategies", "main"]
 
@@ -36,7 +47,9 @@ OPTIONS: list[tuple[tuple[str, ...], dict]] = [
     (("--keys",), dict(type=int, help="reduce: distinct keys (default 10000, quick 1000)")),
     (("--skew",), dict(type=float, help="reduce: Zipf exponent (default 1.2)")),
     (("--records",), dict(type=int,
-                          help="reduce: records (default 200000, quick 30000)")),
+                          help="reduce: records (default 100000, quick 30000)")),
+    (("--repeats",), dict(type=int, help="reduce: interleaved rounds whose medians are shown "
+                          "(default 3, quick 1), after one warm-up round")),
     (("--partitions",), dict(type=int, help="reduce: partitions (default 4)")),
     (("--work-us",), dict(type=float, help="reduce: approximate Python work per record after "
                           "the shuffle, µs (default 30, quick 20)")),
@@ -60,15 +73,43 @@ def demo_strategies() -> list[str]:
 
 def _resolve(args: argparse.Namespace) -> argparse.Namespace:
     q = bool(getattr(args, "quick", False))
-    defaults = dict(keys=1000 if q else 10_000, skew=1.2, records=30_000 if q else 200_000,
-                    partitions=4, work_us=20.0 if q else 30.0, strategies=None)
+    # 100,000 records (3 CPU-seconds of costly work, ~1.5 s on local[2], per strategy and
+    # round): a warm-up and three rounds of the eleven strategies take about two minutes.
+    defaults = dict(keys=1000 if q else 10_000, skew=1.2, records=30_000 if q else 100_000,
+                    partitions=4, work_us=20.0 if q else 30.0, strategies=None,
+                    repeats=1 if q else 3)
     out = argparse.Namespace(**{k: getattr(args, k, None) for k in defaults})
     for k, v in defaults.items():
         if getattr(out, k) is None:
             setattr(out, k, v)
     if out.strategies is None:
         out.strategies = ",".join(demo_strategies())
+    if out.repeats < 1:
+        raise ValueError(f"--repeats {out.repeats}; expected >= 1")
     return out
+
+
+def median_run(runs: list[RunResult]) -> RunResult:
+    """One strategy's rounds as one row: the median of each figure over the rounds.
+
+    Records, task seconds and CPU seconds are medians per partition, the wall time the
+    median wall; a splitting strategy's placement may differ between rounds, so its
+    records are medians too.
+
+    Examples
+    --------
+    >>> a = RunResult("hash", [3, 1], [0.3, 0.1], [0.2, 0.1], 0.5, 0.0, {})
+    >>> b = dataclasses.replace(a, seconds=[0.5, 0.1], wall=0.9)
+    >>> c = dataclasses.replace(a, seconds=[0.4, 0.2], wall=0.7)
+    >>> m = median_run([a, b, c]); m.seconds, m.wall
+    ([0.4, 0.1], 0.7)
+    """
+    def per_partition(field: str) -> list:
+        return [statistics.median(col) for col in zip(*(getattr(r, field) for r in runs))]
+
+    return dataclasses.replace(runs[0], records=[int(x) for x in per_partition("records")],
+                               seconds=per_partition("seconds"), cpu=per_partition("cpu"),
+                               wall=statistics.median(r.wall for r in runs))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -82,6 +123,7 @@ def main(args: argparse.Namespace) -> int:
     0
     """
     from .. import strategies
+    from ..spark.keystats import gather_key_stats
     args = _resolve(args)
     names = [strategies.get(s).name for s in args.strategies.split(",") if s]  # names the bad one
     spark = local_session(2, "sparkbalance-demo", bridge=False,
@@ -99,20 +141,31 @@ def main(args: argparse.Namespace) -> int:
               f"keys, Zipf z={args.skew} (hottest key {p1:.1%} of records), "
               f"{args.partitions} partitions, ~{args.work_us:g} us/record, local[2]")
         print(f"strategies: {', '.join(names)}\n")
-        costly_reduce(rdd, args.partitions, "hash", 1)  # warm-up: Python workers, JIT, caches
-        results = []
-        ok = True
-        for name in names:
-            r = costly_reduce(rdd, args.partitions, name, loops)
-            if r.result != expected:
-                ok = False
-                print(f"!! {name}: result differs from plain Spark's")
-            results.append(r)
+        t0 = time.perf_counter()
+        stats = gather_key_stats(rdd)  # once: every strategy plans on the same statistics
+        stats_s = time.perf_counter() - t0
+        for name in names:  # warm-up round, not counted: workers, imports, caches
+            costly_reduce(rdd, args.partitions, name, 1, stats=stats)
+        runs: dict[str, list[RunResult]] = {name: [] for name in names}
+        wrong: set[str] = set()
+        for i in range(args.repeats):
+            for name in names if i % 2 == 0 else names[::-1]:
+                r = costly_reduce(rdd, args.partitions, name, loops, stats=stats)
+                if r.result != expected and name not in wrong:
+                    wrong.add(name)
+                    print(f"!! {name}: result differs from plain Spark's")
+                runs[name].append(r)
+        ok = not wrong
+        results = [median_run(runs[name]) for name in names]
         print(format_reduce_table(results, args.partitions))
-        print("\nrec max/avg: records of the fullest partition / mean (1.00 = perfect); "
+        rounds = (f"medians of {args.repeats} interleaved rounds (order alternating)"
+                  if args.repeats > 1 else "one round")
+        print(f"\n{rounds} after a warm-up round; key statistics gathered once "
+              f"({stats_s:.2f} s).\n"
+              "rec max/avg: records of the fullest partition / mean (1.00 = perfect); "
               "time max/avg: the same for measured task seconds;\ncrit.path: the slowest "
               "costly task (crit.cpu: its CPU seconds, robust to other processes); wall: the "
-              "job (shuffle + costly stage); fit: statistics + planning.")
+              "job (shuffle + costly stage); fit: planning on those statistics.")
         print(f"results equal plain Spark's reduceByKey: {'yes' if ok else 'NO'}")
         return 0 if ok else 1
     finally:

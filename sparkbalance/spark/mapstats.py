@@ -5,8 +5,10 @@ fine key groups (``m >> n``; ``key_group = h_1(k) mod m``, the group hash of
 :mod:`sparkbalance.routing.keygroups`); the JVM bridge
 (``io.sparkbalance.bridge.MapStats``) submits only the map stage of that shuffle
 (``SparkContext.submitMapStage``, what Spark's adaptive execution uses) and returns
-``MapOutputStatistics.bytesByPartitionId``, the bytes of each group; Python assigns the
-groups to the ``n`` reduce tasks (:func:`sparkbalance.strategies.auto.plan_groups`: LPT,
+``MapOutputStatistics.bytesByPartitionId``, the bytes of each group, while the map tasks
+count each group's records and its heavy keys into one accumulator
+(:mod:`sparkbalance.spark.maptally`; records, because a hot key's records compress so well
+that bytes hide it). Python assigns the groups, weighed by records, to the ``n`` reduce tasks (:func:`sparkbalance.strategies.auto.plan_groups`: LPT,
 or plain ``g mod n`` when LPT would gain too little) and the shuffle is read once through a
 ``CoalescedRDD`` whose task ``i`` reads the groups the plan gives it. That RDD is narrow over
 the materialised shuffle, so its job skips the map stage: one pass over the input and no
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
 
 from ..hashing import GROUP_HASH, P, family_constants, raw_hash
 from ..routing.base import check_num_partitions
@@ -33,6 +37,8 @@ from ..strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from .plan_report import plan_groups
 from .bridge import class_available, spark_context
+from .maptally import (TOP_KEYS, GroupTally, heavy_in_buckets, key_bound, read_tally,
+                       zero_tally)
 from .key_errors import (KeyRoutingError, NotAPairError, describe_bad_key, describe_bad_record,
                          unpacks_into_two)
 
@@ -100,15 +106,30 @@ class _GroupBuckets:
     side is PySpark's ``PairwiseRDD`` + ``PythonPartitioner`` unchanged.
     """
 
-    def __init__(self, num_groups: int, serializer: Any, limit: float) -> None:
+    def __init__(self, num_groups: int, serializer: Any, limit: float,
+                 tally: Any = None) -> None:
         self.m = num_groups
         self.serializer = serializer
         self.limit = limit
+        self.tally = tally  # accumulator of (records per group, heavy keys), or None
+
+    def _flush(self, buckets: dict[int, list], flushed: int, records: list[int],
+               heavy: Counter) -> Iterator[bytes]:
+        """Yield every bucket as ``pack_long(group), pickled chunk``; count what it holds."""
+        from pyspark.serializers import pack_long
+        dumps = self.serializer.dumps
+        heavy_in_buckets(buckets, flushed, self.m, heavy)
+        for s in list(buckets.keys()):
+            items = buckets.pop(s)
+            records[s] += len(items)
+            yield pack_long(s)
+            yield dumps(items)
 
     def __call__(self, split: int, iterator: Iterable[Any]) -> Iterator[bytes]:
-        from pyspark.serializers import pack_long
         from pyspark.shuffle import get_used_memory
-        m, dumps, limit = self.m, self.serializer.dumps, self.limit
+        m, limit = self.m, self.limit
+        records = [0] * m
+        heavy: Counter = Counter()
         crc, a1, b1, p = zlib.crc32, _A1, _B1, P
         seed_str, seed_int = _SEED_STR, _SEED_INT
         memo: dict[Any, int] | None = {}
@@ -149,12 +170,10 @@ class _GroupBuckets:
                 # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
                 if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
                     n, size = len(buckets), 0
-                    for s in list(buckets.keys()):
-                        yield pack_long(s)
-                        d = dumps(buckets.pop(s))
-                        yield d
+                    for d in self._flush(buckets, c, records, heavy):
                         size += len(d)
-                    avg = int(size / n) >> 20
+                        yield d
+                    avg = int(size / n) >> 20  # size: chunks + 8-byte group ids
                     if avg < 1:
                         batch = int(batch * 1.5)
                     elif avg > 10:
@@ -168,9 +187,10 @@ class _GroupBuckets:
                 raise
             raise bad from None
 
-        for s, items in buckets.items():
-            yield pack_long(s)
-            yield dumps(items)
+        yield from self._flush(buckets, c, records, heavy)
+        if self.tally is not None:
+            self.tally.add((np.asarray(records, dtype=np.int64),
+                            dict(heavy.most_common(TOP_KEYS))))
 
 
 def _bad_record(kv: Any) -> Exception | None:
@@ -205,7 +225,11 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
     num_partitions : n reduce tasks.
     num_groups : m; default :func:`num_groups_for` (n).
     min_gain, balance : see :func:`sparkbalance.strategies.auto.plan_groups`.
-    decision : a dict to receive the plan's decision and the group sizes (``sizes``).
+    decision : a dict to receive the plan's decision, the group sizes planned on
+        (``sizes``: records per group, counted by the map tasks; the bytes of Spark's
+        map-output statistics only if no count arrived), ``bytes`` (those statistics),
+        ``heavy_keys`` (up to 8 ``(key, records)`` found by the map tasks, counts being
+        lower bounds) and ``key_bound`` (``max(1, n p_1)`` of the heaviest key found).
 
     Examples
     --------
@@ -224,18 +248,30 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
                                                                           "num_groups")
     sc = rdd.context
     serializer = sc._unbatched_serializer
+    tally = sc.accumulator(zero_tally(m), GroupTally())
     keyed = rdd.mapPartitionsWithIndex(
-        _GroupBuckets(m, serializer, rdd._memory_limit() / 2), preservesPartitioning=True)
+        _GroupBuckets(m, serializer, rdd._memory_limit() / 2, tally),
+        preservesPartitioning=True)
     keyed._bypass_serializer = True
     jvm = sc._jvm
     pair = jvm.PairwiseRDD(keyed._jrdd.rdd()).asJavaPairRDD()
     shuffled = pair.partitionBy(jvm.PythonPartitioner(m, id(_GroupBuckets)))
     bridge = getattr(jvm, MAPSTATS_CLASS)
     text = bridge.submitMapStage(shuffled)
-    sizes = [int(x) for x in text.split(",")] if text else [0] * m
+    sizes_bytes = [int(x) for x in text.split(",")] if text else [0] * m
+    records, heavy = read_tally(tally)
+    total = int(records.sum())
+    # Records, not bytes: a hot key's records compress well, so bytes hide it (maptally).
+    sizes = records.tolist() if total > 0 else sizes_bytes
     f, info = plan_groups(sizes, n, min_gain=min_gain, balance=balance)
+    top = sorted(heavy.items(), key=lambda kc: -kc[1])[:8]
+    info = {**info, "key_bound": key_bound(heavy, total, n)}
+    if top:
+        _LOG.debug("sparkbalance auto: heaviest keys %s of %d records; key-grouping bound "
+                   "%.2f x the mean, planned %.2f", top[:3], total, info["key_bound"],
+                   info["planned_max_over_mean"])
     if decision is not None:
-        decision.update(info, sizes=sizes)
+        decision.update(info, sizes=sizes, bytes=sizes_bytes, heavy_keys=top)
     owner = ",".join(map(str, f.owner_of_group.tolist()))
     jrdd = jvm.PythonRDD.valueOfPair(bridge.coalesce(shuffled, owner, n))
     out = RDD(jrdd, sc, BatchedSerializer(serializer))

@@ -24,10 +24,10 @@ the strategy needs them (``spec.needs_stats``), under the job group ``sparkbalan
 
 **Zero-pass statistics.** Strategy "auto" (the default) with no statistics parameter, or
 any call with ``stats="map-output"``, gathers no statistics at all: the shuffle itself routes
-records to ``m >> n`` key groups, Spark's map-output sizes of those groups are planned onto
-the ``n`` tasks (LPT, or plain placement when it gains too little) and the shuffle is read
-once (:mod:`sparkbalance.spark.mapstats`; needs the JVM bridge, else one WARNING and the
-statistics pass). The adapters then return an RDD whose ``partitioner`` holds the fitted
+records to ``m >> n`` key groups, the records of each group (counted by the map tasks) are
+planned onto the ``n`` tasks (LPT, or plain placement when it gains too little) and the
+shuffle is read once (:mod:`sparkbalance.spark.mapstats`; needs the JVM bridge, else one
+WARNING and the statistics pass). The adapters then return an RDD whose ``partitioner`` holds the fitted
 :class:`~sparkbalance.routing.keygroups.GroupMapPartitioner` (``mapstats.fitted_function``),
 which can be saved and reused as a fixed plan.
 

@@ -7,10 +7,11 @@ the keys keep plain hash placement, and the decision is logged (INFO, logger
 ``sparkbalance``) with both numbers.
 
 * :func:`plan_groups` — the zero-pass path of the RDD adapters
-  (:mod:`sparkbalance.spark.mapstats`): the loads are the bytes of ``m >> n`` fine key
-  groups, read from Spark's map-output statistics, and the plan is LPT over groups (largest
-  group first onto the least loaded task, Graham 1969), which leaves a group heavier than
-  the mean alone on its task. Plain placement is ``owner[g] = g mod n``: with ``n | m`` that
+  (:mod:`sparkbalance.spark.mapstats`): the loads are the records of ``m >> n`` fine key
+  groups, counted by the map tasks of the user's shuffle (Spark's map-output bytes when no
+  count arrives; bytes understate a hot key, whose records compress well), and the plan is
+  LPT over groups (largest group first onto the least loaded task, Graham 1969), which
+  leaves a group heavier than the mean alone on its task. Plain placement is ``owner[g] = g mod n``: with ``n | m`` that
   is hash placement by the group hash ``h_1``. The map side is already paid for, so the
   cost of the plan is nil and ``min_gain`` only guards against noise.
 * :func:`fit_auto` — the registry's fitter for paths with key statistics (DataFrame, CLI, a
@@ -95,7 +96,7 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
 
     Parameters
     ----------
-    sizes : bytes (or any load) of each of the ``m`` key groups.
+    sizes : records (or bytes, or any load) of each of the ``m`` key groups.
     num_partitions : n reduce tasks.
     min_gain : smallest :func:`predicted_gain` for which the LPT plan is kept.
     balance : True/False forces LPT/plain; None (default) decides by ``min_gain``.

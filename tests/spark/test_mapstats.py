@@ -9,7 +9,9 @@ import random
 
 import pytest
 
-from sparkbalance.routing.keygroups import GroupMapPartitioner, key_group
+import numpy as np
+
+from sparkbalance.routing.keygroups import GroupMapPartitioner, key_group, key_groups
 from sparkbalance.spark import mapstats
 from sparkbalance.spark import rdd as sbr
 
@@ -52,7 +54,7 @@ def test_partition_by_places_each_key_by_the_fitted_plan(rdd, bridge):
     for i, p in enumerate(parts):
         assert all(f(k) == i for k, _ in p)
     assert len(decision["sizes"]) == f.num_groups
-    # "hot" carries ~45% of the bytes: LPT leaves its group alone on one task
+    # "hot" carries ~47% of the records: LPT leaves its group alone on one task
     assert decision["balanced"]
     hot = f.owner_of_group[key_group("hot", f.num_groups)]
     assert {k for k, _ in parts[hot]} <= {k for k in {k for k, _ in _records()}
@@ -147,3 +149,44 @@ def test_an_upstream_error_passes_through_unchanged(sc, bridge):
     with pytest.raises(Exception, match="user code failed on 3") as info:
         mapstats.shuffle_by_groups(rdd, N, balance=True).collect()
     assert "records must be" not in str(info.value)
+
+
+def test_the_plan_weighs_records_counted_by_the_map_tasks(rdd, bridge):
+    """Sizes are records per group (bytes hide a hot key: its records compress well); the
+    heavy keys and the key-grouping bound come from the same map tasks."""
+    decision: dict = {}
+    mapstats.shuffle_by_groups(rdd, N, decision=decision).count()
+    m = mapstats.num_groups_for(N)
+    keys = [k for k, _ in _records()]
+    assert decision["sizes"] == np.bincount(key_groups(keys, m), minlength=m).tolist()
+    assert len(decision["bytes"]) == m and sum(decision["bytes"]) > 0
+    top = dict(decision["heavy_keys"])
+    assert top["hot"] == 2000 and top[3] == keys.count(3)  # exact: heavy buckets
+    assert decision["key_bound"] == pytest.approx(N * 2000 / len(keys))
+    # LPT over records reaches the bound: the hot group alone on its task
+    assert decision["planned_max_over_mean"] == pytest.approx(
+        max(decision["sizes"]) * N / len(keys))
+
+
+def test_a_hot_key_of_zipf_data_is_planned_to_the_key_grouping_bound(sc, bridge):
+    """Zipf z = 1.0 over 10^4 keys, n = 16: over bytes the hot group looked light and got
+    company (1.5x the mean records); over records it is alone (within 2 % of max(1, n p_1))."""
+    rng = np.random.default_rng(3)
+    p = 1.0 / np.arange(1, 10_001)
+    keys = rng.choice(10_000, 40_000, p=p / p.sum()).tolist()
+    src = sc.parallelize(list(zip(keys, range(len(keys)))), 4)
+    decision: dict = {}
+    out = mapstats.shuffle_by_groups(src, 16, decision=decision)
+    loads = out.glom().map(len).collect()
+    ratio = max(loads) / (len(keys) / 16)
+    assert ratio == pytest.approx(decision["planned_max_over_mean"])
+    assert decision["heavy_keys"][0][0] == 0
+    assert ratio <= 1.02 * decision["key_bound"]
+
+
+def test_the_tally_accumulator_leaves_no_driver_entry(rdd, bridge):
+    from pyspark.accumulators import _accumulatorRegistry
+    before = len(_accumulatorRegistry)
+    for _ in range(3):
+        mapstats.shuffle_by_groups(rdd, N).count()
+    assert len(_accumulatorRegistry) <= before
