@@ -163,7 +163,7 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
                            "table_size": size}
     if layout is not None:
         rec["layout"] = layout
-    if group_sizes is not None:  # zero-pass: Spark's bytes per key group
+    if group_sizes is not None:  # zero-pass: records per key group, counted by the map tasks
         w = np.asarray(group_sizes, dtype=np.float64)
         groups = np.arange(w.shape[0], dtype=np.int64)
         rec["loads_before"] = _loads(groups % n, w, n)  # plain g mod n
