@@ -114,6 +114,10 @@ def zipf_batch(rng: np.random.Generator, num_keys: int, records: int, shift: int
     return [(int(k), 1) for k in keys]
 
 
+def _add(state: int, value: int) -> int:
+    return state + value
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
@@ -125,7 +129,9 @@ def main(argv=None) -> None:
                           conf={"spark.driver.memory": "2g"})
     sc = spark.sparkContext
     collected = Collected()
-    op = KeyedStateOperator(spark, args.partitions, planner="mixed", theta=0.05)
+    # A running count per key (the operator needs an update function).
+    op = KeyedStateOperator(spark, args.partitions, update=_add, initial=0, planner="mixed",
+                            theta=0.05)
     rng = np.random.default_rng(7)
     rows = []
     t0 = time.perf_counter()
