@@ -16,7 +16,10 @@ the default-width band (the exact one needs n' * m choices: 4e8 at n = 10,000).
 Last, the fallback when tau cannot be met (:func:`fallback`): the strict least-max-load
 plan against the strategy's :data:`~sparkbalance.strategies.keygroups.FALLBACK_SLACK`.
 
-Run: ``python integration/benchmarks/bench_scale.py [--quick]`` (``--quick``: n <= 1,000).
+With ``--tables 1e7``, instead: the routing-table planners of Fang et al. (Mixed,
+MinTable, MinMig, LLFD) at 10^7 keys (:func:`tables`).
+
+Run: ``python integration/benchmarks/bench_scale.py [--quick | --tables 1e7]`` (``--quick``: n <= 1,000).
 """
 from __future__ import annotations
 
@@ -106,10 +109,73 @@ def exact_loss(stats: KeyStats, part, n: int, widths=(None,),
     return [f"W={wd} vs exact: {100 * (exact - g) / total:+.3f}%" for wd, g in out]
 
 
+TABLE_PLANNERS = ("mixed", "mintable", "minmig", "llfd")
+
+
+def table_stats(num_keys: int, seed: int = 0) -> KeyStats:
+    """``num_keys`` integer keys, Zipf z = 0.85 counts (Fang et al. Table 2), 10^9 records."""
+    rng = np.random.default_rng(seed)
+    r = np.arange(1, num_keys + 1, dtype=float) ** -0.85
+    counts = np.floor(1e9 * r / r.sum()) + 1
+    rng.shuffle(counts)
+    return KeyStats(np.arange(num_keys, dtype=np.int64), counts)
+
+
+def table_run(planner: str, num_keys: int, n: int, top: int) -> None:
+    """One routing-table plan pair in this process (first fit from hash, then a re-plan
+    after every key's count drifts by U(0.5, 1.5)); prints CPU s and peak RSS."""
+    import resource
+    from sparkbalance.routing.table import RoutingTablePartitioner
+    from sparkbalance.strategies.tables import plan_from_stats
+    stats = table_stats(num_keys)
+    if top:
+        stats = stats.top(top)
+    rng = np.random.default_rng(1)
+    drift = KeyStats(stats.keys, stats.counts * rng.uniform(0.5, 1.5, len(stats)),
+                     tail_count=stats.tail_count)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = []
+    current = None
+    for st in (stats, drift):
+        c0 = time.process_time()
+        plan = plan_from_stats(planner, st, n, current=current)
+        out.append(f"{time.process_time() - c0:6.1f} {plan.imbalance_before:5.2f}->"
+                   f"{plan.imbalance_after:5.2f} |R'|={plan.table_size}")
+        current = RoutingTablePartitioner(n, plan.table)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    listed = f"top {top:,}" if top else "all keys"
+    print(f"{planner:>9} {num_keys:>10,} {listed:>12} {n:>4}  first {out[0]};  re-plan "
+          f"{out[1]};  peak RSS {peak:6.0f} MiB (statistics alone {base:5.0f})", flush=True)
+
+
+def tables(num_keys: int, n: int, tops=(100_000, 0)) -> None:
+    """Every routing-table planner on ``num_keys`` keys, each in a fresh process (peak RSS
+    is per process): on the bounded statistics a fit uses (top-k exact + tail total) and
+    on every key listed (``maxKeys=all``). CPU seconds per plan."""
+    import subprocess
+    print(f"\nrouting-table planners, {num_keys:,} keys, n = {n}: CPU s, imbalance "
+          "before->after (tail share included), table size, peak RSS")
+    for top in tops:
+        for planner in TABLE_PLANNERS:
+            subprocess.run([sys.executable, __file__, "--table-run", planner, str(num_keys),
+                            str(n), str(top)], check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n <= 1,000 only")
+    ap.add_argument("--tables", type=float, default=0, metavar="K",
+                    help="only the routing-table planners at K keys (e.g. 1e7)")
+    ap.add_argument("--table-run", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.table_run:
+        name, k, n, top = args.table_run
+        table_run(name, int(k), int(n), int(top))
+        return
+    if args.tables:
+        tables(int(args.tables), 100)
+        tables(int(args.tables), 10, tops=(100_000,))   # θ reachable: the tail matters
+        return
     ns = (100, 1000) if args.quick else (100, 1000, 10_000)
     print(f"{'n':>6} {'fit':>6} {'m':>6} {'programme':>14} {'wall s':>7} {'cpu s':>6} "
           f"{'plan s':>7} {'peak MiB':>8} {'max/L':>6} {'min/L':>6} {'moved %':>8}")
