@@ -51,3 +51,17 @@ def test_bounded_statistics_plan_to_the_whole_data_bound():
     w = Workload.from_stats(top, None, 8)
     assert plan.loads_after.sum() == pytest.approx(w.total_cost + w.tail_load)
     assert plan.feasible == (plan.imbalance_after <= 1.1 + 1e-9)
+
+
+def test_integer_keys_under_a_table_route_as_the_partitioner_assigns():
+    from decimal import Decimal
+
+    from sparkbalance.routing.table import RoutingTable, RoutingTablePartitioner
+    rng = np.random.default_rng(0)
+    keys = rng.permutation(100_000).astype(np.int64)[:50_000]
+    tab = {int(k): int(rng.integers(0, 7)) for k in rng.choice(keys, 300, replace=False)}
+    tab.update({2.0: 3, Decimal(5): 4, "x": 1, float("nan"): 6, 2 ** 70: 1, -7: 2})
+    f = RoutingTablePartitioner(7, RoutingTable(tab))
+    s = KeyStats(np.concatenate([keys, [2, 5, -7]]).astype(np.int64), np.ones(50_003))
+    w = Workload.from_stats(s, f, 7)
+    assert np.array_equal(w.current, f.assign(s.keys))
