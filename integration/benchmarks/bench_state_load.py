@@ -42,17 +42,41 @@ def _rss_mb(pid: int) -> float:
 
 
 def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid``. A JVM starts processes from many threads, and
+    ``/proc/<pid>/task/<tid>/children`` lists only the children of thread ``tid``: read
+    every thread's list (the main thread's alone missed every Python worker)."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        kids: list[int] = []
         try:
-            with open(f"/proc/{p}/task/{p}/children") as fh:
-                kids = [int(c) for c in fh.read().split()]
+            tids = os.listdir(f"/proc/{p}/task")
         except OSError:
-            kids = []
+            tids = []
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as fh:
+                    kids += [int(c) for c in fh.read().split()]
+            except OSError:
+                pass
         out += kids
         todo += kids
     return out
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int, reaped: bool = False) -> float:
+    """CPU seconds (user + system) of ``pid``; with ``reaped`` also of its exited and
+    waited-for children (a worker that ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if reaped else 0)
+    return ticks / _TICK
 
 
 def _cmdline(pid: int) -> str:
@@ -70,7 +94,9 @@ def memory() -> dict[str, float]:
     jvms = [p for p in procs if "java" in _cmdline(p).split(" ")[0]]
     workers = [p for j in jvms for p in _children(j) if "pyspark" in _cmdline(p)]
     return {"py_driver": _rss_mb(me), "jvm": sum(_rss_mb(p) for p in jvms),
-            "py_workers": sum(_rss_mb(p) for p in workers), "num_workers": len(workers)}
+            "py_workers": sum(_rss_mb(p) for p in workers), "num_workers": len(workers),
+            "cpu": _cpu_s(me) + sum(_cpu_s(p) for p in jvms)
+            + sum(_cpu_s(p, reaped=True) for p in workers)}
 
 
 class Collected:
@@ -114,6 +140,10 @@ def zipf_batch(rng: np.random.Generator, num_keys: int, records: int, shift: int
     return [(int(k), 1) for k in keys]
 
 
+def _add(state: int, value: int) -> int:
+    return state + value
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
@@ -125,9 +155,12 @@ def main(argv=None) -> None:
                           conf={"spark.driver.memory": "2g"})
     sc = spark.sparkContext
     collected = Collected()
-    op = KeyedStateOperator(spark, args.partitions, planner="mixed", theta=0.05)
+    # A running count per key (the operator needs an update function).
+    op = KeyedStateOperator(spark, args.partitions, update=_add, initial=0, planner="mixed",
+                            theta=0.05)
     rng = np.random.default_rng(7)
     rows = []
+    cpu_start = memory()["cpu"]
     t0 = time.perf_counter()
     first = sc.range(0, args.keys, numSlices=8).map(lambda k: (k, 1))
     op.process(first).count()
@@ -143,12 +176,17 @@ def main(argv=None) -> None:
         rows.append((b, dt, rec.rebalanced, rec.keys_moved, items, calls, memory()))
     print(f"state keys: {op.history[-1].num_keys}, n = {args.partitions}, local[2], "
           f"{args.records} records/batch")
-    print(f"{'batch':>5} {'s':>7} {'moved':>5} {'keys moved':>10} {'items->py':>9} "
-          f"{'calls':>5} {'py drv MB':>9} {'JVM MB':>7} {'workers MB':>10} {'#w':>3}")
+    print("cpu s: CPU seconds of the batch, Python driver + driver JVM (executors, local "
+          "mode) + Python workers (live ones and those that ended)")
+    print(f"{'batch':>5} {'s':>7} {'cpu s':>6} {'moved':>5} {'keys moved':>10} "
+          f"{'items->py':>9} {'calls':>5} {'py drv MB':>9} {'JVM MB':>7} {'workers MB':>10} "
+          f"{'#w':>3}")
+    cpu0 = cpu_start
     for name, secs, moved, keys, items, calls, mem in rows:
-        print(f"{name!s:>5} {secs:7.2f} {str(bool(moved)):>5} {keys:10d} {items:9d} "
-              f"{calls:5d} {mem['py_driver']:9.0f} {mem['jvm']:7.0f} "
+        print(f"{name!s:>5} {secs:7.2f} {mem['cpu'] - cpu0:6.1f} {str(bool(moved)):>5} "
+              f"{keys:10d} {items:9d} {calls:5d} {mem['py_driver']:9.0f} {mem['jvm']:7.0f} "
               f"{mem['py_workers']:10.0f} {mem['num_workers']:3d}")
+        cpu0 = mem["cpu"]
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     op.close()
     spark.stop()

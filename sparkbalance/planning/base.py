@@ -91,8 +91,13 @@ class PlanningContext:
         self.records = records
         self.n = w.num_partitions
         self.theta = planner.theta
-        self.mean = w.mean_load
-        self.cap = (1.0 + planner.theta) * self.mean
+        # The planners move listed keys only; the unlisted tail adds the same share t to
+        # every partition, so L(d) + t <= (1 + θ)(L̄_listed + t) is a bound on listed
+        # loads of (1 + θ) L̄_listed + θ t: with bounded statistics a looser bound than
+        # (1 + θ) L̄_listed, which planned harder (more moves) than the data needs.
+        tail = w.tail_share
+        self.mean = w.mean_load - tail
+        self.cap = (1.0 + planner.theta) * self.mean + planner.theta * tail
         self.tol = 1e-9 * max(self.mean, 1e-300)
         self.criterion = planner.criterion
         self.beta = planner.beta
@@ -304,8 +309,7 @@ class Planner:
         w = ctx.workload
         n = ctx.n
         L = np.bincount(assignment, weights=w.cost, minlength=n)
-        cap = (1.0 + self.theta) * ctx.mean
-        cap = max(cap, float(w.cost.max()) if len(w) else 0.0)
+        cap = max(ctx.cap_theta, float(w.cost.max()) if len(w) else 0.0)
         over = L > cap + ctx.tol
         if not over.any():
             return assignment, 0

@@ -41,16 +41,19 @@ class Units:
                  num_partitions: int, order: np.ndarray | None = None) -> None:
         self.n = int(num_partitions)
         self.N = int(c.shape[0])
-        cap = self.N + 64
-        self.c = _grow(c.astype(np.float64), cap)
-        self.S = _grow(S.astype(np.float64), cap)
-        self.cnt = _grow(cnt.astype(np.int64), cap)
-        self.home = _grow(home.astype(np.int64), cap)
-        self.cur = _grow(cur.astype(np.int64), cap)
-        self.asg = _grow(cur.astype(np.int64), cap)
-        self.in_table = _grow(in_table.astype(bool), cap)
-        self.crit = _grow(crit.astype(np.float64), cap)
-        self.origin = _grow(np.arange(self.N, dtype=np.int64), cap)
+        # The base arrays are shared with the caller and the other trials of a plan, not
+        # copied: only ``asg`` changes in place before a split, and the first split grows
+        # (copies) every array, since they start exactly full. One copy of nine arrays per
+        # trial was 650 MB per trial at 10^7 keys, kept for every trial of a plan.
+        self.c = np.asarray(c, dtype=np.float64)
+        self.S = np.asarray(S, dtype=np.float64)
+        self.cnt = np.asarray(cnt, dtype=np.int64)
+        self.home = np.asarray(home, dtype=np.int64)
+        self.cur = np.asarray(cur, dtype=np.int64)
+        self.asg = np.array(cur, dtype=np.int64)
+        self.in_table = np.asarray(in_table, dtype=bool)
+        self.crit = np.asarray(crit, dtype=np.float64)
+        self.origin = np.arange(self.N, dtype=np.int64)
         self.reason: dict[int, str] = {}
         # ``order``: precomputed decreasing-crit order of these base units (shared by the
         # trials of one plan; recomputed here only after splits add units)

@@ -240,8 +240,8 @@ def test_banded_plan_equals_the_per_cell_reference():
 
 
 def test_band_narrows_only_at_thousands_of_partitions():
-    assert band_width(1) == band_width(2000) == 16
-    assert band_width(10_000) == 9 and band_width(10**7) == 4
+    assert band_width(1) == band_width(1600) == 16
+    assert band_width(10_000) == 6 and band_width(10**7) == 4
 
 
 def test_keygroups_at_ten_thousand_partitions_completes_with_a_valid_plan():
