@@ -46,6 +46,7 @@ NULL_PARTITION: int = 0
 #: Helper column holding the target partition (dropped from every result).
 PID_COL: str = "__sb_pid"
 _ROUTE_COL = "__sb_route"
+_LOOKUP_COL = "__sb_lookup"
 #: Routing-table entries placed in the query as a literal; larger tables become a broadcast
 #: hash join (a literal of 10^4 entries plans in well under a second, measured).
 DEFAULT_LITERAL_LIMIT = 10_000
@@ -90,6 +91,33 @@ def coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
     return True, tuple(vals)
 
 
+def _wall_clock_type(dtype: Any) -> Any:
+    """``dtype`` with every TIMESTAMP as TIMESTAMP_NTZ (structs and arrays included).
+
+    A TIMESTAMP key collects to Python as its naive wall-clock datetime, so the table looks
+    rows up by wall clock too (the column cast to TIMESTAMP_NTZ in the session zone): the
+    two instants of a daylight-saving fall-back hour are one Python key and find its entry
+    both, as their SQL hashes (wall-clock microseconds) already agree.
+    """
+    from pyspark.sql.types import (ArrayType, StructField, StructType, TimestampNTZType,
+                                   TimestampType)
+    if isinstance(dtype, TimestampType):
+        return TimestampNTZType()
+    if isinstance(dtype, StructType):
+        return StructType([StructField(f.name, _wall_clock_type(f.dataType), f.nullable)
+                           for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_wall_clock_type(dtype.elementType), dtype.containsNull)
+    return dtype
+
+
+def _lookup_column(df: "DataFrame", c: str, dtype: Any) -> "Column":
+    """Key column ``c`` as the table looks it up (wall clock for timestamps)."""
+    ref = sqlhash.column_ref(df, c)
+    wall = _wall_clock_type(dtype)
+    return ref if wall == dtype else ref.cast(wall)
+
+
 def _key_sql_type(dtypes: Sequence[Any]) -> str:
     if len(dtypes) == 1:
         return sqlencode.sql_type(dtypes[0])
@@ -105,11 +133,12 @@ def _key_sql(key: Any, dtypes: Sequence[Any]) -> str:
     return f"CAST(named_struct({parts}) AS {_key_sql_type(dtypes)})"
 
 
-def _key_struct(df: "DataFrame", cols: Sequence[str]) -> "Column":
+def _key_struct(df: "DataFrame", cols: Sequence[str], dtypes: Sequence[Any]) -> "Column":
     F = _F()
     if len(cols) == 1:
-        return sqlhash.column_ref(df, cols[0])
-    return F.struct(*[sqlhash.column_ref(df, c).alias(f"c{j}") for j, c in enumerate(cols)])
+        return _lookup_column(df, cols[0], dtypes[0])
+    return F.struct(*[_lookup_column(df, c, t).alias(f"c{j}")
+                      for j, (c, t) in enumerate(zip(cols, dtypes))])
 
 
 def _value_sql(value: Any) -> str:
@@ -129,6 +158,8 @@ def bucketed_lookup(df: "DataFrame", cols: Sequence[str], dtypes: Sequence[Any],
     the optimizer folds into a single literal.
     """
     F = _F()
+    col_types = list(dtypes)
+    dtypes = [_wall_clock_type(t) for t in col_types]   # literals spelled as the lookup
     num_buckets = max(1, len(entries) // _BUCKET_LOAD)
     buckets: list[list[tuple[Any, Any]]] = [[] for _ in range(num_buckets)]
     for k, v in entries:
@@ -144,7 +175,7 @@ def bucketed_lookup(df: "DataFrame", cols: Sequence[str], dtypes: Sequence[Any],
         maps.append(f"map_from_arrays({karr}, cast(array({vs}) as array<{value_type}>))")
     table = F.expr("array(" + ", ".join(maps) + ")")
     bucket = F.element_at(table, (F.pmod(raw, F.lit(num_buckets)) + F.lit(1)).cast("int"))
-    return F.element_at(bucket, _key_struct(df, cols))
+    return F.element_at(bucket, _key_struct(df, cols, col_types))
 
 
 def _table_entries(f: RoutingTablePartitioner, dtypes: Sequence[Any]) -> list[tuple[Any, int]]:
@@ -238,11 +269,15 @@ def _with_pid_broadcast(df: "DataFrame", f: RoutingTablePartitioner, cols: list[
     dtypes = sqlhash.key_types(df, cols)
     single = len(cols) == 1
     rows = [((k,) if single else tuple(k)) + (p,) for k, p in _table_entries(f, dtypes)]
-    schema = StructType([StructField(c, t) for c, t in zip(cols, dtypes)]
+    # the join matches wall-clock keys, as the literal lookup does (_wall_clock_type)
+    names = [f"{_LOOKUP_COL}{j}" for j in range(len(cols))]
+    schema = StructType([StructField(c, _wall_clock_type(t)) for c, t in zip(names, dtypes)]
                         + [StructField(_ROUTE_COL, IntegerType())])
     table = df.sparkSession.createDataFrame(rows, schema)
     hash_only = HashPartitioner(f.num_partitions)
-    joined = df.join(F.broadcast(table), on=cols, how="left")
+    keyed = df.select("*", *[_lookup_column(df, c, t).alias(a)
+                             for c, t, a in zip(cols, dtypes, names)])
+    joined = keyed.join(F.broadcast(table), on=names, how="left")
     pid = F.when(F.col(_ROUTE_COL).isNotNull(), F.col(_ROUTE_COL)).otherwise(
         partition_id(joined, hash_only, *cols))
     return joined.select(*[sqlhash.column_ref(joined, c) for c in df.columns], pid.cast("int").alias(name))

@@ -221,3 +221,24 @@ def test_equal_entries_fold_into_one_map_key(spark):
     df = spark.createDataFrame([(1.0,), (math.nan,), (2.0,)], "k double")
     pids = [r[PID_COL] for r in with_partition_id(df, f, "k").collect()]
     assert pids[:2] == [2, 3]
+
+
+@pytest.mark.parametrize("literal_limit", [None, 0], ids=["literal", "broadcast"])
+def test_both_instants_of_a_fall_back_hour_find_their_wall_clock_entry(spark, literal_limit):
+    """01:30 on 2023-11-05 in New York is two instants (EDT, then EST) but one Python key
+    (the naive wall clock PySpark collects): both rows follow the table entry."""
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        df = spark.sql("SELECT CAST(s AS TIMESTAMP) AS k, s AS v FROM VALUES "
+                       "(1699162200L), (1699165800L), (1699200000L) AS t(s)")
+        wall = dt.datetime(2023, 11, 5, 1, 30)
+        assert {r["k"] for r in df.select(df["k"].cast("timestamp_ntz").alias("k"))
+                .collect()} == {wall, dt.datetime(2023, 11, 5, 11, 0)}
+        to = (home_partition(wall, N) + 1) % N
+        f = RoutingTablePartitioner(N, {wall: to})
+        out = {r["v"]: r[PID_COL] for r in
+               with_partition_id(df, f, "k", literal_limit=literal_limit).collect()}
+        assert out[1699162200] == out[1699165800] == to
+        assert out[1699200000] == home_partition(dt.datetime(2023, 11, 5, 11, 0), N)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
