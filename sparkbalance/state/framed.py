@@ -129,8 +129,12 @@ class FramedState:
         if watch or move is not None:
             m = np.zeros(P * G, dtype=np.uint8)
             if watch:
-                wg = np.unique(key_groups(list(watch), G))
-                m.reshape(P, G)[:, wg] = 1
+                # a table key lives in one frame: (F(k), g(k)) under the layout merged to
+                # (a key the riding move takes away is in move.mask on its old partition,
+                # and arrives on F(k) with the batch). Marking its group on every
+                # partition sent ~n times as many frames through Python.
+                wl = list(watch)
+                m.reshape(P, G)[_partitions_of(fn, wl, P), key_groups(wl, G)] = 1
             if move is not None:
                 mv = np.frombuffer(move.mask, dtype=np.uint8)
                 m[:mv.size] |= mv
@@ -171,6 +175,17 @@ class FramedState:
                                    "is inconsistent")
             out[k] = e[0]
         return out
+
+
+def _partitions_of(fn: Any, keys: list, num_physical: int) -> np.ndarray:
+    """``fn(k) % num_physical`` of every key (vectorised when ``fn`` has ``assign``), as
+    ``partitionBy`` places them."""
+    assign = getattr(fn, "assign", None)
+    if assign is not None:
+        pids = np.asarray(assign(keys), dtype=np.int64)
+    else:
+        pids = np.fromiter((int(fn(k)) for k in keys), dtype=np.int64, count=len(keys))
+    return pids % num_physical
 
 
 def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_groups: int,
