@@ -28,7 +28,7 @@ from .frame_rdds import FrameOps, as_frames, mask_of, summaries
 from .layout import GroupLayout, TableLayout
 from .window import StateFold
 
-__all__ = ["FramedState", "Merged", "move_of"]
+__all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
 
 
 class FramedState:
@@ -129,8 +129,12 @@ class FramedState:
         if watch or move is not None:
             m = np.zeros(P * G, dtype=np.uint8)
             if watch:
-                wg = np.unique(key_groups(list(watch), G))
-                m.reshape(P, G)[:, wg] = 1
+                # a table key lives in one frame: (F(k), g(k)) under the layout merged to
+                # (a key the riding move takes away is in move.mask on its old partition,
+                # and arrives on F(k) with the batch). Marking its group on every
+                # partition sent ~n times as many frames through Python.
+                wl = list(watch)
+                m.reshape(P, G)[_partitions_of(fn, wl, P), key_groups(wl, G)] = 1
             if move is not None:
                 mv = np.frombuffer(move.mask, dtype=np.uint8)
                 m[:mv.size] |= mv
@@ -171,6 +175,17 @@ class FramedState:
                                    "is inconsistent")
             out[k] = e[0]
         return out
+
+
+def _partitions_of(fn: Any, keys: list, num_physical: int) -> np.ndarray:
+    """``fn(k) % num_physical`` of every key (vectorised when ``fn`` has ``assign``), as
+    ``partitionBy`` places them."""
+    assign = getattr(fn, "assign", None)
+    if assign is not None:
+        pids = np.asarray(assign(keys), dtype=np.int64)
+    else:
+        pids = np.fromiter((int(fn(k)) for k in keys), dtype=np.int64, count=len(keys))
+    return pids % num_physical
 
 
 def move_of(src: TableLayout | GroupLayout, dst: TableLayout | GroupLayout, num_groups: int,
@@ -246,25 +261,21 @@ class Merged:
 
     def stats(self) -> list[tuple]:
         """Per-partition statistics ``(pid, keys|None, cost, memory, nkeys, total_bytes)``
-        of the batch (one job; see :func:`~sparkbalance.state.frame_merge.merge_partition`)."""
+        of the batch (one job; see :func:`~sparkbalance.state.frame_merge.merge_partition`).
+
+        With the bridge jar no Python task runs: the JVM selects each partition's ``T``
+        frame and its ``U`` frames and the raw bytes are decoded here (a Python pass per
+        partition would cost one more Python task invocation per partition and batch,
+        for a few hundred bytes each)."""
         P, G = self.layout.num_physical, self.base.num_groups
         ops = self.base.ops
-
-        def _one(pid: int, it: Iterable[bytes]) -> list[tuple]:
-            stats, bypass = None, []
-            for f in it:
-                if f[0] == fr.TAG_STATS:
-                    stats = fr.frame_payload(f)
-                else:
-                    bypass.append(f)
-            if stats is None:
-                raise RuntimeError(f"merge produced no statistics for partition {pid}")
-            return [fr.with_bypass(stats, bypass, G)]
-
         frames = ops.select(self.rdd, fr.TAG_STATS)
         if ops.jvm:
-            frames = ops.concat(frames, ops.select(self.rdd, fr.TAG_BYPASS))
-        stats = frames.mapPartitionsWithIndex(_one).collect()
+            raw = ops.concat(frames, ops.select(self.rdd, fr.TAG_BYPASS)).collect()
+            stats = stats_of_frames(raw, G)
+        else:
+            stats = frames.mapPartitionsWithIndex(
+                lambda pid, it: [_stats_of_partition(pid, it, G)]).collect()
         if len(stats) != P:
             raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
                                f"expected {P}")
@@ -279,3 +290,39 @@ class Merged:
     def outputs(self) -> Any:
         """The batch's outputs, an RDD of ``(key, output)`` (lazy)."""
         return self.base.ops.select(self.rdd, fr.TAG_OUTPUTS).flatMap(fr.frame_payload)
+
+
+def _stats_of_partition(pid: int, frames: Iterable[bytes], num_groups: int) -> tuple:
+    """The statistics of one partition from its ``T`` frame and ``U`` frames."""
+    stats, bypass = None, []
+    for f in frames:
+        if f[0] == fr.TAG_STATS:
+            stats = fr.frame_payload(f)
+        else:
+            bypass.append(f)
+    if stats is None:
+        raise RuntimeError(f"merge produced no statistics for partition {pid}")
+    return fr.with_bypass(stats, bypass, num_groups)
+
+
+def stats_of_frames(frames: list[bytes], num_groups: int) -> list[tuple]:
+    """Per-partition statistics from the collected frames of ``concat(T frames, U
+    frames)``: partition ``i`` is its one ``T`` frame followed by its ``U`` frames, so each
+    ``T`` frame opens the next partition's run.
+
+    Examples
+    --------
+    >>> t = fr.data_frame(fr.TAG_STATS, (0, None, [1.0], [2.0], 1, 2.0))
+    >>> stats_of_frames([t], 1)[0][4:]
+    (1, 2.0)
+    """
+    runs: list[list[bytes]] = []
+    for f in frames:
+        if f[0] == fr.TAG_STATS:
+            runs.append([f])
+        elif not runs:
+            raise RuntimeError("a U frame before any statistics frame; expected each "
+                               "partition's T frame first")
+        else:
+            runs[-1].append(f)
+    return [_stats_of_partition(i, run, num_groups) for i, run in enumerate(runs)]

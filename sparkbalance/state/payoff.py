@@ -11,7 +11,12 @@ predicted seconds:
   fixed part ``F`` (scheduling, the driver's share) and a part proportional to the load of
   the slowest partition ``L_max`` (records, or measured seconds with a listener). ``F`` and
   ``b`` are fitted by exponentially weighted least squares over the batches that carried no
-  migration. A plan taking ``L_max`` to ``λ' · L̄`` saves ``b · (L_max − λ' L̄)`` per batch.
+  migration. A plan taking ``L_max`` to ``λ' · L̄`` saves ``b⁺ · (L_max − λ' L̄)`` per batch,
+  where ``b⁺`` is ``b`` plus one standard error of the fit (never more than the slope that
+  puts all of the time on the slowest partition). Why: on a loaded machine background load
+  swamps the batch times, the fitted ``b`` wobbles around zero, and a point estimate refused
+  a move from λ = 2.06 to 1.04 as saving "0 s"; a wide fit now admits a large saving, while
+  a tight fit that shows no dependence (time truly fixed) still predicts none.
 * **cost of a move** — ``c0 + c1 · bytes``: a fixed part and a part per byte moved, learned
   from observed migrations (their own seconds, or the excess of the batch that carried them
   over its predicted time). Before any migration a conservative prior is used.
@@ -96,6 +101,7 @@ class PayoffModel:
         # weighted sums for t = F + b · x (x = L_max)
         self._n = 0
         self._sw = self._sx = self._sy = self._sxx = self._sxy = 0.0
+        self._syy = self._sw2 = 0.0     # for the standard error of b
         # cost model
         self.fixed_cost_s = float(prior_fixed_s)
         self.s_per_byte = float(prior_s_per_byte)
@@ -123,6 +129,8 @@ class PayoffModel:
         self._sy = self._sy * decay + seconds
         self._sxx = self._sxx * decay + max_load * max_load
         self._sxy = self._sxy * decay + max_load * seconds
+        self._syy = self._syy * decay + seconds * seconds
+        self._sw2 = self._sw2 * decay * decay + 1.0
         self._n += 1
 
     def observe_migration(self, seconds: float, bytes_moved: float) -> None:
@@ -167,13 +175,35 @@ class PayoffModel:
             return 0.0, my / mx if mx > 0 else 0.0
         return f, b
 
+    @property
+    def seconds_per_load_upper(self) -> float:
+        """b⁺: ``b`` plus one standard error of the weighted fit, at most the slope with
+        ``F = 0`` (``mean t / mean L_max``); ``b`` itself before :data:`MIN_OBSERVATIONS`."""
+        f, b = self._fit()
+        if self._n < MIN_OBSERVATIONS or self._sw <= 0:
+            return b
+        mx, my = self._sx / self._sw, self._sy / self._sw
+        var_x = self._sxx / self._sw - mx * mx
+        if var_x <= 1e-12 * max(mx * mx, 1e-300):
+            return b
+        cov = self._sxy / self._sw - mx * my
+        var_y = max(self._syy / self._sw - my * my, 0.0)
+        n_eff = self._sw * self._sw / self._sw2 if self._sw2 > 0 else 0.0
+        if n_eff <= 2.0:
+            return b
+        resid = max(var_y - cov * cov / var_x, 0.0) * n_eff / (n_eff - 2.0)
+        se = math.sqrt(resid / (n_eff * var_x))
+        top = max(b, my / mx if mx > 0 else 0.0)
+        return min(b + se, top)
+
     def predict_seconds(self, max_load: float) -> float:
         f, b = self._fit()
         return f + b * max_load
 
     def saving(self, max_load_now: float, max_load_planned: float) -> float:
-        """Predicted seconds saved per batch by taking L_max to ``max_load_planned``."""
-        return self.seconds_per_load * max(max_load_now - max_load_planned, 0.0)
+        """Predicted seconds saved per batch by taking L_max to ``max_load_planned``
+        (with :attr:`seconds_per_load_upper`: an uncertain fit does not veto a large gain)."""
+        return self.seconds_per_load_upper * max(max_load_now - max_load_planned, 0.0)
 
     def cost(self, bytes_moved: float) -> float:
         """Predicted seconds of a migration of ``bytes_moved`` bytes."""

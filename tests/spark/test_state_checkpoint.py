@@ -201,11 +201,14 @@ def _jobs_per_batch(sc, op, batches):
     jobs, decided = [], []
     for t, b in enumerate(batches):
         outer = f"count-{id(op)}-{t}"
+        inner = f"sparkbalance-state-{id(op)}-{t}"
+        # groups are named by id(op), which a later operator may reuse once this one is
+        # collected: count only the jobs this batch adds
+        before = set(tracker.getJobIdsForGroup(outer)) | set(tracker.getJobIdsForGroup(inner))
         with sparkbalance_job_group(sc, outer):
             op.process(sc.parallelize(b, 2), batch_id=t)
-        inner = f"sparkbalance-state-{id(op)}-{t}"
-        jobs.append(len(tracker.getJobIdsForGroup(outer))
-                    + len(tracker.getJobIdsForGroup(inner)))
+        after = set(tracker.getJobIdsForGroup(outer)) | set(tracker.getJobIdsForGroup(inner))
+        jobs.append(len(after - before))
         decided.append(op.pending_migration)
     op.close()
     return jobs, decided

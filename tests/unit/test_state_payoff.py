@@ -134,3 +134,18 @@ def test_payoff_trigger_plans_below_the_trigger():
     c = Controller("mixed", 0.1)
     assert c.trigger == "payoff" and c.theta_plan == pytest.approx(0.05)
     assert c.planner.theta == pytest.approx(0.05)
+
+
+def test_a_noisy_fit_does_not_veto_a_large_saving():
+    """On a loaded machine the batch times wobble by seconds and the fitted slope can come
+    out at or below zero; a move from λ = 2.06 to 1.04 must still pay, a move that only
+    trims noise (1.09 -> 1.04) must not."""
+    pm = PayoffModel(horizon=5)
+    loads = [4000, 4500, 5000, 4200, 4800, 4400, 4100, 4900]
+    times = [3.9, 3.1, 2.8, 4.4, 2.9, 3.0, 3.6, 3.3]      # background load, not the loads
+    for x, t in zip(loads, times):
+        pm.observe_batch(t, x)
+    assert pm.seconds_per_load == 0.0                      # the point fit sees no dependence
+    assert 0.0 < pm.seconds_per_load_upper <= np.mean(times) / np.mean(loads)
+    assert pm.judge(2.06, 1.04, 4600, 2300, 1e5).migrate
+    assert not pm.judge(1.09, 1.04, 4600, 4390, 1e5).migrate
