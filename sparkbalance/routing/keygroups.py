@@ -195,20 +195,10 @@ class GroupMapPartitioner(PartitionFunction):
         self.owner_of_group = o.astype(np.int64)
         self._owner = self.owner_of_group.tolist()
 
-    def partition(self, key: Any) -> int:
-        # h_1 with raw_hash's int and str cases inlined, as HashPartitioner.partition: one
-        # Python frame per record (hash_family's range check and call cost ~7 % of a route).
-        t = type(key)
-        if t is int:
-            r = _crc32(b"%d" % key, _SEED_INT)
-        elif t is str:
-            r = _crc32(key.encode("utf-8", "surrogatepass"), _SEED_STR)
-        else:
-            r = raw_hash(key)
-        return self._owner[((r * _A1 + _B1) % P) % self.num_groups]
-
-    def assign(self, keys: Iterable[Any] | np.ndarray) -> np.ndarray:
-        return self.owner_of_group[key_groups(keys, self.num_groups)]
+    # the same per-record route and batch route as KeyGroupPartitioner (one group hash
+    # h_1, then the owner of the group): shared, not a call per record more
+    partition = KeyGroupPartitioner.partition
+    assign = KeyGroupPartitioner.assign
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is GroupMapPartitioner and other.num_partitions == self.num_partitions
