@@ -24,13 +24,18 @@ RDD, read after later batches, is recomputed from the chain since the truncation
 it, so the cut RDDs that chain reads are **lent** to it (:meth:`BatchCache.lend`): a
 truncation that would release them keeps them cached until every outputs RDD that needs
 them is garbage-collected. A reliable checkpoint (``sc.setCheckpointDir``) needs no loan.
+
+With a ``checkpoint_dir`` committed every batch and the bridge jar, none of this is needed:
+each commit rebases the state on its files (:func:`~sparkbalance.state.checkpoint.rebased`),
+so there is no truncation and the carried state is not cut; what stays to track is which
+committed files an outputs RDD handed out may read (:class:`FileLoans`).
 """
 from __future__ import annotations
 
 import weakref
 from typing import Any, Iterable
 
-__all__ = ["BatchCache"]
+__all__ = ["BatchCache", "FileLoans"]
 
 
 class _Loans:
@@ -76,6 +81,44 @@ class _Loans:
         for k in list(self._released):
             _unpersist(self._rdds.get(k))
         self._count, self._rdds, self._released = {}, {}, set()
+
+
+class FileLoans:
+    """Checkpoint directories that outputs RDDs handed out may still read: a batch's
+    outputs recompute from the state files its merge read (a rebased state, see
+    :func:`~sparkbalance.state.checkpoint.rebased`), so a commit keeps those files until
+    every such outputs RDD is garbage-collected.
+
+    Examples
+    --------
+    >>> class Out: pass
+    >>> loans, out = FileLoans(), Out()
+    >>> loans.lend(out, "state-00000003-ab12cd34"); loans.names()
+    ('state-00000003-ab12cd34',)
+    >>> del out; loans.names()
+    ()
+    """
+
+    def __init__(self) -> None:
+        self._count: dict[str, int] = {}
+
+    def lend(self, borrower: Any, name: str | None) -> None:
+        """Keep ``name`` while ``borrower`` lives (nothing when ``name`` is None)."""
+        if name is None:
+            return
+        self._count[name] = self._count.get(name, 0) + 1
+        weakref.finalize(borrower, self._give_back, name)
+
+    def _give_back(self, name: str) -> None:
+        n = self._count.get(name, 0) - 1
+        if n > 0:
+            self._count[name] = n
+        else:
+            self._count.pop(name, None)
+
+    def names(self) -> tuple[str, ...]:
+        """The directories some live borrower may read."""
+        return tuple(self._count)
 
 
 def _unpersist(rdd: Any) -> None:

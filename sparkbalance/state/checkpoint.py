@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .framed import FramedState
 
 __all__ = ["BatchOutputs", "outputs_frames", "save_checkpoint", "restore_checkpoint",
-           "load_outputs", "Restored", "still_reads"]
+           "load_outputs", "Restored", "still_reads", "rebased"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,8 @@ def _outputs_fields(store: Any, token: str, outputs: BatchOutputs | None,
 def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id: int | None,
                     planner: str, window: int | None, num_keys: int, state_bytes: float,
                     outputs: BatchOutputs | None = None, previous: Manifest | None = None,
-                    keep: Collection[str] = (), fence: Callable[[], None] | None = None,
+                    keep: Collection[str] | Callable[[Manifest], Collection[str]] = (),
+                    fence: Callable[[], None] | None = None,
                     pending: Any = None, pending_seq: int | None = None) -> Manifest:
     """Commit ``state`` (frames, layout with version), the last applied batch id and that
     batch's outputs to ``store`` (:mod:`~sparkbalance.state.store`); return the manifest.
@@ -99,7 +100,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
 
     Everything is written under new names; ``fence()`` (the lease check) runs just before
     the manifest's atomic replace, the commit; then files of older saves are removed except
-    ``keep``. Any failure before the commit is a :class:`CheckpointError` naming the
+    ``keep`` (or ``keep(manifest)``, called once committed: what the caller still reads
+    after acting on the commit). Any failure before the commit is a :class:`CheckpointError` naming the
     directory and the cause; ``previous`` (the last commit) then stays in force, and the
     half-written files are removed (best effort: they are never read).
 
@@ -139,6 +141,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
                   "force" if previous is not None else "nothing was committed")
         raise CheckpointError(f"cannot write the checkpoint to {store.display()} "
                               f"({error_cause(e)}); {before}") from e
+    if callable(keep):
+        keep = keep(man)
     try:
         clean_stale(store, man, keep)
     except Exception:  # noqa: BLE001 - committed; leftovers are removed after the next one
@@ -243,6 +247,38 @@ def restore_checkpoint(store: Any, ops: "FrameOps", *, planner: str, window: int
     return Restored(state, man.seq, man.last_batch_id, num_keys,
                     float(sum(r[2] for r in rows)), man, pending,
                     -1 if pending is None else int(man.pending_seq))
+
+
+def rebased(state: "FramedState", store: Any, man: Manifest) -> "FramedState | None":
+    """``state`` based on the files of commit ``man`` (written from it): partition ``i``
+    is read from the cache while the block of ``i`` exists, else from part file ``i``
+    (verified like a resume), so recomputing it costs one file, not the batches since the
+    last lineage cut (the bridge's ``StateFiles.rebase``). None when it cannot be: no
+    bridge jar, or no persisted RDD holds the state's frames.
+
+    Examples
+    --------
+    >>> op_state = rebased(op_state, store, manifest)            # doctest: +SKIP
+    """
+    from . import frames as fr
+    from .framed import FramedState
+    from .statefiles import read_parts
+
+    ops = state.ops
+    anchor = state.anchor
+    if anchor is None and getattr(state.rdd, "is_cached", False):
+        anchor = state.rdd
+    if not ops.jvm or anchor is None or not anchor.is_cached:
+        return None
+    if man.num_physical != state.num_physical:
+        raise ValueError(f"rebase of {state.num_physical} partitions on a commit of "
+                         f"{man.num_physical}")
+    # The digest check is enough here: the files were written from this very state.
+    files = read_parts(ops.sc, store, man.state_dir, man.state_files, man.num_physical)
+    jrdd = ops.sc._jvm.io.sparkbalance.bridge.StateFiles.rebase(
+        anchor._jrdd, fr.TAG_STATE, files._jrdd)
+    return FramedState(ops, ops.wrap(jrdd), state.layout, state.num_groups, state.cached,
+                       anchor=anchor)
 
 
 def load_outputs(store: Any, sc: Any, man: Manifest) -> Any:

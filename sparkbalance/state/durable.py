@@ -9,13 +9,16 @@ the operator kept in its own module, not a class to use alone.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from .checkpoint import load_outputs, restore_checkpoint, save_checkpoint, still_reads
+from .checkpoint import load_outputs, rebased, restore_checkpoint, save_checkpoint, still_reads
 from . import report
 from .lease import Lease
 
 __all__ = ["Durable"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class Durable:
@@ -37,8 +40,29 @@ class Durable:
             self._store, self._state, seq=self._seq, last_batch_id=self.last_batch_id,
             planner=self.planner, window=self.window, num_keys=self._num_keys,
             state_bytes=self._state_bytes, outputs=self._outputs, previous=self._manifest,
-            keep=() if self._resumed is None else (self._resumed[0],),
-            fence=self._lease.check, pending=self._pending, pending_seq=self._pending_seq)
+            keep=self._rebase, fence=self._lease.check, pending=self._pending,
+            pending_seq=self._pending_seq)
+
+    def _rebase(self, man: Any) -> tuple[str, ...]:
+        """Once ``man`` has committed: base the state on its files (a lost cached block is
+        then read back from one part file, not recomputed from the batches before), and
+        name the files that must stay — those the state, a resumed state or an outputs
+        RDD handed out may still read."""
+        try:
+            new = rebased(self._state, self._store, man)
+        except Exception as e:  # noqa: BLE001 - committed; the unrebased state stays exact
+            _LOG.warning("sparkbalance keyed state: state not based on %s (%s); a lost "
+                         "block recomputes from lineage", self._store.display(man.state_dir),
+                         e)
+            new = None
+        if new is not None:
+            self._state, self._base_dir = new, man.state_dir
+        keep = list(self._files.names())
+        if self._base_dir is not None:
+            keep.append(self._base_dir)
+        if self._resumed is not None:
+            keep.append(self._resumed[0])
+        return tuple(keep)
 
     def last_outputs(self) -> Any:
         """The outputs, an RDD of ``(key, output)``, of the last applied batch — also after
@@ -79,4 +103,5 @@ class Durable:
         self._num_keys, self._state_bytes = got.num_keys, got.state_bytes
         self._manifest = got.manifest
         self._resumed = (got.manifest.state_dir, got.state.rdd)
+        self._base_dir = got.manifest.state_dir
         return True

@@ -43,6 +43,10 @@ class FramedState:
     num_groups : G, the key groups the frames are cut by.
     cached : RDDs this state reads from cache and that the owner releases later (e.g. the
         arrivals of a migration).
+    anchor : the persisted RDD whose ``S`` frames are exactly this state's, when ``rdd`` is
+        a narrow view of it (a merged batch); None when ``rdd`` itself is the persisted
+        one or nothing is. A checkpoint rebases the state on its files through it
+        (:func:`~sparkbalance.state.checkpoint.rebased`).
 
     Examples
     --------
@@ -52,12 +56,13 @@ class FramedState:
     """
 
     def __init__(self, ops: FrameOps, rdd: Any, layout: TableLayout | GroupLayout,
-                 num_groups: int, cached: tuple = ()) -> None:
+                 num_groups: int, cached: tuple = (), anchor: Any = None) -> None:
         self.ops = ops
         self.rdd = rdd
         self.layout = layout
         self.num_groups = int(num_groups)
         self.cached = tuple(cached)
+        self.anchor = anchor
 
     @classmethod
     def empty(cls, ops: FrameOps, layout: TableLayout | GroupLayout, num_groups: int
@@ -285,7 +290,7 @@ class Merged:
         """The state after the batch (lazy, narrow over the merged frames)."""
         b = self.base
         return FramedState(b.ops, b.ops.select(self.rdd, fr.TAG_STATE), self.layout,
-                           b.num_groups)
+                           b.num_groups, anchor=self.rdd)
 
     def outputs(self) -> Any:
         """The batch's outputs, an RDD of ``(key, output)`` (lazy)."""

@@ -47,7 +47,7 @@ import numpy as np
 from ..routing.base import check_num_partitions
 from ..spark import conf
 from ..spark.jobs import sparkbalance_job_group
-from .caching import BatchCache
+from .caching import BatchCache, FileLoans
 from .checkpoint import BatchOutputs, outputs_frames
 from .durable import Durable
 from .rescaling import Rescaling
@@ -213,6 +213,8 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
         self._outputs: BatchOutputs | None = None     # the last applied batch's outputs
         self._manifest = None                           # the last commit
         self._resumed: tuple[str, Any] | None = None    # (state dir, RDD) a resume reads
+        self._base_dir: str | None = None     # the state files the state falls back to
+        self._files = FileLoans()             # state files outputs handed out may read
         self.checkpoint_dir = checkpoint_dir
         self._store = None if checkpoint_dir is None else store_for(self.sc, checkpoint_dir)
         self._lease: Lease | None = None
@@ -247,11 +249,14 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
             m = self._measure(merged)
             decision = self._decide(m)
             self._outputs = BatchOutputs(seq, batch_id, outputs_frames(merged))
+            outputs = merged.outputs()
+            # before the commit, whose cleanup would remove the files the merge read
+            self._files.lend(outputs, self._base_dir)
             self._record(seq, batch_id, m, decision, t0)
         except BaseException:
             snap.restore(self)      # not advanced: a retry applies the batch exactly once
             raise
-        return self._cache.lend(merged.outputs())   # readable late, also past truncations
+        return self._cache.lend(outputs)   # readable late, also past truncations
 
     def merge_rdd(self, batch: Any) -> Any:
         """The lazy merge of ``batch`` into the state (no job runs), as :meth:`process`
@@ -276,9 +281,10 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
         the layout the batch was routed with) and measure the batch's loads under it. A
         riding migration is checked (keys out = keys in) and recorded."""
         seq = self._seq
-        truncated = (seq + 1) % self.truncate_every == 0
+        rebasing = self._rebasing
+        truncated = not rebasing and (seq + 1) % self.truncate_every == 0
         self._cache.persist(merged.rdd, truncated)
-        if merged.moves:
+        if merged.moves and not rebasing:
             self._cache.cut(merged.carried)
         group = f"sparkbalance-state-{id(self)}-{seq}"
         t0 = time.perf_counter()
@@ -300,7 +306,7 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
         if merged.moves:
             # A truncated merge no longer reads the carried state; else keep it until the
             # next truncation (a recomputation of this batch reads it, not the old state).
-            if truncated:
+            if truncated or rebasing:
                 self._cache.hold(merged.carried)
             else:
                 self._cache.keep_until_truncation(merged.carried)
@@ -315,6 +321,14 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
         self._last = m
         self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
         return m
+
+    @property
+    def _rebasing(self) -> bool:
+        """Every batch commits and the bridge can base the state on the commit's files:
+        lineage then never reaches past the previous batch, so no truncation is needed
+        and a migration's carried state need not be cut (both stay recomputable)."""
+        return (self._store is not None and self.checkpoint_every == 1
+                and self._state.ops.jvm)
 
     def _decide(self, m: Measurement) -> Decision | None:
         """The planned layout when λ > 1 + θ, the plan improves λ and (payoff trigger) the
@@ -403,7 +417,7 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
     # ------------------------------------------------------------------ durability
     def _snapshot(self) -> Snapshot:
         return Snapshot(self, ("_state", "_seq", "last_batch_id", "_num_keys",
-                               "_state_bytes", "_last", "_outputs", "_manifest", "_resumed",
+                               "_state_bytes", "_last", "_outputs", "_manifest", "_resumed", "_base_dir",
                                "history", "migrations", "_pending", "_pending_seq",
                                "_judgement", "_plan_seconds"), cache="_cache")
 

@@ -1,0 +1,205 @@
+package io.sparkbalance.bridge;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.ObjectInputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.BytesWritable;
+import org.apache.hadoop.io.NullWritable;
+import org.apache.hadoop.io.SequenceFile;
+import org.apache.spark.Partition;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.deploy.SparkHadoopUtil;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.storage.BlockResult;
+import org.apache.spark.storage.RDDBlockId;
+
+import scala.Option;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
+
+/**
+ * The keyed state based on its committed checkpoint files, so that losing a cached block
+ * costs one read of one part file instead of a recomputation of every batch since the
+ * last lineage cut.
+ *
+ * <p>After a checkpoint commits, the state's frames exist twice: cached (the blocks of the
+ * batch's merged RDD, the <em>anchor</em>) and in the part files just written. {@link
+ * #rebase} returns an RDD whose only dependency is the files: partition {@code i} is the
+ * anchor's cached block {@code i} (its frames of one tag) while that block exists
+ * anywhere in the cluster, else the part file. Its lineage is one narrow read, whatever
+ * came before; the anchor is reached through the block manager, not as a dependency, so
+ * the scheduler never plans, and a task never serialises, the anchor's lineage.
+ *
+ * <p>{@link #parts} reads the part files that PySpark's {@code saveAsPickleFile} writes
+ * ({@code part-NNNNN}: a Hadoop sequence file of Java-serialised arrays of pickled
+ * batches), partition {@code i} from file {@code i} (a narrow read, no shuffle): the
+ * elements are the pickled batches, which Python unpickles and verifies.
+ */
+public final class StateFiles {
+  private StateFiles() {}
+
+  private static final ClassTag<byte[]> BYTES = ClassTag$.MODULE$.apply(byte[].class);
+
+  /** The part files {@code part-00000 ...} of {@code dir}, partition {@code i} file {@code i}. */
+  public static JavaRDD<byte[]> parts(JavaSparkContext jsc, String dir, int numParts) {
+    List<Integer> index = new ArrayList<>(numParts);
+    for (int i = 0; i < numParts; i++) {
+      index.add(i);
+    }
+    final String d = dir;
+    return jsc.parallelize(index, numParts)
+        .mapPartitionsWithIndex((pid, it) -> new PartReader(d, pid), true);
+  }
+
+  /**
+   * Partition {@code i}: the frames with tag {@code tag} of {@code anchor}'s cached block
+   * {@code i} when the block exists, else partition {@code i} of {@code files}. Both must
+   * hold the same frames (the files were written from the anchor's frames of that tag).
+   */
+  public static JavaRDD<byte[]> rebase(JavaRDD<byte[]> anchor, byte tag, JavaRDD<byte[]> files) {
+    if (anchor.getNumPartitions() != files.getNumPartitions()) {
+      throw new IllegalArgumentException("rebase of " + anchor.getNumPartitions()
+          + " cached partitions on " + files.getNumPartitions() + " files; expected equal counts");
+    }
+    return new Rebased(files.rdd(), anchor.rdd().id(), tag).toJavaRDD();
+  }
+
+  /** See {@link #rebase}. */
+  static final class Rebased extends RDD<byte[]> {
+    private static final long serialVersionUID = 1L;
+    private final int anchorId;
+    private final byte tag;
+
+    Rebased(RDD<byte[]> files, int anchorId, byte tag) {
+      super(files, BYTES);
+      this.anchorId = anchorId;
+      this.tag = tag;
+    }
+
+    @Override
+    public Partition[] getPartitions() {
+      return firstParent(BYTES).partitions();
+    }
+
+    @Override
+    public scala.collection.Iterator<byte[]> compute(Partition split, TaskContext context) {
+      Option<BlockResult> got = SparkEnv.get().blockManager()
+          .get(new RDDBlockId(anchorId, split.index()), BYTES);
+      if (got.isDefined()) {
+        return new Tagged(got.get().data(), tag);
+      }
+      return firstParent(BYTES).iterator(split, context);
+    }
+  }
+
+  /** The {@code byte[]} frames of a block's values with one tag (lazy). */
+  static final class Tagged extends scala.collection.AbstractIterator<byte[]> {
+    private final scala.collection.Iterator<Object> in;
+    private final byte tag;
+    private byte[] next;
+
+    Tagged(scala.collection.Iterator<Object> in, byte tag) {
+      this.in = in;
+      this.tag = tag;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null && in.hasNext()) {
+        byte[] f = (byte[]) in.next();
+        if (f.length >= 5 && f[0] == tag) {
+          next = f;
+        }
+      }
+      return next != null;
+    }
+
+    @Override
+    public byte[] next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      byte[] f = next;
+      next = null;
+      return f;
+    }
+  }
+
+  /** The records of one part file, opened on first use and closed at its end. */
+  static final class PartReader implements Iterator<byte[]> {
+    private final Path path;
+    private SequenceFile.Reader reader;
+    private byte[][] chunk;
+    private int at;
+    private boolean done;
+
+    PartReader(String dir, int pid) {
+      this.path = new Path(dir, String.format("part-%05d", pid));
+    }
+
+    private void open() throws IOException {
+      Configuration conf = SparkHadoopUtil.get().newConfiguration(SparkEnv.get().conf());
+      reader = new SequenceFile.Reader(conf, SequenceFile.Reader.file(path));
+      TaskContext tc = TaskContext.get();
+      if (tc != null) {
+        final SequenceFile.Reader r = reader;
+        tc.addTaskCompletionListener(new org.apache.spark.util.TaskCompletionListener() {
+          @Override
+          public void onTaskCompletion(TaskContext context) {
+            try {
+              r.close();
+            } catch (IOException ignored) {
+              // closing a reader that hit the end already: nothing left to release
+            }
+          }
+        });
+      }
+    }
+
+    @Override
+    public boolean hasNext() {
+      try {
+        while (!done && (chunk == null || at >= chunk.length)) {
+          if (reader == null) {
+            open();
+          }
+          BytesWritable value = new BytesWritable();
+          if (!reader.next(NullWritable.get(), value)) {
+            reader.close();
+            done = true;
+            break;
+          }
+          try (ObjectInputStream in = new ObjectInputStream(
+              new ByteArrayInputStream(value.getBytes(), 0, value.getLength()))) {
+            chunk = (byte[][]) in.readObject();
+          } catch (ClassNotFoundException e) {
+            throw new IOException(path + ": not a file of pickled batches", e);
+          }
+          at = 0;
+        }
+        return !done;
+      } catch (IOException e) {
+        throw new UncheckedIOException(path + ": " + e.getMessage(), e);
+      }
+    }
+
+    @Override
+    public byte[] next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      return chunk[at++];
+    }
+  }
+}
