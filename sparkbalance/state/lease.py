@@ -84,6 +84,9 @@ class Lease:
         self.held = False
         self.lost: str | None = None
         self._stop = threading.Event()
+        # A beat that read the file just before release() removed it must not write it
+        # back (a released directory would then look held by this owner until stale).
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ file
@@ -176,26 +179,29 @@ class Lease:
 
     def heartbeat(self) -> None:
         """Refresh the heartbeat while the file names this owner."""
-        if not self.held:
-            return
-        cur = self.read()
-        if cur is None or cur["owner"] != self.owner:
-            self.lost = "the lease file names another owner" if cur else "the lease file is gone"
-            return
-        self.store.write_atomic(LEASE, self._encode())
+        with self._lock:
+            if not self.held:
+                return
+            cur = self.read()
+            if cur is None or cur["owner"] != self.owner:
+                self.lost = ("the lease file names another owner" if cur
+                             else "the lease file is gone")
+                return
+            self.store.write_atomic(LEASE, self._encode())
 
     def release(self) -> None:
         """Stop the heartbeat and remove the lease file if it is still this owner's."""
         self._stop.set()
-        if not self.held:
-            return
-        self.held = False
-        try:
-            cur = self.read()
-            if cur is not None and cur["owner"] == self.owner:
-                self.store.remove(LEASE)
-        except Exception:  # noqa: BLE001 - release is best effort (a stopped context)
-            pass
+        with self._lock:
+            if not self.held:
+                return
+            self.held = False
+            try:
+                cur = self.read()
+                if cur is not None and cur["owner"] == self.owner:
+                    self.store.remove(LEASE)
+            except Exception:  # noqa: BLE001 - release is best effort (a stopped context)
+                pass
 
     # ------------------------------------------------------------------ thread
     def _start(self) -> None:
