@@ -132,3 +132,23 @@ def test_a_changed_state_file_is_refused_when_read_back(sc, tmp_path, drop_block
     with pytest.raises(Exception, match="corrupt|checksum|part-00001"):
         op.collect_state()
     op.close()
+
+
+def test_cached_blocks_read_back_from_disk_are_the_state(sc, tmp_path):
+    """The rebased state reads cached blocks that are deserialised on the way (on disk
+    here; on another executor, where the class tag they were stored with decides the
+    serializer, in ``integration/test_state_cluster.py``)."""
+    from pyspark import StorageLevel
+
+    batches = _stream(4)
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="mixed",
+                            theta=0.02, trigger="paper", checkpoint_dir=tmp_path)
+    op._level = op._cache.level = StorageLevel.DISK_ONLY
+    ref: dict = {}
+    for t, b in enumerate(batches):
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        op.process(sc.parallelize(b, 2), batch_id=t)
+    assert op._state.anchor.getStorageLevel() == StorageLevel.DISK_ONLY
+    assert op.collect_state() == ref
+    op.close()

@@ -72,18 +72,25 @@ public final class StateFiles {
       throw new IllegalArgumentException("rebase of " + anchor.getNumPartitions()
           + " cached partitions on " + files.getNumPartitions() + " files; expected equal counts");
     }
-    return new Rebased(files.rdd(), anchor.rdd().id(), tag).toJavaRDD();
+    @SuppressWarnings("unchecked")
+    ClassTag<Object> stored = (ClassTag<Object>) (ClassTag<?>) anchor.rdd().elementClassTag();
+    return new Rebased(files.rdd(), anchor.rdd().id(), stored, tag).toJavaRDD();
   }
 
   /** See {@link #rebase}. */
   static final class Rebased extends RDD<byte[]> {
     private static final long serialVersionUID = 1L;
     private final int anchorId;
+    // The class tag the anchor's blocks were stored with: a block on disk or on another
+    // executor is deserialised by the serializer it picks (Kryo for byte[], Java for the
+    // Object tag of Java-API RDDs), so reading with another tag reads garbage.
+    private final ClassTag<Object> stored;
     private final byte tag;
 
-    Rebased(RDD<byte[]> files, int anchorId, byte tag) {
+    Rebased(RDD<byte[]> files, int anchorId, ClassTag<Object> stored, byte tag) {
       super(files, BYTES);
       this.anchorId = anchorId;
+      this.stored = stored;
       this.tag = tag;
     }
 
@@ -95,7 +102,7 @@ public final class StateFiles {
     @Override
     public scala.collection.Iterator<byte[]> compute(Partition split, TaskContext context) {
       Option<BlockResult> got = SparkEnv.get().blockManager()
-          .get(new RDDBlockId(anchorId, split.index()), BYTES);
+          .get(new RDDBlockId(anchorId, split.index()), stored);
       if (got.isDefined()) {
         return new Tagged(got.get().data(), tag);
       }
