@@ -72,15 +72,36 @@ def _executors(sc) -> list[str]:
     return [ids.apply(i) for i in range(ids.size())]
 
 
+@pytest.fixture
+def two_executors(cluster_spark):
+    """A local-cluster session with both executors: the shared one, or (after a test here
+    killed one: local-cluster does not start a replacement) a new one, stopped after."""
+    if len(_executors(cluster_spark.sparkContext)) >= 2:
+        yield cluster_spark
+        return
+    from conftest import build_cluster_session
+    cluster_spark.stop()
+    session = build_cluster_session()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
 @pytest.mark.timeout(1800)   # two executors on a shared 2-core machine: minutes
-def test_executor_lost_mid_stream_keeps_the_state_exact(cluster_spark, tmp_path):
+@pytest.mark.parametrize("durable", [False, True], ids=["truncated", "rebased"])
+def test_executor_lost_mid_stream_keeps_the_state_exact(two_executors, tmp_path, durable):
+    """Without a checkpoint_dir the lineage is cut every truncate_every batches (reliably:
+    the context has a checkpoint directory); with one, every commit rebases the state on
+    its files, so the lost blocks are read back from the last commit."""
+    cluster_spark = two_executors
     sc = cluster_spark.sparkContext
     sc.setCheckpointDir(str(tmp_path / "spark-ck"))   # reliable truncation survives the loss
     driver = int(sc._jvm.ProcessHandle.current().pid())
     batches = [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
         shifting_zipf_counts(120, 4, 10, z=1.1, records_per_batch=480, f=2.0, seed=9))]
+    extra = {"checkpoint_dir": tmp_path / "ck"} if durable else {}
     op = KeyedStateOperator(cluster_spark, 4, update=operator.add, initial=0,
-                            planner="mixed", theta=0.02, trigger="paper")
+                            planner="mixed", theta=0.02, trigger="paper", **extra)
     ref: dict = {}
     killed, peak_after, peak_before = None, 0, 0
     try:

@@ -26,10 +26,12 @@ Reading the state between batches (``collect_state``, ``state_rdd``, ``blocks_rd
 their own (one job, :func:`~sparkbalance.state.migration.migrate_state`); a checkpoint
 saves it unmoved with the state, and a resume moves it in its first batch's shuffle.
 
-Lineage is a chain truncated every ``truncate_every`` batches
-(:mod:`~sparkbalance.state.caching`); on clusters where executors come and go, set
-``sc.setCheckpointDir``; an operator with a ``checkpoint_dir`` is restarted from its last
-durable checkpoint.
+With a ``checkpoint_dir`` (committed every batch) and the bridge jar, each commit bases the
+state on its files (:func:`~sparkbalance.state.checkpoint.rebased`): its lineage is one
+read, and a lost executor costs one batch of recomputation. Otherwise lineage is a chain
+truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.caching`); on
+clusters where executors come and go, set ``sc.setCheckpointDir`` then. An operator with a
+``checkpoint_dir`` is restarted from its last durable checkpoint.
 
 Long because: one batch's merge, measure, decide, record and the pending riding migration
 stay together; the read-only views (:mod:`.views`), ``scale`` (:mod:`.rescaling`) and the
@@ -120,12 +122,16 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
         (``hdfs://...``, ``s3a://...``; a shared file system on a cluster). An existing
         checkpoint there is resumed (and validated) when the operator is created; the
         operator owns the directory (a lease, released by :meth:`close`) until closed.
+        The state is then based on each commit's files (a lost executor costs one batch);
+        the previous commit's state files stay while an outputs RDD that may recompute
+        from them is referenced, so about twice the state is on disk.
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
     partition; for routing tables, G, the frame groups the state is cut into, default
     :data:`~sparkbalance.state.frames.DEFAULT_TABLE_GROUPS`), ``checkpoint_every``
-    (batches), ``truncate_every`` (lineage truncation), ``listener`` (a
+    (batches), ``truncate_every`` (lineage truncation; none with a ``checkpoint_dir``
+    committed every batch), ``listener`` (a
     :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become measured task
     seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params`` (planner
     constructor arguments; an unknown one is a ``TypeError``), ``trigger`` (``"payoff"``,
