@@ -12,9 +12,11 @@ For each: wall seconds, CPU seconds of the driver JVM and everything below it (e
 JVMs, Python daemons and workers; exited children included), the peak count of Python
 processes below the driver JVM and the peak RSS (MB) of the executor JVMs and of those
 Python processes, sampled every 0.2 s. ``--truncate-every`` sets the operator's lineage
-truncation period (default: the operator's default).
+truncation period (default: the operator's default); ``--durable`` gives the operator a
+``checkpoint_dir`` (each batch commits, and the state is based on the committed files).
 
-``python integration/benchmarks/bench_recovery.py [--batches 30] [--truncate-every 100]``
+``python integration/benchmarks/bench_recovery.py [--batches 30] [--truncate-every 100]
+[--durable]``
 (minutes on a shared 2-core machine; run it niced).
 """
 from __future__ import annotations
@@ -133,6 +135,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=30)
     ap.add_argument("--truncate-every", type=int, default=None)
+    ap.add_argument("--durable", action="store_true",
+                    help="give the operator a checkpoint_dir: every batch commits and the "
+                         "state is rebased on the committed files")
     args = ap.parse_args(argv)
     spark = build_cluster_session()
     sc = spark.sparkContext
@@ -142,6 +147,8 @@ def main(argv=None) -> None:
     sc.setCheckpointDir(os.path.join(tmp, "spark-ck"))
     driver = int(sc._jvm.ProcessHandle.current().pid())
     extra = {} if args.truncate_every is None else {"truncate_every": args.truncate_every}
+    if args.durable:
+        extra["checkpoint_dir"] = os.path.join(tmp, "state-ck")
     op = KeyedStateOperator(spark, 4, update=operator.add, initial=0, planner="mixed",
                             theta=0.02, trigger="paper", **extra)
     batches = [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
@@ -160,7 +167,7 @@ def main(argv=None) -> None:
         if t == 2:
             early, early_want = out, n
     print(f"{args.batches} batches, {sum(h.rebalanced for h in op.history)} migrated, "
-          f"truncate_every={op.truncate_every if hasattr(op, 'truncate_every') else extra}")
+          f"truncate_every={op.truncate_every}, checkpoint_dir={op.checkpoint_dir}")
     print(f"{'':>24} {'wall s':>7} {'cpu s':>7} {'#py':>4} {'py MB':>8} {'exec MB':>8}")
     last = per_batch[-5:]
     print(f"{'batch (median, last 5)':>24} "
