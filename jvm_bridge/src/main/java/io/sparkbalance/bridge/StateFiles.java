@@ -99,6 +99,58 @@ public final class StateFiles {
       return firstParent(BYTES).partitions();
     }
 
+    // Where the anchor's blocks are, fetched for all partitions at once and kept briefly:
+    // the scheduler asks partition by partition when it submits a stage.
+    private transient String[][] where;
+    private transient long whereAt;
+
+    /**
+     * The executors holding the anchor's block of {@code split}, so that a merge task
+     * runs where the state is cached (as it would reading the cached RDD itself) instead
+     * of fetching the block over the network. Overrides {@code RDD.getPreferredLocations}
+     * on Spark 4.x (Scala 2.13's {@code immutable.Seq}); on Spark 3.5 (Scala 2.12, whose
+     * method returns {@code collection.Seq}) it overrides nothing and is never called,
+     * so tasks run without this locality preference there.
+     */
+    @Override
+    public scala.collection.immutable.Seq<String> getPreferredLocations(Partition split) {
+      long now = System.nanoTime();
+      if (where == null || now - whereAt > 1_000_000_000L) {
+        int n = partitions().length;
+        org.apache.spark.storage.BlockId[] ids = new org.apache.spark.storage.BlockId[n];
+        for (int i = 0; i < n; i++) {
+          ids[i] = new RDDBlockId(anchorId, i);
+        }
+        scala.collection.Iterator<scala.collection.immutable.Seq<
+            org.apache.spark.storage.BlockManagerId>> all =
+            SparkEnv.get().blockManager().master().getLocations(ids).iterator();
+        String[][] w = new String[n][];
+        for (int i = 0; i < n && all.hasNext(); i++) {
+          List<String> hosts = new ArrayList<>();
+          scala.collection.Iterator<org.apache.spark.storage.BlockManagerId> it =
+              all.next().iterator();
+          while (it.hasNext()) {
+            org.apache.spark.storage.BlockManagerId b = it.next();
+            // the form TaskLocation parses as an executor holding a cached block
+            hosts.add("executor_" + b.host() + "_" + b.executorId());
+          }
+          w[i] = hosts.toArray(new String[0]);
+        }
+        where = w;
+        whereAt = now;
+      }
+      @SuppressWarnings("unchecked")
+      scala.collection.immutable.List<String> out =
+          (scala.collection.immutable.List<String>) (Object) scala.collection.immutable.Nil$.MODULE$;
+      String[] hosts = split.index() < where.length ? where[split.index()] : null;
+      if (hosts != null) {
+        for (String h : hosts) {
+          out = out.$colon$colon(h);
+        }
+      }
+      return out;
+    }
+
     @Override
     public scala.collection.Iterator<byte[]> compute(Partition split, TaskContext context) {
       Option<BlockResult> got = SparkEnv.get().blockManager()
