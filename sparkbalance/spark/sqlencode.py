@@ -153,12 +153,13 @@ def _double_bytes(x: "Column") -> "Column":
 
 
 def _plain_decimal_text(a: "Column") -> "Column":
-    """Plain digits of a non-negative DECIMAL column on every Spark line ("0.0000001").
+    """Plain digits of a non-negative DECIMAL column in every SQL mode ("0.0000001").
 
-    Spark 4 casts a decimal to its plain string; Spark 3.5 casts it by Java's
-    ``BigDecimal.toString``, which is scientific below 1E-6 ("1.00E-37", a zero of scale 9
+    In ANSI mode (Spark 4's default) a decimal casts to its plain string; outside it (Spark
+    3.5's default, or ``spark.sql.ansi.enabled=false`` on 4.x) by Java's
+    ``BigDecimal.toString``, which is scientific below 1E-6 ("1E-37", a zero of scale 9
     "0E-9"). That text is rewritten here as "0." and the mantissa's digits left-padded to
-    the value's scale (mantissa fraction digits minus the exponent), so both lines hash a
+    the value's scale (mantissa fraction digits minus the exponent), so both modes hash a
     DECIMAL(38,37) ``1E-37`` or a DECIMAL(10,9) zero as Python does.
     """
     F = _F()
