@@ -36,57 +36,14 @@ sys.path.insert(0, str(ROOT / "integration"))
 
 from conftest import build_cluster_session  # noqa: E402
 
+from sparkbalance.bench.cpu import (ProcessTreeCPU, count_and_rss, is_jvm,  # noqa: E402
+                                    is_pyspark, tree_usage)
 from sparkbalance.state.operator import KeyedStateOperator  # noqa: E402
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts  # noqa: E402
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _tree(root: int) -> list[tuple[int, bytes]]:
-    """(pid, cmdline) of every descendant of ``root`` (parents read from /proc/*/stat)."""
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        kids.setdefault(ppid, []).append(int(d))
-    out, stack = [], list(kids.get(root, []))
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                out.append((pid, f.read()))
-        except OSError:
-            pass
-        stack.extend(kids.get(pid, []))
-    return out
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * _PAGE / 2 ** 20
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and of its exited, waited-for children."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            f = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(x) for x in f[11:15]) / _TICK
-
-
 def tree_cpu(root: int) -> float:
-    return _cpu_s(root) + sum(_cpu_s(p) for p, _ in _tree(root))
+    """CPU seconds of ``root`` and every process below it, exited children included."""
+    return ProcessTreeCPU(root).seconds()
 
 
 class Peak:
@@ -98,12 +55,11 @@ class Peak:
         self.py_mb = self.exec_mb = 0.0
 
     def sample(self) -> None:
-        procs = _tree(self.root)
-        py = [p for p, c in procs if b"pyspark" in c]
-        jvm = [p for p, c in procs if c.split(b"\0")[0].endswith(b"java")]
-        self.workers = max(self.workers, len(py))
-        self.py_mb = max(self.py_mb, sum(_rss_mb(p) for p in py))
-        self.exec_mb = max(self.exec_mb, sum(_rss_mb(p) for p in jvm))
+        procs = tree_usage(self.root)
+        workers, py_mb = count_and_rss(procs, is_pyspark)
+        self.workers = max(self.workers, workers)
+        self.py_mb = max(self.py_mb, py_mb)
+        self.exec_mb = max(self.exec_mb, count_and_rss(procs, is_jvm)[1])
 
     def __enter__(self) -> "Peak":
         def run() -> None:

@@ -27,76 +27,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sparkbalance.bench.cpu import (ProcessTreeCPU, count_and_rss, is_jvm,  # noqa: E402
+                                    is_pyspark, tree_usage)
 from sparkbalance.bench.session import local_session  # noqa: E402
 from sparkbalance.state.operator import KeyedStateOperator  # noqa: E402
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * _PAGE / 2 ** 20
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _children(pid: int) -> list[int]:
-    """Every descendant of ``pid``. A JVM starts processes from many threads, and
-    ``/proc/<pid>/task/<tid>/children`` lists only the children of thread ``tid``: read
-    every thread's list (the main thread's alone missed every Python worker)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        kids: list[int] = []
-        try:
-            tids = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            tids = []
-        for tid in tids:
-            try:
-                with open(f"/proc/{p}/task/{tid}/children") as fh:
-                    kids += [int(c) for c in fh.read().split()]
-            except OSError:
-                pass
-        out += kids
-        todo += kids
-    return out
-
-
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int, reaped: bool = False) -> float:
-    """CPU seconds (user + system) of ``pid``; with ``reaped`` also of its exited and
-    waited-for children (a worker that ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            f = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if reaped else 0)
-    return ticks / _TICK
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def memory() -> dict[str, float]:
-    """RSS in MB of this Python driver, its JVM and the JVM's Python workers (summed)."""
+    """RSS in MB of this Python driver, its JVM and the JVM's Python workers (summed), and
+    the CPU seconds of all of them (exited workers included)."""
     me = os.getpid()
-    procs = _children(me)
-    jvms = [p for p in procs if "java" in _cmdline(p).split(" ")[0]]
-    workers = [p for j in jvms for p in _children(j) if "pyspark" in _cmdline(p)]
-    return {"py_driver": _rss_mb(me), "jvm": sum(_rss_mb(p) for p in jvms),
-            "py_workers": sum(_rss_mb(p) for p in workers), "num_workers": len(workers),
-            "cpu": _cpu_s(me) + sum(_cpu_s(p) for p in jvms)
-            + sum(_cpu_s(p, reaped=True) for p in workers)}
+    procs = tree_usage(me, include_root=True)       # this driver first
+    # the Python workers are below the JVM, the only JVM below this driver in local mode
+    num_workers, workers_mb = count_and_rss(procs[1:], is_pyspark)
+    return {"py_driver": procs[0].rss_mb, "jvm": count_and_rss(procs[1:], is_jvm)[1],
+            "py_workers": workers_mb, "num_workers": num_workers,
+            "cpu": ProcessTreeCPU(me).seconds()}
 
 
 class Collected:

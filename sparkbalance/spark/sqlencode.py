@@ -152,14 +152,36 @@ def _double_bytes(x: "Column") -> "Column":
             .otherwise(_ieee_bytes(x)))
 
 
+def _plain_decimal_text(a: "Column") -> "Column":
+    """Plain digits of a non-negative DECIMAL column in every SQL mode ("0.0000001").
+
+    In ANSI mode (Spark 4's default) a decimal casts to its plain string; outside it (Spark
+    3.5's default, or ``spark.sql.ansi.enabled=false`` on 4.x) by Java's
+    ``BigDecimal.toString``, which is scientific below 1E-6 ("1E-37", a zero of scale 9
+    "0E-9"). That text is rewritten here as "0." and the mantissa's digits left-padded to
+    the value's scale (mantissa fraction digits minus the exponent), so both modes hash a
+    DECIMAL(38,37) ``1E-37`` or a DECIMAL(10,9) zero as Python does.
+    """
+    F = _F()
+    text = a.cast("string")
+    mant = F.substring_index(text, "E", 1)                  # "1.00", "1", "0"
+    exp = F.substring_index(text, "E", -1).cast("int")      # -37 (at most -7)
+    digits = F.regexp_replace(mant, "[.]", "")
+    mant_scale = F.when(F.instr(mant, ".") > 0,
+                        F.length(F.substring_index(mant, ".", -1))).otherwise(F.lit(0))
+    # call_function: PySpark 3.5's F.lpad takes only an int length, not a Column
+    fixed = F.concat(F.lit("0."), F.call_function("lpad", digits, mant_scale - exp, F.lit("0")))
+    return F.when(F.instr(text, "E") > 0, fixed).otherwise(text)
+
+
 def _decimal_bytes(c: "Column", precision: int, scale: int) -> "Column":
     """Canonical bytes of a DECIMAL(p, s) as :func:`hashing.raw_hash` of the Decimal."""
     F = _F()
     if scale <= 0:
         return F.when(c.isNull(), _bytes_lit(b"n")).otherwise(_int_text(c))
-    # Plain digits (Spark casts a decimal to its plain string, scale s kept: "0.50");
-    # no arithmetic: c * 10**s would overflow DECIMAL(38) for large scales.
-    plain = F.abs(c).cast("string")
+    # Plain digits, scale s kept ("0.50"); no arithmetic: c * 10**s would overflow
+    # DECIMAL(38) for large scales.
+    plain = _plain_decimal_text(F.abs(c))
     ip = F.substring_index(plain, ".", 1)           # no leading zeros but a lone "0"
     fr = F.regexp_replace(F.substring_index(plain, ".", -1), "0+$", "")
     integral = F.length(fr) == 0

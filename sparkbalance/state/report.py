@@ -13,8 +13,8 @@ points, one line each:
   batch ran with, the lower bound, the plan when one was made, and the keys, bytes and
   seconds of the migration that rode in the batch's shuffle) and logs one INFO line per
   plan, a WARNING when the planner found no feasible plan or the controller refused the
-  migration (once per operator until the reason changes: a stream would repeat it every
-  batch);
+  migration (each kind once per operator until a batch needs neither: a stream would
+  repeat it every batch, also when the two kinds alternate);
 * :func:`post_migration` logs every migration and posts one ``"migration"`` record for a
   migration run on its own (settled before a read of the state or a checkpoint, or
   ``scale``); a riding migration is reported in its batch's record instead, so each
@@ -45,7 +45,8 @@ __all__ = ["operator_name", "labelled", "batch_description", "post_batch", "post
 _LOG = logging.getLogger("sparkbalance")
 _NAMES: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 _COUNTER = itertools.count(1)
-_WARNED: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+# Warning kinds already printed per operator, kept until a batch needs neither warning.
+_WARNED: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
 # First Spark job id of the running process()/scale() call, for the record's job ids.
 _FIRST_JOB: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "sparkbalance_state_first_job", default=None)
@@ -165,9 +166,12 @@ def _layout_text(layout: Any) -> str:
     return f"routing table {layout.table_size}, v{layout.version}"
 
 
-def _warn_once(op: Any, reason: str, message: str, *args: Any) -> None:
-    level = logging.WARNING if _WARNED.get(op) != reason else logging.DEBUG
-    _WARNED[op] = reason
+def _warn_once(op: Any, kind: str, message: str, *args: Any) -> None:
+    # A set per operator, not the last kind: "infeasible" and a refusal can alternate from
+    # batch to batch, and remembering only the last would repeat both every other batch.
+    seen = _WARNED.setdefault(op, set())
+    level = logging.WARNING if kind not in seen else logging.DEBUG
+    seen.add(kind)
     _LOG.log(level, message, *args)
 
 

@@ -103,3 +103,23 @@ def test_sql_hash_of_float_keys_follows_spark_grouping(spark):
     hs = [r[0] for r in df.select(sqlhash.stable_hash(df, "d")).collect()]
     assert hs[0] == hs[1] == hashing.stable_hash(0) and hs[2] == hs[3]
     assert df.groupBy("d").count().count() == 2
+
+
+def test_small_decimals_hash_as_python_outside_ansi_mode(spark):
+    """Outside ANSI mode (Spark 3.5's default) a DECIMAL below 1E-6 casts to a scientific
+    string ("1E-37", a zero of scale 9 "0E-9"); its hash must still be the Python key's."""
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        tiny = [Decimal(0), Decimal("1E-37"), Decimal("-1E-37"), Decimal("1.5E-36"),
+                Decimal("1E-7"), Decimal("-5E-7"), Decimal("1E-6"), None]
+        for ddl, vals in [("decimal(38,37)", tiny),
+                          ("decimal(10,9)", [Decimal(0), Decimal("1E-9"), Decimal("-2.5E-8"),
+                                             Decimal("1E-7"), None])]:
+            df = spark.createDataFrame([(v,) for v in vals], f"k {ddl}")
+            rows = df.select("k", sqlhash.raw_hash(df, "k").alias("raw")).collect()
+            assert len(rows) == len(vals)
+            for r in rows:
+                assert r["raw"] == hashing.raw_hash(r["k"]), (ddl, r["k"])
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", before)

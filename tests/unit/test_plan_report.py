@@ -104,3 +104,30 @@ def test_no_better_plan_is_not_a_refusal(caplog):
     with caplog.at_level(logging.INFO, logger="sparkbalance"):
         report.post_batch(_op(j), m, None)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_alternating_warnings_each_print_once_until_the_situation_clears(caplog):
+    """"No plan within θ" and a refusal alternating: each printed once, not every other batch;
+    a batch needing neither clears both, so the next occurrence is printed again."""
+    refused = NS(migrate=False, reason="does not pay", imbalance=2.0, imbalance_planned=1.2,
+                 saving_s=0.1, cost_s=0.5)
+    fine = NS(migrate=False, reason="no better plan", imbalance=1.2, imbalance_planned=1.2,
+              saving_s=0.0, cost_s=0.0)
+    infeasible = NS(feasible=False, planned_moves=2, planned_bytes=20.0)
+    op = _op(refused)
+    m = NS(loads=np.array([6.0, 2.0]), active=np.array([0, 1]), cost=np.array([6.0, 2.0]))
+
+    def warnings_after(decisions):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="sparkbalance"):
+            for judgement, decision in decisions:
+                op._judgement = judgement
+                report.post_batch(op, m, decision)
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+    first = warnings_after([(refused, infeasible), (refused, None)] * 3)
+    assert len(first) == 2
+    assert "no plan within θ=0.1" in first[0] and "migration refused (does not pay" in first[1]
+    assert warnings_after([(fine, None)]) == []
+    again = warnings_after([(refused, infeasible), (refused, None)])
+    assert len(again) == 2
