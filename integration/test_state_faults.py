@@ -1,50 +1,26 @@
 """Keyed state on two executor JVMs losing one mid-stream: the state stays exact and the
 recomputation stays a chain (bounded Python workers), with migrations in most batches.
 
-Runs last in its session on purpose (it kills an executor and asks for a new one).
+Runs last in its session on purpose: it kills an executor (local-cluster starts no
+replacement, so a second case runs on a new session).
 """
 from __future__ import annotations
 
 import operator
-import os
 import threading
 import time
 
 import pytest
 
+from sparkbalance.bench.cpu import count_and_rss, is_pyspark, tree_usage
 from sparkbalance.state.operator import KeyedStateOperator
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
 
 
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        kids.setdefault(ppid, []).append(int(d))
-    return kids
-
-
 def _python_workers(root: int) -> int:
     """Python processes (daemons and workers) below the process ``root`` (the driver JVM:
-    local-cluster executors are its children)."""
-    kids = _children()
-    n, stack = 0, list(kids.get(root, []))
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"pyspark" in f.read():
-                    n += 1
-        except OSError:
-            pass
-        stack.extend(kids.get(pid, []))
-    return n
+    local-cluster executors are its children; the executor JVMs are not counted)."""
+    return count_and_rss(tree_usage(root), is_pyspark)[0]
 
 
 class _Peak:
