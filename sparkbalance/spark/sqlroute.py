@@ -32,7 +32,7 @@ from ..routing.base import PartitionFunction
 from ..routing.hash import HashPartitioner
 from ..routing.keygroups import GroupMapPartitioner, KeyGroupPartitioner
 from ..routing.table import RoutingTablePartitioner
-from . import sqlencode, sqlhash
+from . import sqlhash, sqlliteral
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -69,7 +69,7 @@ def coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
     routing entry routes the rows whose key equals it in Python, so ``1.0`` matches an INT
     ``1``, ``Decimal("0.5")`` a DOUBLE ``0.5``, ``-0.0`` the DOUBLE ``0.0`` and any NaN the
     one NaN group (Spark's normalisation), a tuple a STRUCT (a Row) or an ARRAY
-    (:func:`sqlencode.coerce_value`). An entry of another type can never match a row of
+    (:func:`sqlliteral.coerce_value`). An entry of another type can never match a row of
     these columns and is dropped.
 
     Examples
@@ -79,12 +79,12 @@ def coerce_key(key: Any, dtypes: Sequence[Any]) -> tuple[bool, Any]:
     (True, (1, 'a'))
     """
     if len(dtypes) == 1:
-        return sqlencode.coerce_value(key, dtypes[0])
+        return sqlliteral.coerce_value(key, dtypes[0])
     if not isinstance(key, tuple) or len(key) != len(dtypes):
         return False, None
     vals = []
     for e, t in zip(key, dtypes):
-        ok, v = sqlencode.coerce_value(e, t)
+        ok, v = sqlliteral.coerce_value(e, t)
         if not ok:  # a null column never reaches the table (NULL_PARTITION)
             return False, None
         vals.append(v)
@@ -120,15 +120,15 @@ def _lookup_column(df: "DataFrame", c: str, dtype: Any) -> "Column":
 
 def _key_sql_type(dtypes: Sequence[Any]) -> str:
     if len(dtypes) == 1:
-        return sqlencode.sql_type(dtypes[0])
-    return "struct<" + ",".join(f"c{j}:{sqlencode.sql_type(t)}"
+        return sqlliteral.sql_type(dtypes[0])
+    return "struct<" + ",".join(f"c{j}:{sqlliteral.sql_type(t)}"
                                 for j, t in enumerate(dtypes)) + ">"
 
 
 def _key_sql(key: Any, dtypes: Sequence[Any]) -> str:
     if len(dtypes) == 1:
-        return sqlencode.literal_sql(key, dtypes[0])
-    parts = ", ".join(f"'c{j}', {sqlencode.literal_sql(e, t)}" for j, (e, t) in
+        return sqlliteral.literal_sql(key, dtypes[0])
+    parts = ", ".join(f"'c{j}', {sqlliteral.literal_sql(e, t)}" for j, (e, t) in
                       enumerate(zip(key, dtypes)))
     return f"CAST(named_struct({parts}) AS {_key_sql_type(dtypes)})"
 
