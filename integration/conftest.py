@@ -43,6 +43,12 @@ def build_cluster_session():
     return builder.getOrCreate()
 
 
+def executor_ids(sc) -> list[str]:
+    """The ids of the executors the context has now (killed ones drop out)."""
+    ids = sc._jsc.sc().getExecutorIds()
+    return [ids.apply(i) for i in range(ids.size())]
+
+
 @pytest.fixture(scope="session")
 def cluster_spark():
     session = build_cluster_session()

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from conftest import build_cluster_session, executor_ids
 from sparkbalance.bench.cpu import count_and_rss, is_pyspark, tree_usage
 from sparkbalance.state.operator import KeyedStateOperator
 from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
@@ -43,19 +44,14 @@ class _Peak:
         self._t.join()
 
 
-def _executors(sc) -> list[str]:
-    ids = sc._jsc.sc().getExecutorIds()
-    return [ids.apply(i) for i in range(ids.size())]
-
 
 @pytest.fixture
 def two_executors(cluster_spark):
     """A local-cluster session with both executors: the shared one, or (after a test here
     killed one: local-cluster does not start a replacement) a new one, stopped after."""
-    if len(_executors(cluster_spark.sparkContext)) >= 2:
+    if len(executor_ids(cluster_spark.sparkContext)) >= 2:
         yield cluster_spark
         return
-    from conftest import build_cluster_session
     cluster_spark.stop()
     session = build_cluster_session()
     session.sparkContext.setLogLevel("ERROR")
@@ -86,7 +82,7 @@ def test_executor_lost_mid_stream_keeps_the_state_exact(two_executors, tmp_path,
                 ref[k] = ref.get(k, 0) + v
             want = {k: ref[k] for k, _ in b}
             if killed is None and t >= 4 and op.pending_migration:
-                execs = _executors(sc)
+                execs = executor_ids(sc)
                 assert len(execs) == 2, execs
                 killed = (t, execs[0])
                 sc._jsc.sc().killExecutor(execs[0])   # its cached state and shuffle files go

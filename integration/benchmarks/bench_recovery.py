@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "integration"))
 
-from conftest import build_cluster_session  # noqa: E402
+from conftest import build_cluster_session, executor_ids  # noqa: E402
 
 from sparkbalance.bench.cpu import (ProcessTreeCPU, count_and_rss, is_jvm,  # noqa: E402
                                     is_pyspark, tree_usage)
@@ -81,10 +81,6 @@ class Peak:
         return (f"{label:>24} {self.wall:7.1f} {self.cpu:7.1f} {self.workers:4d} "
                 f"{self.py_mb:8.0f} {self.exec_mb:8.0f}")
 
-
-def _executors(sc) -> list[str]:
-    ids = sc._jsc.sc().getExecutorIds()
-    return [ids.apply(i) for i in range(ids.size())]
 
 
 def main(argv=None) -> None:
@@ -134,7 +130,7 @@ def main(argv=None) -> None:
         got = early.count()
     assert got == early_want, (got, early_want)
     print(pk.row("late read of batch 2"))
-    execs = _executors(sc)
+    execs = executor_ids(sc)
     sc._jsc.sc().killExecutor(execs[0])
     time.sleep(2.0)
     with Peak(driver) as pk:
