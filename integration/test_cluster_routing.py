@@ -39,3 +39,26 @@ def test_partition_by_places_keys_where_the_driver_says(cluster_sc):
               KeyGroupPartitioner(7, 35, [0, 1, 5, 5, 20, 30, 31, 35])):
         placed = _placement(pairs.partitionBy(f.num_partitions, f))
         assert placed == {k: f(k) for k in KEYS}
+
+
+def test_zero_pass_read_across_executors_equals_pyspark(cluster_sc):
+    # The default strategy's zero-pass read fetches each task's run of key groups as one
+    # block per map output (batch fetch), here from map outputs on two executors.
+    from operator import add
+
+    from sparkbalance.spark import mapstats
+    from sparkbalance.spark import rdd as sbr
+    if not mapstats.available(cluster_sc):
+        import pytest
+        pytest.skip("JVM bridge jar not built")
+    recs = [(k, i) for i, k in enumerate(KEYS * 3)] + [("user-7", 1)] * 2000
+    pairs = cluster_sc.parallelize(recs, 6)
+    for balance in (True, False):
+        decision: dict = {}
+        out = mapstats.shuffle_by_groups(pairs, 5, balance=balance, decision=decision)
+        f = mapstats.fitted_function(out)
+        got = out.mapPartitionsWithIndex(lambda i, it: ((i, kv) for kv in it)).collect()
+        assert sorted(map(repr, (kv for _, kv in got))) == sorted(map(repr, recs))
+        assert all(f(k) == i for i, (k, _) in got)
+    assert sorted(sbr.reduce_by_key(pairs, add, 5).collect(), key=repr) == sorted(
+        pairs.reduceByKey(add, 5).collect(), key=repr)

@@ -168,8 +168,8 @@ class GroupMapPartitioner(PartitionFunction):
 
     Unlike :class:`KeyGroupPartitioner` the groups of one partition need not be contiguous:
     ``owner[g]`` is free, as an LPT assignment of measured group sizes gives it (the
-    zero-pass statistics of :mod:`sparkbalance.spark.mapstats`). ``owner[g] = g mod n`` is
-    plain hash placement by ``h_1`` when ``n`` divides ``m``.
+    zero-pass statistics of :mod:`sparkbalance.spark.mapstats`). ``n`` equal runs of
+    groups (``owner[g] = g n // m``) are hash placement by ranges of ``h_1``.
 
     Examples
     --------

@@ -8,11 +8,15 @@ fine key groups (``m >> n``; ``key_group = h_1(k) mod m``, the group hash of
 ``MapOutputStatistics.bytesByPartitionId``, the bytes of each group, while the map tasks
 count each group's records and its heavy keys into one accumulator
 (:mod:`sparkbalance.spark.maptally`; records, because a hot key's records compress so well
-that bytes hide it). Python assigns the groups, weighed by records, to the ``n`` reduce tasks (:func:`sparkbalance.strategies.auto.plan_groups`: LPT,
-or plain ``g mod n`` when LPT would gain too little) and the shuffle is read once through a
-``CoalescedRDD`` whose task ``i`` reads the groups the plan gives it. That RDD is narrow over
-the materialised shuffle, so its job skips the map stage: one pass over the input and no
-statistics job.
+that bytes hide it). Python assigns the groups, weighed by records, to the ``n`` reduce
+tasks (:func:`sparkbalance.strategies.auto.plan_groups`: contiguous runs of groups, or LPT
+when runs would be more than 5 % slower, or hash placement when balancing would gain too
+little) and the shuffle is read once through an RDD whose task ``i`` reads the groups the
+plan gives it. That RDD is narrow over the materialised shuffle, so its job skips the map
+stage: one pass over the input and no statistics job. The shuffle is written with a
+relocatable serializer (the bridge's ``PairSerializer``), so a task reads a run of groups
+as one block per map output, as adaptive execution reads a coalesced partition: ``n``
+blocks per task, as plain ``partitionBy`` reads, not ``m``.
 
 The map side is PySpark's own ``partitionBy`` loop (pickled buckets, one ``pack_long``
 per chunk) with the group hash inlined per record and a small per-task memo for repeated
@@ -86,7 +90,7 @@ def available(spark_or_sc: Any) -> bool:
 
 
 def num_groups_for(num_partitions: int) -> int:
-    """``m``: a multiple of ``n`` (so ``g mod n`` is hash placement), above
+    """``m``: a multiple of ``n`` (so ``n`` equal runs of groups are hash placement), above
     BYPASS_MERGE_THRESHOLD and at most MAX_GROUPS.
 
     Examples
@@ -254,9 +258,11 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
         preservesPartitioning=True)
     keyed._bypass_serializer = True
     jvm = sc._jvm
-    pair = jvm.PairwiseRDD(keyed._jrdd.rdd()).asJavaPairRDD()
-    shuffled = pair.partitionBy(jvm.PythonPartitioner(m, id(_GroupBuckets)))
     bridge = getattr(jvm, MAPSTATS_CLASS)
+    pair = jvm.PairwiseRDD(keyed._jrdd.rdd()).asJavaPairRDD()
+    # A relocatable serializer, so a task fetches its run of groups as one block per map
+    # output (bridge PairSerializer) instead of one block per group.
+    shuffled = bridge.shuffle(pair, jvm.PythonPartitioner(m, id(_GroupBuckets)))
     text = bridge.submitMapStage(shuffled)
     sizes_bytes = [int(x) for x in text.split(",")] if text else [0] * m
     records, heavy = read_tally(tally)

@@ -72,9 +72,9 @@ def plan_groups(sizes: Any, num_partitions: int, **kwargs: Any) -> tuple[Any, di
 
     Examples
     --------
-    >>> f, d = plan_groups([6, 1, 6, 1], 2)
+    >>> f, d = plan_groups([6, 6, 1, 1], 2)
     >>> f.owner_of_group.tolist(), d["balanced"]
-    ([0, 0, 1, 1], True)
+    ([0, 1, 0, 1], True)
     """
     from ..strategies.auto import plan_groups as plan
 
@@ -165,8 +165,8 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
         rec["layout"] = layout
     if group_sizes is not None:  # zero-pass: records per key group, counted by the map tasks
         w = np.asarray(group_sizes, dtype=np.float64)
-        groups = np.arange(w.shape[0], dtype=np.int64)
-        rec["loads_before"] = _loads(groups % n, w, n)  # plain g mod n
+        from ..strategies.auto import plain_owner
+        rec["loads_before"] = _loads(plain_owner(w.shape[0], n), w, n)  # hash placement
         rec["loads_after"] = _loads(np.asarray(f.owner_of_group, dtype=np.int64), w, n)
         rec["lower_bound"] = max(float(w.sum()) / n, float(w.max(initial=0.0)))
         return rec

@@ -94,13 +94,14 @@ def test_input_is_read_once(sc, bridge):
     assert seen.value == len(_records())
 
 
-def test_plain_placement_when_lpt_gains_too_little(sc, bridge, caplog):
+def test_plain_placement_when_balancing_gains_too_little(sc, bridge, caplog):
     uniform = sc.parallelize([(i, 1) for i in range(4000)], 2)
     with caplog.at_level(logging.DEBUG, logger="sparkbalance"):  # the plan's own line: DEBUG
         out = mapstats.shuffle_by_groups(uniform, N, min_gain=0.5)
     f = mapstats.fitted_function(out)
-    assert f.owner_of_group.tolist() == [g % N for g in range(f.num_groups)]
-    assert any("keep plain hash placement" in r.getMessage() for r in caplog.records)
+    m = f.num_groups
+    assert f.owner_of_group.tolist() == [g * N // m for g in range(m)]  # N runs of groups
+    assert any("keep hash placement" in r.getMessage() for r in caplog.records)
 
 
 def test_refusals(rdd, bridge):
@@ -190,3 +191,29 @@ def test_the_tally_accumulator_leaves_no_driver_entry(rdd, bridge):
     for _ in range(3):
         mapstats.shuffle_by_groups(rdd, N).count()
     assert len(_accumulatorRegistry) <= before
+
+
+@pytest.mark.parametrize("hot", [0, 2000], ids=["runs", "lpt"])
+def test_runs_and_lpt_plans_both_place_every_record_by_the_plan(sc, bridge, hot):
+    # mild skew: runs of groups are as good as LPT (each task fetches one block per map
+    # output); a key of half the records next to others: runs lose, LPT is kept
+    rng = random.Random(11)
+    recs = [(rng.randrange(500) ** 2 % 997, i) for i in range(6000)] + [("hot", 1)] * hot
+    pairs = sc.parallelize(recs, 3)
+    decision: dict = {}
+    out = mapstats.shuffle_by_groups(pairs, N, balance=True, decision=decision)
+    assert decision["contiguous"] is (hot == 0)
+    f = mapstats.fitted_function(out)
+    parts = out.glom().collect()
+    assert sorted(map(repr, (r for p in parts for r in p))) == sorted(map(repr, recs))
+    for i, p in enumerate(parts):
+        assert all(f(k) == i for k, _ in p)
+
+
+def test_runs_of_a_plan_are_read_as_one_range_each(sc, bridge):
+    gw = sc._gateway
+    owner = gw.new_array(gw.jvm.int, 6)
+    for g, t in enumerate([0, 0, 2, 2, 0, 1]):
+        owner[g] = t
+    runs = gw.jvm.io.sparkbalance.bridge.MapStats.runs(owner, 3)
+    assert [list(r) for r in runs] == [[0, 2, 4, 5], [5, 6], [2, 4]]

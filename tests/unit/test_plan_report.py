@@ -30,8 +30,8 @@ def test_plan_record_loads_before_under_current_after_under_the_plan():
 
 
 def test_zero_pass_record_uses_the_group_sizes():
-    f, _ = pr.plan_groups([6, 1, 6, 1], 2)
-    r = pr.plan_record(f, 2, group_sizes=np.array([6.0, 1, 6, 1]))
+    f, _ = pr.plan_groups([6, 6, 1, 1], 2)  # runs would give 6 | 8: LPT's 7 | 7 is kept
+    r = pr.plan_record(f, 2, group_sizes=np.array([6.0, 6, 1, 1]))
     assert r["loads_before"] == [12.0, 2.0] and r["loads_after"] == [7.0, 7.0]
     assert r["lower_bound"] == 7.0 and r["layout"] == "4 key groups"
 
