@@ -13,7 +13,6 @@ import org.apache.spark.rdd.ShuffledRDD;
 import org.apache.spark.shuffle.ShuffleManager;
 import org.apache.spark.shuffle.ShuffleReader;
 
-import scala.Product2;
 import scala.Tuple2;
 import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
@@ -254,13 +253,14 @@ public final class MapStats {
       return current != null && current.hasNext();
     }
 
+    // The reader yields the (key, value) Tuple2s of the deserialization stream, as
+    // ShuffledRDD.compute relies on too.
     @Override
     public Tuple2<Object, byte[]> next() {
       if (!hasNext()) {
         throw new java.util.NoSuchElementException();
       }
-      Product2 kv = (Product2) current.next();
-      return new Tuple2<>(kv._1(), (byte[]) kv._2());
+      return (Tuple2<Object, byte[]>) current.next();
     }
 
     private scala.collection.Iterator<Object> open(int start, int end) {

@@ -138,20 +138,12 @@ public final class PairSerializer extends Serializer implements Serializable {
 
     @Override
     public void flush() {
-      try {
-        out.flush();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      unchecked(out::flush);
     }
 
     @Override
     public void close() {
-      try {
-        out.close();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      unchecked(out::close);
     }
   }
 
@@ -177,11 +169,20 @@ public final class PairSerializer extends Serializer implements Serializable {
 
     @Override
     public void close() {
-      try {
-        in.close();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      unchecked(in::close);
+    }
+  }
+
+  interface IoAction {
+    void run() throws IOException;
+  }
+
+  /** Streams' flush and close: Spark's stream methods declare no IOException. */
+  static void unchecked(IoAction action) {
+    try {
+      action.run();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 
