@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "hash_family_array": "sparkbalance.hashing",
     # routing
     "PartitionFunction": "sparkbalance.routing.base",
+    "partition_func": "sparkbalance.routing.base",
     "HashPartitioner": "sparkbalance.routing.hash",
     "RoutingTable": "sparkbalance.routing.table",
     "RoutingDelta": "sparkbalance.routing.table",

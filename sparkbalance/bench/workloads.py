@@ -243,6 +243,7 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
     {1: 4}
     """
     from ..spark.listener import sparkbalance_job_group
+    from ..routing.base import partition_func
     from ..spark.rdd import fit_partitioner
 
     t0 = time.perf_counter()
@@ -250,7 +251,7 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
     fit_s = time.perf_counter() - t0
     with sparkbalance_job_group(rdd.context, "sparkbalance-demo", f"demo reduce: {strategy}"):
         t1 = time.perf_counter()
-        rows = (rdd.partitionBy(num_partitions, f)
+        rows = (rdd.partitionBy(num_partitions, partition_func(f))
                 .mapPartitionsWithIndex(_costly_partition(loops)).collect())
         wall = time.perf_counter() - t1
     records = [0] * num_partitions

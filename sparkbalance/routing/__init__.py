@@ -1,7 +1,7 @@
 """Partition functions: the per-record hot path (pure Python, picklable, no pyspark)."""
 from __future__ import annotations
 
-from .base import PartitionFunction, check_num_partitions
+from .base import PartitionFunction, check_num_partitions, partition_func
 from .choices import ChoicesPartitioner
 from .hash import HashPartitioner, home_partition, home_partitions
 from .keygroups import (GroupMapPartitioner, KeyGroupPartitioner, equal_bounds, key_group,
@@ -13,7 +13,7 @@ from .table import RoutingDelta, RoutingTable, RoutingTablePartitioner
 from .tag import TimeAwarePartitioner
 
 __all__ = [
-    "PartitionFunction", "check_num_partitions",
+    "PartitionFunction", "check_num_partitions", "partition_func",
     "HashPartitioner", "home_partition", "home_partitions",
     "RoutingTable", "RoutingDelta", "RoutingTablePartitioner",
     "KeyGroupPartitioner", "key_group", "key_groups", "equal_bounds",

@@ -26,10 +26,13 @@ KeyRoutingError: sparkbalance: key of type NoneType in input partition 3 (stage 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Iterator
+import weakref
+from typing import Any, Callable, Iterable, Iterator
+
+from ..routing.base import partition_func
 
 __all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key", "NotAPairError",
-           "check_pairs", "describe_bad_record", "unpacks_into_two"]
+           "check_pairs", "describe_bad_record", "unpacks_into_two", "bad_record_error"]
 
 #: What every partition function of sparkbalance routes.
 VALID_KEYS = ("None, int, str, bytes, float, bool, Decimal, date, datetime, time, timedelta, "
@@ -84,6 +87,13 @@ class KeyGuard:
     Everything else (``num_partitions``, ``splits_keys``, ``candidates``, ``assign``...)
     is the wrapped function's; two guards, or a guard and its function, compare equal when
     the functions do, so PySpark's partitioner comparisons still skip needless shuffles.
+    A guard has ``fresh()`` exactly when its function has (the adapters ask for it): a
+    guard of such a function is a :class:`_FreshKeyGuard`.
+
+    Per record PySpark calls the guard's bound ``__call__``
+    (:func:`~sparkbalance.routing.base.partition_func`), which calls the function's bound
+    ``__call__``: two Python frames, no attribute hook on the way (an earlier guard
+    overrode ``__getattribute__`` and cost about as much per record as the hash itself).
 
     Examples
     --------
@@ -95,18 +105,31 @@ class KeyGuard:
     (2, 4)
     """
 
+    def __new__(cls, f: Any) -> "KeyGuard":
+        if cls is KeyGuard and callable(getattr(f, "fresh", None)):
+            cls = _FreshKeyGuard
+        return object.__new__(cls)
+
     def __init__(self, f: Any) -> None:
         self.f = f
+        self._route = partition_func(f)
 
     def __call__(self, key: Any) -> int:
         try:
-            return self.f(key)
+            return self._route(key)
         except (TypeError, ValueError) as exc:
             raise KeyRoutingError(describe_bad_key(key, self.f, exc)) from None
 
-    def fresh(self) -> "KeyGuard":
-        """A guarded copy with its own local state (splitting functions, per map task)."""
-        return KeyGuard(self.f.fresh())
+    @classmethod
+    def of(cls, f: Any) -> "KeyGuard":
+        """The guard of ``f``: one per function while it is in use, so that the bound
+        ``__call__`` the adapters hand PySpark compares equal across calls with the same
+        ``f`` (a bound method equals another only with the *same* ``__self__``), and
+        PySpark still skips a shuffle into a partitioner the RDD already has."""
+        g = _GUARDS.get(id(f))
+        if g is None or g.f is not f:   # a guard holds f, so a live guard's id(f) is f's
+            g = _GUARDS[id(f)] = cls(f)
+        return g
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Explicit: before Python 3.11 object has no __getstate__, and pickle would find the
@@ -114,17 +137,12 @@ class KeyGuard:
         return (KeyGuard, (self.f,))
 
     def __getattr__(self, name: str) -> Any:
-        # "f" is missing only while an instance is being built; dunder lookups (pickle's
-        # __getstate__/__setstate__, copy's __deepcopy__...) must not reach the function.
-        if name == "f" or (name.startswith("__") and name.endswith("__")):
+        # Only for names the guard lacks. "f"/"_route" are missing only while an instance is
+        # being built; dunder lookups (pickle's __getstate__/__setstate__, copy's
+        # __deepcopy__...) must not reach the function.
+        if name in ("f", "_route") or (name.startswith("__") and name.endswith("__")):
             raise AttributeError(name)
         return getattr(self.f, name)
-
-    def __getattribute__(self, name: str) -> Any:
-        # A guard has fresh() exactly when its function has: the adapters ask for it.
-        if name == "fresh" and not hasattr(object.__getattribute__(self, "f"), "fresh"):
-            raise AttributeError(name)
-        return object.__getattribute__(self, name)
 
     def __eq__(self, other: Any) -> bool:
         other = other.f if isinstance(other, KeyGuard) else other
@@ -135,6 +153,18 @@ class KeyGuard:
 
     def __repr__(self) -> str:
         return f"KeyGuard({self.f!r})"
+
+
+#: id(function) -> its guard, while something (an RDD's partitioner) holds the guard.
+_GUARDS: "weakref.WeakValueDictionary[int, KeyGuard]" = weakref.WeakValueDictionary()
+
+
+class _FreshKeyGuard(KeyGuard):
+    """A guard of a function with local state per map task (splitting functions)."""
+
+    def fresh(self) -> KeyGuard:
+        """A guarded copy with its own local state (splitting functions, per map task)."""
+        return KeyGuard(self.f.fresh())
 
 
 def unpacks_into_two(record: Any) -> bool:
@@ -187,3 +217,23 @@ def check_pairs(partition: int, records: Iterable[Any]) -> Iterator[Any]:
             raise NotAPairError(describe_bad_record(first, partition)) from None
         return itertools.chain((first,), it)
     return it
+
+
+def bad_record_error(kv: Any, route: Callable[[Any], Any], f: Any) -> Exception | None:
+    """The clear error for a record a map-side routing loop could not take: a
+    :class:`NotAPairError`, or a :class:`KeyRoutingError` when ``route(key)`` refuses its key
+    (``f``, the function or class named in the message); None when ``kv`` is a pair whose key
+    routes (the failure was not this record's). Called once, after the loop failed, so the
+    loop pays nothing per record for clear errors."""
+    if not unpacks_into_two(kv):
+        try:
+            from pyspark import TaskContext
+            ctx = TaskContext.get()
+        except ImportError:  # pragma: no cover - executors always have pyspark
+            ctx = None
+        return NotAPairError(describe_bad_record(kv, ctx.partitionId() if ctx else -1))
+    try:
+        route(kv[0])
+    except (TypeError, ValueError) as refused:
+        return KeyRoutingError(describe_bad_key(kv[0], f, refused))
+    return None

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
+from ..routing.base import partition_func
 from ..routing.keygroups import key_groups
 from .frames import TAG_STATE, batch_frames, frame_block, header, state_frame
 
@@ -62,9 +63,13 @@ class RidePartitioner:
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
+        self._route = partition_func(fn)
 
     def __call__(self, k: Any) -> int:
-        return k.pid if type(k) is Carry else self.fn(k)
+        return k.pid if type(k) is Carry else self._route(k)
+
+    def __reduce__(self) -> tuple:
+        return (RidePartitioner, (self.fn,))
 
 
 class Move(NamedTuple):

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..routing.base import partition_func
 from ..routing.keygroups import key_groups
 from . import frame_moves as fm
 from . import frames as fr
@@ -103,7 +104,7 @@ class FramedState:
         watch = None if per_group else frozenset(layout.table.routes)
         state = self.rdd
         if layout is src:
-            batch_frames = as_frames(pairs.partitionBy(P, fn).mapPartitions(
+            batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
                 lambda it: fr.batch_frames(group_block(it)[0], None, G),
                 preservesPartitioning=True))
             move, carried, read = None, None, None
@@ -125,7 +126,7 @@ class FramedState:
             if carried_level is not None:
                 carried.persist(carried_level)
             batch_frames = as_frames(pairs.union(carried).partitionBy(
-                P, fm.RidePartitioner(fn)).mapPartitions(lambda it: fm.ride_block(it, G),
+                P, partition_func(fm.RidePartitioner(fn))).mapPartitions(lambda it: fm.ride_block(it, G),
                                                           preservesPartitioning=True))
         # Python reads only the frames of the groups the batch touches, the planner
         # watches (table keys: their sizes are listed), a migration touches, or whose

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..routing.base import partition_func
 from . import frame_moves as fm
 from . import frames as fr
 from .frame_rdds import FrameOps, as_frames, mask_of, summaries
@@ -180,7 +181,7 @@ def migrate(ops: FrameOps, state: Any, old: Any, new: Any, num_groups: int,
     touched = ops.select(state, fr.TAG_STATE)
     # one Python pass over the touched frames feeds the shuffle of Δ directly
     arrived, keys_in, bytes_in = _counting(
-        ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, fn),
+        ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, partition_func(fn)),
         lambda it: fr.frames_of_entries(it, G), storage_level)
     _check_counts(arrived, keys_in, out_keys.value, lambda: touched.mapPartitionsWithIndex(
         lambda pid, it: [sum(1 for _ in fm.moved_entries(pid, it, fn))]).sum())
@@ -269,6 +270,6 @@ def full_repartition(ops: FrameOps, state: Any, new: Any, num_groups: int,
     does), grouped into frames and cached — one job, like :func:`migrate`."""
     G = num_groups
     pairs = ops.select(state, fr.TAG_STATE).mapPartitions(fr.entries_of)
-    out, nk, nb = _counting(ops, pairs.partitionBy(new.num_physical, new.fn),
+    out, nk, nb = _counting(ops, pairs.partitionBy(new.num_physical, partition_func(new.fn)),
                             lambda it: fr.frames_of_entries(it, G), storage_level)
     return MigrationResult(out, nk, nb, nk, nb, (out,))

@@ -36,3 +36,26 @@ def test_the_guard_is_the_function_otherwise():
         assert isinstance(back, KeyGuard) and back.fresh()("a") in p.candidates("a")
     import copy
     assert copy.deepcopy(g)("a") == f("a")
+
+
+def test_what_the_adapters_hand_pyspark_is_a_bound_method_that_pickles_with_its_guard():
+    import types
+
+    import cloudpickle
+
+    from sparkbalance.routing import partition_func
+    from sparkbalance.state.frame_moves import Carry, RidePartitioner
+    f = HashPartitioner(8)
+    route = partition_func(KeyGuard.of(f))
+    assert isinstance(route, types.MethodType) and route.__self__.f is f
+    # one guard per function: PySpark's partitioner equality holds across adapter calls
+    assert route == partition_func(KeyGuard.of(f)) != partition_func(KeyGuard.of(HashPartitioner(8)))
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        back = pickle.loads(dumps(route))
+        assert [back(k) for k in range(50)] == [f(k) for k in range(50)]
+        with pytest.raises(KeyRoutingError):
+            back({1})
+    # functions and bound methods are handed on as they are
+    assert partition_func(len) is len and partition_func(route) is route
+    ride = pickle.loads(pickle.dumps(RidePartitioner(f)))
+    assert ride(Carry(3)) == 3 and ride("a") == f("a")
