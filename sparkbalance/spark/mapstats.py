@@ -43,8 +43,8 @@ from .plan_report import plan_groups
 from .bridge import class_available, spark_context
 from .maptally import (TOP_KEYS, GroupTally, heavy_in_buckets, key_bound, read_tally,
                        zero_tally)
-from .key_errors import (KeyRoutingError, NotAPairError, describe_bad_key, describe_bad_record,
-                         unpacks_into_two)
+from .fnshuffle import combine_over
+from .key_errors import bad_record_error
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
            "combine_by_groups", "zero_pass_options", "fitted_function", "MAX_GROUPS"]
@@ -145,7 +145,7 @@ class _GroupBuckets:
         kv: Any = _NO_RECORD
         try:
             for kv in iterator:
-                k, _ = kv  # unpacked as PySpark does: a non-pair fails here
+                k, v = kv  # unpacked as PySpark does: a non-pair fails here
                 g = None
                 if memo is not None:
                     try:
@@ -169,7 +169,7 @@ class _GroupBuckets:
                             memo[k] = g
                 else:
                     hits += 1
-                buckets[g].append(kv)
+                buckets[g].append((k, v))  # a tuple, as PySpark's loop makes
                 c += 1
                 # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
                 if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
@@ -202,15 +202,7 @@ def _bad_record(kv: Any) -> Exception | None:
     is a (key, value) pair whose key routes (the failure was not this record's)."""
     if kv is _NO_RECORD:  # the input failed before its first record
         return None
-    if not unpacks_into_two(kv):
-        from pyspark import TaskContext
-        ctx = TaskContext.get()
-        return NotAPairError(describe_bad_record(kv, ctx.partitionId() if ctx else -1))
-    try:
-        raw_hash(kv[0])
-    except (TypeError, ValueError) as refused:
-        return KeyRoutingError(describe_bad_key(kv[0], GroupMapPartitioner, refused))
-    return None
+    return bad_record_error(kv, raw_hash, GroupMapPartitioner)
 
 
 def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None = None,
@@ -292,24 +284,8 @@ def combine_by_groups(rdd: Any, num_partitions: int, create: Callable, merge_val
     Each reduce task reads several key groups, but a key lives in exactly one group, so
     merging everything a task reads gives each key's one combiner, as ``combineByKey`` does.
     """
-    from pyspark.shuffle import Aggregator, ExternalMerger
-    serializer = rdd.context.serializer
-    memory = rdd._memory_limit()
-    agg = Aggregator(create, merge_value, merge_combiners)
-
-    def combine_locally(iterator: Iterable[Any]) -> Iterable[Any]:
-        merger = ExternalMerger(agg, memory * 0.9, serializer)
-        merger.mergeValues(iterator)
-        return merger.items()
-
-    def merge(iterator: Iterable[Any]) -> Iterable[Any]:
-        merger = ExternalMerger(agg, memory, serializer)
-        merger.mergeCombiners(iterator)
-        return merger.items()
-
-    local = rdd.mapPartitions(combine_locally, preservesPartitioning=True)
-    return shuffle_by_groups(local, num_partitions, **kw).mapPartitions(
-        merge, preservesPartitioning=True)
+    return combine_over(rdd, lambda local: shuffle_by_groups(local, num_partitions, **kw),
+                        create, merge_value, merge_combiners)
 
 
 def fitted_function(rdd: Any) -> GroupMapPartitioner | None:
