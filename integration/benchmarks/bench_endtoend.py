@@ -21,7 +21,7 @@ at n = 16 took 3.4 s for ``auto`` against 2.3-2.5 s after it, 11.7 s for ``plain
 * ``auto``: :func:`sparkbalance.spark.rdd.partition_by` with no strategy - the default,
   zero-pass statistics from the shuffle's map output;
 * every ``--strategies`` name: ``fit_partitioner`` (statistics pass when the strategy needs
-  one) then ``partitionBy``; its statistics cost is timed apart.
+  one) then the adapter ``partition_by(rdd, n, f)``; its statistics cost is timed apart.
 
 Columns: wall seconds and ratio to plain; records max/mean over the n partitions; statistics
 share of the job (the fit, or for ``auto`` the planning of the map-output sizes); CPU seconds
@@ -194,17 +194,13 @@ class Runner:
         return self._timed(body)
 
     def strategy(self, rdd: Any, name: str) -> dict[str, float]:
-        from sparkbalance.spark.rdd import fit_partitioner
+        from sparkbalance.spark.rdd import fit_partitioner, partition_by
 
         def body() -> tuple[list[int], float]:
             t = time.perf_counter()
             f = fit_partitioner(rdd, self.n, strategy=name)
             fit_s = time.perf_counter() - t
-            if f.splits_keys:
-                from sparkbalance.spark.rdd import partition_by
-                shuffled = partition_by(rdd, self.n, f)
-            else:
-                shuffled = rdd.partitionBy(self.n, f)
+            shuffled = partition_by(rdd, self.n, f)  # the adapter, as a user calls it
             return shuffled.mapPartitions(_waiter(self.us)).collect(), fit_s
         return self._timed(body)
 
