@@ -19,7 +19,8 @@ STAMP35  := $(VENV35)/.sparkbalance-deps
 # RDD adapters and their zero-pass MapStats path, bad keys and records, the DataFrame placement
 # without repartitionById, routing tables on every key type in SQL (outside ANSI mode, 3.5's
 # default, a decimal below 1E-6 casts to scientific text), grouped DataFrames, the configuration, the listener and the JVM
-# task recorder, the balance records, and the Balance tab's Spark 3.5 pages.
+# task recorder, the balance records, the rebased keyed state's cache locality (found
+# through its files' index RDD on 3.5), and the Balance tab's Spark 3.5 pages.
 # `make test-spark35 TESTS35=tests/spark` runs everything. Not yet in the subset: the keyed
 # state with the JVM frame selection (tests/spark/test_state_datapath.py did not finish within
 # 15 min under 3.5 on a loaded machine; whether it hangs is still to be found out).
@@ -28,7 +29,7 @@ TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_sqlroute_keytypes.py \
             tests/spark/test_grouped.py tests/spark/test_conf.py \
             tests/spark/test_listener.py tests/spark/test_balance_records.py \
-            integration/test_ui35.py
+            tests/spark/test_state_locality.py integration/test_ui35.py
 
 .PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist clean
 

@@ -274,7 +274,10 @@ def rebased(state: "FramedState", store: Any, man: Manifest) -> "FramedState | N
         raise ValueError(f"rebase of {state.num_physical} partitions on a commit of "
                          f"{man.num_physical}")
     # The digest check is enough here: the files were written from this very state.
-    files = read_parts(ops.sc, store, man.state_dir, man.state_files, man.num_physical)
+    # near=anchor: the read prefers the executors caching the anchor's blocks (the only
+    # cache locality the scheduler sees on Spark 3.5; on 4.x Rebased also names them)
+    files = read_parts(ops.sc, store, man.state_dir, man.state_files, man.num_physical,
+                       near=anchor)
     jrdd = ops.sc._jvm.io.sparkbalance.bridge.StateFiles.rebase(
         anchor._jrdd, fr.TAG_STATE, files._jrdd)
     return FramedState(ops, ops.wrap(jrdd), state.layout, state.num_groups, state.cached,

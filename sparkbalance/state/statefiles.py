@@ -175,10 +175,12 @@ def read_frames(sc: Any, store: Any, name: str, table: FileTable, num_physical: 
 
 
 def read_parts(sc: Any, store: Any, name: str, table: FileTable, num_physical: int,
-               check: Callable[[int, bytes], Any] | None = None) -> Any:
+               check: Callable[[int, bytes], Any] | None = None, near: Any = None) -> Any:
     """As :func:`read_frames`, but partition ``pid`` reads part file ``pid`` alone (the
     bridge's ``StateFiles.parts``: a narrow read, no shuffle), so a lost partition costs
-    one file. Needs the bridge jar.
+    one file. Needs the bridge jar. With ``near`` (a cached RDD of as many partitions, the
+    state the files were written from), partition ``pid`` prefers the executors that hold
+    ``near``'s block ``pid`` now: a task reading it runs where the state is cached.
 
     Examples
     --------
@@ -189,8 +191,9 @@ def read_parts(sc: Any, store: Any, name: str, table: FileTable, num_physical: i
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
     verify = _verifier(store, name, table, num_physical, check)
-    jrdd = sc._jvm.io.sparkbalance.bridge.StateFiles.parts(sc._jsc, store.uri(name),
-                                                            int(num_physical))
+    parts = sc._jvm.io.sparkbalance.bridge.StateFiles.parts
+    jrdd = (parts(sc._jsc, store.uri(name), int(num_physical)) if near is None else
+            parts(sc._jsc, store.uri(name), int(num_physical), near._jrdd))
     # saveAsPickleFile's batches (batchSize 10): one pickled list per JVM element
     raw = RDD(jrdd, sc, BatchedSerializer(CPickleSerializer(), 10))
     return as_frames(raw.mapPartitionsWithIndex(verify, preservesPartitioning=True))

@@ -63,6 +63,94 @@ public final class StateFiles {
   }
 
   /**
+   * As {@link #parts}, with partition {@code i} preferring the executors that hold {@code
+   * near}'s cached block {@code i} now (the state the files were written from), so that a
+   * task reading partition {@code i} through a {@link #rebase} runs where the block is.
+   *
+   * <p>The preference sits on the index RDD at the root of the read (a parallelised
+   * collection with location preferences, {@code SparkContext.makeRDD}), where the
+   * scheduler finds it by walking narrow dependencies. On Spark 4.x {@code Rebased}
+   * also overrides {@code getPreferredLocations} (asked first, refreshed as blocks move);
+   * on Spark 3.5 that override matches nothing (Scala 2.12's {@code collection.Seq}
+   * return type), so this is the preference the scheduler sees there. Both Scala lines'
+   * collection signatures differ, so the two calls that name them go by reflection.
+   */
+  public static JavaRDD<byte[]> parts(JavaSparkContext jsc, String dir, int numParts,
+      JavaRDD<?> near) {
+    String[][] where = blockLocations(near.rdd().id(), numParts);
+    scala.collection.immutable.List<scala.Tuple2<Integer, scala.collection.immutable.List<String>>>
+        seq = emptyList();
+    for (int i = numParts - 1; i >= 0; i--) {
+      scala.collection.immutable.List<String> hosts = emptyList();
+      for (String h : where[i]) {
+        hosts = hosts.$colon$colon(h);
+      }
+      seq = seq.$colon$colon(new scala.Tuple2<>(i, hosts));
+    }
+    RDD<Integer> index;
+    try {
+      java.lang.reflect.Method make = null;
+      for (java.lang.reflect.Method m : jsc.sc().getClass().getMethods()) {
+        if (m.getName().equals("makeRDD") && m.getParameterCount() == 2) {
+          make = m;
+        }
+      }
+      if (make == null) {
+        throw new NoSuchMethodException("SparkContext.makeRDD(seq with locations, tag)");
+      }
+      @SuppressWarnings("unchecked")
+      RDD<Integer> made = (RDD<Integer>) make.invoke(jsc.sc(), seq,
+          ClassTag$.MODULE$.apply(Integer.class));
+      index = made;
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot place the state's part files near its blocks", e);
+    }
+    final String d = dir;
+    return index.toJavaRDD().mapPartitionsWithIndex((pid, it) -> new PartReader(d, pid), true);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> scala.collection.immutable.List<T> emptyList() {
+    return (scala.collection.immutable.List<T>) (Object) scala.collection.immutable.Nil$.MODULE$;
+  }
+
+  /**
+   * For each partition {@code i < n} of the cached RDD {@code rddId}: the executors holding
+   * its block, as {@code executor_<host>_<id>} (the form the scheduler reads as a cached
+   * block's executor); empty where no block is cached. One batched look-up.
+   */
+  public static String[][] blockLocations(int rddId, int n) {
+    org.apache.spark.storage.BlockId[] ids = new org.apache.spark.storage.BlockId[n];
+    for (int i = 0; i < n; i++) {
+      ids[i] = new RDDBlockId(rddId, i);
+    }
+    Object master = SparkEnv.get().blockManager().master();
+    Object all;
+    try {
+      // IndexedSeq[Seq[BlockManagerId]]: collection.* on Scala 2.12, immutable.* on 2.13
+      all = master.getClass().getMethod("getLocations", ids.getClass()).invoke(master,
+          (Object) ids);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot look up the state's cached blocks", e);
+    }
+    String[][] w = new String[n][];
+    scala.collection.Iterator<?> it = ((scala.collection.Iterable<?>) all).iterator();
+    for (int i = 0; i < n; i++) {
+      List<String> hosts = new ArrayList<>();
+      if (it.hasNext()) {
+        scala.collection.Iterator<?> bs = ((scala.collection.Iterable<?>) it.next()).iterator();
+        while (bs.hasNext()) {
+          org.apache.spark.storage.BlockManagerId b =
+              (org.apache.spark.storage.BlockManagerId) bs.next();
+          hosts.add("executor_" + b.host() + "_" + b.executorId());
+        }
+      }
+      w[i] = hosts.toArray(new String[0]);
+    }
+    return w;
+  }
+
+  /**
    * Partition {@code i}: the frames with tag {@code tag} of {@code anchor}'s cached block
    * {@code i} when the block exists, else partition {@code i} of {@code files}. Both must
    * hold the same frames (the files were written from the anchor's frames of that tag).
@@ -109,39 +197,18 @@ public final class StateFiles {
      * runs where the state is cached (as it would reading the cached RDD itself) instead
      * of fetching the block over the network. Overrides {@code RDD.getPreferredLocations}
      * on Spark 4.x (Scala 2.13's {@code immutable.Seq}); on Spark 3.5 (Scala 2.12, whose
-     * method returns {@code collection.Seq}) it overrides nothing and is never called,
-     * so tasks run without this locality preference there.
+     * method returns {@code collection.Seq}) it overrides nothing and is never called:
+     * there the preference comes from the files' index RDD ({@link #parts} with {@code
+     * near}), fixed when the state is rebased.
      */
     @Override
     public scala.collection.immutable.Seq<String> getPreferredLocations(Partition split) {
       long now = System.nanoTime();
       if (where == null || now - whereAt > 1_000_000_000L) {
-        int n = partitions().length;
-        org.apache.spark.storage.BlockId[] ids = new org.apache.spark.storage.BlockId[n];
-        for (int i = 0; i < n; i++) {
-          ids[i] = new RDDBlockId(anchorId, i);
-        }
-        scala.collection.Iterator<scala.collection.immutable.Seq<
-            org.apache.spark.storage.BlockManagerId>> all =
-            SparkEnv.get().blockManager().master().getLocations(ids).iterator();
-        String[][] w = new String[n][];
-        for (int i = 0; i < n && all.hasNext(); i++) {
-          List<String> hosts = new ArrayList<>();
-          scala.collection.Iterator<org.apache.spark.storage.BlockManagerId> it =
-              all.next().iterator();
-          while (it.hasNext()) {
-            org.apache.spark.storage.BlockManagerId b = it.next();
-            // the form TaskLocation parses as an executor holding a cached block
-            hosts.add("executor_" + b.host() + "_" + b.executorId());
-          }
-          w[i] = hosts.toArray(new String[0]);
-        }
-        where = w;
+        where = blockLocations(anchorId, partitions().length);
         whereAt = now;
       }
-      @SuppressWarnings("unchecked")
-      scala.collection.immutable.List<String> out =
-          (scala.collection.immutable.List<String>) (Object) scala.collection.immutable.Nil$.MODULE$;
+      scala.collection.immutable.List<String> out = emptyList();
       String[] hosts = split.index() < where.length ? where[split.index()] : null;
       if (hosts != null) {
         for (String h : hosts) {
