@@ -45,14 +45,30 @@ class _Peak:
 
 
 
+def _holders_once_gone(sc, rdd, executor: str) -> list[list[str]]:
+    """Per partition of the cached ``rdd``, the executors holding its block, once the
+    block manager has dropped ``executor``'s blocks (at most 30 s)."""
+    deadline = time.monotonic() + 30.0
+    while True:
+        where = sc._jvm.io.sparkbalance.bridge.StateFiles.blockLocations(
+            rdd._jrdd.rdd().id(), rdd.getNumPartitions())
+        holders = [list(where[i]) for i in range(rdd.getNumPartitions())]
+        if not any(h.endswith(f"_{executor}") for hs in holders for h in hs) \
+                or time.monotonic() > deadline:
+            return holders
+        time.sleep(0.5)
+
+
 @pytest.fixture
 def two_executors(cluster_spark):
     """A local-cluster session with both executors: the shared one, or (after a test here
     killed one: local-cluster does not start a replacement) a new one, stopped after."""
-    if len(executor_ids(cluster_spark.sparkContext)) >= 2:
+    live = cluster_spark.sparkContext._jsc is not None   # an earlier case stopped it
+    if live and len(executor_ids(cluster_spark.sparkContext)) >= 2:
         yield cluster_spark
         return
-    cluster_spark.stop()
+    if live:
+        cluster_spark.stop()
     session = build_cluster_session()
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -60,18 +76,23 @@ def two_executors(cluster_spark):
 
 
 @pytest.mark.timeout(1800)   # two executors on a shared 2-core machine: minutes
-@pytest.mark.parametrize("durable", [False, True], ids=["truncated", "rebased"])
-def test_executor_lost_mid_stream_keeps_the_state_exact(two_executors, tmp_path, durable):
+@pytest.mark.parametrize("mode", ["truncated", "rebased", "replicated"])
+def test_executor_lost_mid_stream_keeps_the_state_exact(two_executors, tmp_path, mode):
     """Without a checkpoint_dir the lineage is cut every truncate_every batches (reliably:
     the context has a checkpoint directory); with one, every commit rebases the state on
-    its files, so the lost blocks are read back from the last commit."""
+    its files, so the lost blocks are read back from the last commit; cached at a
+    replicated storage level, no state block is lost at all (no truncation either:
+    truncate_every=100)."""
+    from pyspark import StorageLevel
     cluster_spark = two_executors
     sc = cluster_spark.sparkContext
     sc.setCheckpointDir(str(tmp_path / "spark-ck"))   # reliable truncation survives the loss
     driver = int(sc._jvm.ProcessHandle.current().pid())
     batches = [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
         shifting_zipf_counts(120, 4, 10, z=1.1, records_per_batch=480, f=2.0, seed=9))]
-    extra = {"checkpoint_dir": tmp_path / "ck"} if durable else {}
+    extra = {"truncated": {}, "rebased": {"checkpoint_dir": tmp_path / "ck"},
+             "replicated": {"storage_level": StorageLevel.MEMORY_AND_DISK_2,
+                            "truncate_every": 100}}[mode]
     op = KeyedStateOperator(cluster_spark, 4, update=operator.add, initial=0,
                             planner="mixed", theta=0.02, trigger="paper", **extra)
     ref: dict = {}
@@ -87,6 +108,9 @@ def test_executor_lost_mid_stream_keeps_the_state_exact(two_executors, tmp_path,
                 killed = (t, execs[0])
                 sc._jsc.sc().killExecutor(execs[0])   # its cached state and shuffle files go
                 time.sleep(2.0)
+                if mode == "replicated":   # every block of the state still has a holder
+                    holders = _holders_once_gone(sc, op._state.anchor, execs[0])
+                    assert all(holders), holders
             with _Peak(driver) as peak:
                 out = dict(op.process(sc.parallelize(b, 4), batch_id=t).collect())
             if killed is not None and t == killed[0]:

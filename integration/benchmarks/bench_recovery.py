@@ -13,10 +13,12 @@ JVMs, Python daemons and workers; exited children included), the peak count of P
 processes below the driver JVM and the peak RSS (MB) of the executor JVMs and of those
 Python processes, sampled every 0.2 s. ``--truncate-every`` sets the operator's lineage
 truncation period (default: the operator's default); ``--durable`` gives the operator a
-``checkpoint_dir`` (each batch commits, and the state is based on the committed files).
+``checkpoint_dir`` (each batch commits, and the state is based on the committed files);
+``--replicate`` caches the state at ``MEMORY_AND_DISK_2`` (a replica of each block on the
+other executor, so the lost executor's blocks are still cached).
 
 ``python integration/benchmarks/bench_recovery.py [--batches 30] [--truncate-every 100]
-[--durable]``
+[--durable | --replicate]``
 (minutes on a shared 2-core machine; run it niced).
 """
 from __future__ import annotations
@@ -87,6 +89,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=30)
     ap.add_argument("--truncate-every", type=int, default=None)
+    ap.add_argument("--replicate", action="store_true",
+                    help="cache the state at StorageLevel.MEMORY_AND_DISK_2 (a replica of "
+                         "every state block on the other executor)")
     ap.add_argument("--durable", action="store_true",
                     help="give the operator a checkpoint_dir: every batch commits and the "
                          "state is rebased on the committed files")
@@ -101,6 +106,9 @@ def main(argv=None) -> None:
     extra = {} if args.truncate_every is None else {"truncate_every": args.truncate_every}
     if args.durable:
         extra["checkpoint_dir"] = os.path.join(tmp, "state-ck")
+    if args.replicate:
+        from pyspark import StorageLevel
+        extra["storage_level"] = StorageLevel.MEMORY_AND_DISK_2
     op = KeyedStateOperator(spark, 4, update=operator.add, initial=0, planner="mixed",
                             theta=0.02, trigger="paper", **extra)
     batches = [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
@@ -119,7 +127,8 @@ def main(argv=None) -> None:
         if t == 2:
             early, early_want = out, n
     print(f"{args.batches} batches, {sum(h.rebalanced for h in op.history)} migrated, "
-          f"truncate_every={op.truncate_every}, checkpoint_dir={op.checkpoint_dir}")
+          f"truncate_every={op.truncate_every}, checkpoint_dir={op.checkpoint_dir}, "
+          f"storage level {op._level}")
     print(f"{'':>24} {'wall s':>7} {'cpu s':>7} {'#py':>4} {'py MB':>8} {'exec MB':>8}")
     last = per_batch[-5:]
     print(f"{'batch (median, last 5)':>24} "

@@ -35,7 +35,43 @@ from __future__ import annotations
 import weakref
 from typing import Any, Iterable
 
-__all__ = ["BatchCache", "FileLoans"]
+__all__ = ["BatchCache", "FileLoans", "check_storage_level"]
+
+
+def check_storage_level(level: Any) -> Any:
+    """The storage level the keyed state's frames are cached at: ``None`` gives
+    ``MEMORY_AND_DISK``; anything else must be a :class:`pyspark.StorageLevel` that keeps
+    the blocks (in memory or on disk) - checked before any job runs.
+
+    A replicated level (``MEMORY_AND_DISK_2``) keeps a second copy of every cached block
+    on another executor: a lost executor then loses no state block, so without a
+    ``checkpoint_dir`` it costs no recomputation of the batches since the last truncation
+    (a local checkpoint keeps the level's replication). The price is twice the state's
+    cache and a copy over the network of each batch's new state.
+
+    Examples
+    --------
+    >>> from pyspark import StorageLevel
+    >>> check_storage_level(None) == StorageLevel.MEMORY_AND_DISK
+    True
+    >>> check_storage_level(StorageLevel.MEMORY_AND_DISK_2).replication
+    2
+    >>> check_storage_level("MEMORY_ONLY")
+    Traceback (most recent call last):
+    ...
+    TypeError: storage_level='MEMORY_ONLY'; expected a pyspark.StorageLevel (e.g. StorageLevel.MEMORY_AND_DISK_2) or None
+    """
+    from pyspark import StorageLevel
+
+    if level is None:
+        return StorageLevel.MEMORY_AND_DISK
+    if not isinstance(level, StorageLevel):
+        raise TypeError(f"storage_level={level!r}; expected a pyspark.StorageLevel (e.g. "
+                        "StorageLevel.MEMORY_AND_DISK_2) or None")
+    if not (level.useMemory or level.useDisk) or level.replication < 1:
+        raise ValueError(f"storage_level={level!r} keeps no block; the state must be cached "
+                         "(e.g. StorageLevel.MEMORY_AND_DISK)")
+    return level
 
 
 class _Loans:

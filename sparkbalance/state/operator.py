@@ -30,8 +30,9 @@ With a ``checkpoint_dir`` (committed every batch) and the bridge jar, each commi
 state on its files (:func:`~sparkbalance.state.checkpoint.rebased`): its lineage is one
 read, and a lost executor costs one batch of recomputation. Otherwise lineage is a chain
 truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.caching`); on
-clusters where executors come and go, set ``sc.setCheckpointDir`` then. An operator with a
-``checkpoint_dir`` is restarted from its last durable checkpoint.
+clusters where executors come and go, set ``sc.setCheckpointDir`` then, or cache the state
+replicated (``storage_level=StorageLevel.MEMORY_AND_DISK_2``: a lost executor loses no state
+block). An operator with a ``checkpoint_dir`` is restarted from its last durable checkpoint.
 
 Long because: one batch's merge, measure, decide, record and the pending riding migration
 stay together; the read-only views (:mod:`.views`), ``scale`` (:mod:`.rescaling`) and the
@@ -49,7 +50,7 @@ import numpy as np
 from ..routing.base import check_num_partitions
 from ..spark import conf
 from ..spark.jobs import sparkbalance_job_group
-from .caching import BatchCache, FileLoans
+from .caching import BatchCache, FileLoans, check_storage_level
 from .checkpoint import BatchOutputs, outputs_frames
 from .durable import Durable
 from .rescaling import Rescaling
@@ -144,7 +145,10 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
     ``on_replay`` ("skip" or "error": a ``batch_id`` at or below the last applied one is
     never applied twice, see :mod:`~sparkbalance.state.streaming`), ``lease_timeout``
     (seconds without a heartbeat before another operator may take ``checkpoint_dir`` over,
-    see :mod:`~sparkbalance.state.lease`).
+    see :mod:`~sparkbalance.state.lease`), ``storage_level`` (where the state's frames are
+    cached, default ``MEMORY_AND_DISK``; a replicated level such as
+    ``StorageLevel.MEMORY_AND_DISK_2`` makes a lost executor cost no recomputation without a
+    ``checkpoint_dir``, at twice the cache: :func:`~sparkbalance.state.caching.check_storage_level`).
 
     Examples
     --------
@@ -168,9 +172,8 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
                  planner_params: Mapping[str, Any] | None = None, trigger: str = "payoff",
                  hysteresis: float = DEFAULT_HYSTERESIS, horizon: int = DEFAULT_HORIZON,
                  inverse: Callable | None = None, on_replay: str = "skip",
-                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT) -> None:
-        from pyspark import StorageLevel
-
+                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
+                 storage_level: Any = None) -> None:
         self.sc = spark_context(spark)
         # Settings not given come from spark.sparkbalance.* like the adapters' (spark.conf);
         # "default" marks max_table/window unset, since None means "unbounded" for both.
@@ -196,7 +199,7 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
         self.listener = listener
         self.key_col, self.value_col = key_col, value_col
         self.on_replay = check_on_replay(on_replay)
-        self._level = StorageLevel.MEMORY_AND_DISK
+        self._level = check_storage_level(storage_level)
         layout = initial_layout(self.planner, n, num_groups)
         if isinstance(layout, GroupLayout):
             groups = layout.num_groups

@@ -262,6 +262,11 @@ def test_bad_arguments_error_clearly(spark, sc):
         KeyedStateOperator(sc, 2, update=operator.add, window=0)
     with pytest.raises(ValueError, match="theta=-1"):
         KeyedStateOperator(sc, 2, update=operator.add, theta=-1)
+    with pytest.raises(TypeError, match="storage_level='MEMORY_AND_DISK_2'; expected a pyspark"):
+        KeyedStateOperator(sc, 2, update=operator.add, storage_level="MEMORY_AND_DISK_2")
+    from pyspark import StorageLevel
+    with pytest.raises(ValueError, match="keeps no block"):
+        KeyedStateOperator(sc, 2, update=operator.add, storage_level=StorageLevel(False, False, False, False))
     op = KeyedStateOperator(sc, 2, update=operator.add, initial=0, planner="none")
     with pytest.raises(TypeError, match="batch is a list"):
         op.process([("a", 1)])
