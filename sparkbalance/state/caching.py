@@ -35,7 +35,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Iterable
 
-__all__ = ["BatchCache", "FileLoans", "check_storage_level"]
+__all__ = ["BatchCache", "FileLoans", "check_storage_level", "held_outputs"]
 
 
 def check_storage_level(level: Any) -> Any:
@@ -155,6 +155,24 @@ class FileLoans:
     def names(self) -> tuple[str, ...]:
         """The directories some live borrower may read."""
         return tuple(self._count)
+
+
+def held_outputs(frames: Any, level: Any) -> Any:
+    """The outputs RDD, ``(key, output)``, of a batch's outputs ``frames``, which stay
+    cached (lazily, at ``level``) while it or an RDD derived from it is referenced.
+
+    The batch's merged RDD the frames are selected from is released with the next batch;
+    without this cache a late read of the outputs would recompute that merge, and with it
+    the state chain back to the last lineage cut (up to ``truncate_every`` batches without
+    a ``checkpoint_dir``). With it the first read (the caller's, or a checkpoint's write of
+    the outputs) keeps the batch's outputs, and every later read is a cache read.
+    """
+    from .frames import frame_payload
+
+    frames.persist(level)
+    out = frames.flatMap(frame_payload)
+    weakref.finalize(out, _unpersist, frames)
+    return out
 
 
 def _unpersist(rdd: Any) -> None:

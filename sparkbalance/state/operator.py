@@ -50,7 +50,7 @@ import numpy as np
 from ..routing.base import check_num_partitions
 from ..spark import conf
 from ..spark.jobs import sparkbalance_job_group
-from .caching import BatchCache, FileLoans, check_storage_level
+from .caching import BatchCache, FileLoans, check_storage_level, held_outputs
 from .checkpoint import BatchOutputs, outputs_frames
 from .durable import Durable
 from .rescaling import Rescaling
@@ -235,10 +235,11 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
     def process(self, batch: Any, batch_id: int | None = None) -> Any:
         """Apply one batch; return its outputs as an RDD of ``(key, output)``.
 
-        The outputs RDD is cached until the next batch; consume it before the next call
-        for best performance (later it is recomputed from lineage, with the same result:
-        the locally checkpointed RDDs it recomputes from stay cached while the returned
-        RDD object, or one derived from it by ``map``-like calls, is referenced).
+        The outputs are cached from their first read for as long as the returned RDD,
+        or one derived from it by ``map``-like calls, is referenced; read them before the
+        next call for best performance (an outputs RDD first read later is recomputed from
+        lineage, with the same result: the locally checkpointed RDDs it recomputes from
+        stay cached while it is referenced).
         A ``batch_id`` at or below the last applied one is never applied again (see
         ``on_replay``): the replay of the last applied batch returns its kept outputs
         (:meth:`last_outputs`), an older one None. When the batch or its checkpoint fails
@@ -257,8 +258,9 @@ class KeyedStateOperator(StateViews, Rescaling, Durable):
             merged = self._merged(batch)
             m = self._measure(merged)
             decision = self._decide(m)
-            self._outputs = BatchOutputs(seq, batch_id, outputs_frames(merged))
-            outputs = merged.outputs()
+            frames = outputs_frames(merged)
+            self._outputs = BatchOutputs(seq, batch_id, frames)
+            outputs = held_outputs(frames, self._level)   # a late read reads its cache
             # before the commit, whose cleanup would remove the files the merge read
             self._files.lend(outputs, self._base_dir)
             self._record(seq, batch_id, m, decision, t0)

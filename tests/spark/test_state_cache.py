@@ -1,5 +1,9 @@
-"""A rebased keyed state keeps its cache locality: the scheduler places partition ``i``'s
-tasks on the executor caching the state's block ``i``, on Spark 3.5 as on 4.x.
+"""What the keyed state keeps cached, and where.
+
+A batch's outputs stay cached from their first read while the caller holds them, so a late
+read does not recompute the batches before it. A rebased keyed state keeps its cache
+locality: the scheduler places partition ``i``'s tasks on the executor caching the state's
+block ``i``, on Spark 3.5 as on 4.x.
 
 The rebased state reads its cached blocks through the block manager, not as a dependency
 (:func:`sparkbalance.state.checkpoint.rebased`), so the scheduler would not see where they
@@ -10,6 +14,7 @@ with the scheduler's own answer, ``SparkContext.getPreferredLocs``.
 """
 from __future__ import annotations
 
+import gc
 import operator
 
 import pytest
@@ -67,5 +72,28 @@ def test_the_scheduler_places_each_partition_where_its_block_is_cached(sc, tmp_p
         plain = read_parts(sc, store, man.state_dir, man.state_files, man.num_physical)
         assert all(not _scheduler_prefers(sc, plain, i) for i in range(N_PARTS))
         assert dict(op.collect_state()) == {k: 2 for k in range(60)}
+    finally:
+        op.close()
+
+
+@pytest.mark.parametrize("planner", ["none", "mixed"])
+def test_outputs_read_once_stay_cached_while_held(sc, planner):
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
+                            theta=0.02, trigger="paper", truncate_every=100)
+    try:
+        held, want = None, None
+        for t in range(6):
+            out = op.process(sc.parallelize([(k % (7 + t), 1) for k in range(90)], 2))
+            got = sorted(out.collect())           # the caller reads its outputs once
+            if t == 1:
+                held, want = out, got
+        frames = held.prev                        # the outputs frames the RDD reads
+        rid = frames._jrdd.rdd().id()
+        assert rid in set(sc._jsc.getPersistentRDDs().keys())
+        assert all(_block_holders(sc, rid, i) for i in range(N_PARTS))
+        assert sorted(held.map(lambda kv: kv).collect()) == want   # a late read, from cache
+        del held, out, frames
+        gc.collect()
+        assert rid not in set(sc._jsc.getPersistentRDDs().keys())
     finally:
         op.close()
