@@ -74,6 +74,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .intcrc import int_crc32_array
+
 __all__ = [
     "P",
     "FAMILY_SEED",
@@ -286,9 +288,10 @@ def validate_key(key: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Array form: identical values. zlib's C CRC-32 per key (via ``tolist``) measured faster than
-# a column-wise numpy CRC table (0.15-0.2 s vs 0.5 s per 10**6 keys), so only the affine step
-# is vectorised.
+# Array form: identical values. Integer arrays: CRC-32 column-wise from its linearity
+# (:mod:`sparkbalance.intcrc`, 0.03 s per 10**6 keys against 0.45 s through ``tolist`` and
+# zlib per key); other keys: zlib's C CRC-32 per key, which measured faster than a byte-wise
+# numpy CRC table (0.15-0.2 s vs 0.5 s per 10**6 keys). The affine step is vectorised.
 # ---------------------------------------------------------------------------------------
 def raw_hash_array(keys: Iterable[Any] | np.ndarray) -> np.ndarray:
     """Vectorised :func:`raw_hash`: a ``uint64`` array, equal element-wise to the scalar form.
@@ -302,6 +305,8 @@ def raw_hash_array(keys: Iterable[Any] | np.ndarray) -> np.ndarray:
     if isinstance(keys, np.ndarray):
         if keys.ndim != 1:
             raise ValueError(f"keys must be a 1-D array; got shape {keys.shape}")
+        if keys.dtype.kind in "iub":
+            return int_crc32_array(keys)
         items = keys.tolist()  # numpy scalars -> Python int/str/float/bytes
     else:
         items = list(keys)
