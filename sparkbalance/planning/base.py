@@ -147,7 +147,8 @@ class PlanningContext:
             crit = selection_criterion(c, S, key, self.beta)
             self._crit[key] = (crit, np.argsort(-crit, kind="stable"))
         crit, order = self._crit[key]
-        u = Units(c, S, cnt, home, cur, self.in_table, crit, self.n, order)
+        u = Units(c, S, cnt, home, cur, self.in_table, crit, self.n, order,
+                  single=self.records is None)
         n_back = int(max(0, min(n_back, self.table_entries)))
         stale_dropped = min(n_back, len(self.stale))
         u.move_back(n_back - stale_dropped, self.clean_order)
@@ -156,9 +157,7 @@ class PlanningContext:
         C = u.prepare(self.cap, self.tol, name, floor)
         counters = run_llfd(u, C, self.cap, self.tol, self.criterion)
         loads = u.loads()
-        a = u.view("asg")
-        moved = a != u.view("cur")
-        est_mig = float((u.view("S") * u.view("cnt"))[moved].sum())
+        est_mig = u.migration()
         t = Trial(units=u, n_back=n_back,
                   table_size=u.table_size(len(self.stale) - stale_dropped),
                   stale_dropped=stale_dropped, est_loads=loads, est_migration=est_mig,

@@ -34,11 +34,12 @@ class Units:
     """
 
     __slots__ = ("n", "N", "c", "S", "cnt", "home", "cur", "asg", "in_table", "crit",
-                 "origin", "reason", "_order", "_order_n")
+                 "origin", "reason", "_order", "_order_n", "single")
 
     def __init__(self, c: np.ndarray, S: np.ndarray, cnt: np.ndarray, home: np.ndarray,
                  cur: np.ndarray, in_table: np.ndarray, crit: np.ndarray,
-                 num_partitions: int, order: np.ndarray | None = None) -> None:
+                 num_partitions: int, order: np.ndarray | None = None,
+                 single: bool = False) -> None:
         self.n = int(num_partitions)
         self.N = int(c.shape[0])
         # The base arrays are shared with the caller and the other trials of a plan, not
@@ -59,6 +60,10 @@ class Units:
         # trials of one plan; recomputed here only after splits add units)
         self._order = order
         self._order_n = self.N if order is not None else -1
+        # ``single``: the caller knows every count is 1 (exact keys), so c·cnt = c and
+        # S·cnt = S exactly and the per-key products (a pass and 80 MB each at 10^7 keys)
+        # are skipped; a split clears it.
+        self.single = bool(single)
 
     # -- bookkeeping -------------------------------------------------------------------
     def split(self, u: int, m: int) -> int:
@@ -69,6 +74,7 @@ class Units:
                 setattr(self, name, _grow(arr, 2 * arr.shape[0]))
         v = self.N
         self.N += 1
+        self.single = False
         for arr in (self.c, self.S, self.home, self.cur, self.asg, self.in_table, self.crit,
                     self.origin):
             arr[v] = arr[u]
@@ -83,10 +89,18 @@ class Units:
 
     def loads(self) -> np.ndarray:
         """L(d) over units placed (``asg >= 0``)."""
-        a = self.asg[: self.N]
-        placed = a >= 0
-        w = self.c[: self.N] * self.cnt[: self.N]
-        return np.bincount(a[placed], weights=w[placed], minlength=self.n).astype(np.float64)
+        # Units in C (asg = -1) land in bin 0 of asg + 1 and are dropped: the same sums, in
+        # the same order, as a bincount of the placed units alone, without their copies.
+        a = self.asg[: self.N] + 1
+        w = self.c[: self.N] if self.single else self.c[: self.N] * self.cnt[: self.N]
+        return np.bincount(a, weights=w, minlength=self.n + 1)[1:].astype(np.float64)
+
+    def migration(self) -> float:
+        """Σ S(k) over the keys whose working destination differs from F(k)."""
+        moved = self.asg[: self.N] != self.cur[: self.N]
+        if self.single:
+            return float(self.S[: self.N][moved].sum())
+        return float((self.S[: self.N] * self.cnt[: self.N])[moved].sum())
 
     def order_desc(self) -> np.ndarray:
         """Unit indices by decreasing ``crit`` (stable; recomputed after splits)."""
@@ -99,6 +113,8 @@ class Units:
         """|R'| = stale entries kept + keys placed away from their home."""
         a = self.asg[: self.N]
         away = a != self.home[: self.N]
+        if self.single:
+            return int(stale + np.count_nonzero(away))
         return int(stale + self.cnt[: self.N][away].sum())
 
     def truncate_table(self, limit: int) -> int:
