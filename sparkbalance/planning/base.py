@@ -117,7 +117,7 @@ class PlanningContext:
         if len(c):
             self.cap = max(self.cap, float(np.max(c)))
         self.crit = selection_criterion(c, S, self.criterion, self.beta)
-        self._crit: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._crit: dict[str, np.ndarray] = {self.criterion: self.crit}
         in_table = cur != home
         self.in_table = in_table
         # Entries of the old table that no present key with F(k) != h(k) accounts for:
@@ -144,10 +144,8 @@ class PlanningContext:
         c, S, cnt, home, cur = self.base
         key = criterion or self.criterion
         if key not in self._crit:
-            crit = selection_criterion(c, S, key, self.beta)
-            self._crit[key] = (crit, np.argsort(-crit, kind="stable"))
-        crit, order = self._crit[key]
-        u = Units(c, S, cnt, home, cur, self.in_table, crit, self.n, order,
+            self._crit[key] = selection_criterion(c, S, key, self.beta)
+        u = Units(c, S, cnt, home, cur, self.in_table, self._crit[key], self.n,
                   single=self.records is None)
         n_back = int(max(0, min(n_back, self.table_entries)))
         stale_dropped = min(n_back, len(self.stale))

@@ -30,22 +30,44 @@ _CHUNK: int = 4096
 
 
 class _Members:
-    """Per-partition unit lists in decreasing criterion order, for exchangeable sets."""
+    """Per-partition unit lists in decreasing criterion order, for exchangeable sets.
+
+    ``static[d]``: the units on ``d`` when ``d`` is first asked for, ranked; units placed
+    later are in ``added[d]``. The units on ``d`` at any time are among those on ``d`` when
+    LLFD started and those placed on it since (``added``; ejected units go to C), so
+    ``static[d]`` ranks that union, filtered, instead of scanning every unit; the
+    grouping by partition (one radix sort) is made at the first exchange of a run.
+    """
 
     def __init__(self, units: Units) -> None:
         self.u = units
         self.static: dict[int, np.ndarray] = {}
         self.added: dict[int, list[int]] = {}
-        self.order = units.order_desc()
+        self._start = units.asg[: units.N].copy()     # who is where when LLFD starts
+        self._groups: tuple[np.ndarray, np.ndarray] | None = None
 
     def note_added(self, d: int, v: int) -> None:
         self.added.setdefault(d, []).append(v)
 
+    def _at_start(self, d: int) -> np.ndarray:
+        """Units on ``d`` when LLFD started, ascending."""
+        if self._groups is None:
+            a = self._start + 1                          # C (-1) is group 0
+            g = np.argsort(a.astype(np.uint16) if self.u.n < 2 ** 16 - 1 else a,
+                           kind="stable")
+            self._groups = (g, np.searchsorted(a[g], np.arange(self.u.n + 2)))
+        g, bounds = self._groups
+        return g[bounds[d + 1]:bounds[d + 2]]
+
     def _static(self, d: int) -> np.ndarray:
         s = self.static.get(d)
         if s is None:
-            o = self.order
-            s = o[self.u.asg[o] == d]
+            u = self.u
+            s = self._at_start(d)
+            dyn = self.added.get(d)
+            if dyn:
+                s = np.union1d(s, np.asarray(dyn, dtype=np.int64))
+            s = u.ranked(s[u.asg[s] == d])
             self.static[d] = s
         return s
 
