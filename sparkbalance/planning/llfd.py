@@ -35,35 +35,26 @@ class _Members:
     ``static[d]``: the units on ``d`` when ``d`` is first asked for, ranked; units placed
     later are in ``added[d]``. The units on ``d`` at any time are among those on ``d`` when
     LLFD started and those placed on it since (``added``; ejected units go to C), so
-    ``static[d]`` ranks that union, filtered, instead of scanning every unit; the
-    grouping by partition (one radix sort) is made at the first exchange of a run.
+    ``static[d]`` ranks that union, filtered, instead of ranking every unit (a stable sort
+    of 10^7 floats) and scanning all of them per partition.
     """
 
     def __init__(self, units: Units) -> None:
         self.u = units
         self.static: dict[int, np.ndarray] = {}
         self.added: dict[int, list[int]] = {}
-        self._start = units.asg[: units.N].copy()     # who is where when LLFD starts
-        self._groups: tuple[np.ndarray, np.ndarray] | None = None
+        # who is where when LLFD starts, in the narrowest type (a 20 MB scan per partition)
+        a = units.asg[: units.N]
+        self._start = a.astype(np.int16 if units.n < 2 ** 15 else np.int64)
 
     def note_added(self, d: int, v: int) -> None:
         self.added.setdefault(d, []).append(v)
-
-    def _at_start(self, d: int) -> np.ndarray:
-        """Units on ``d`` when LLFD started, ascending."""
-        if self._groups is None:
-            a = self._start + 1                          # C (-1) is group 0
-            g = np.argsort(a.astype(np.uint16) if self.u.n < 2 ** 16 - 1 else a,
-                           kind="stable")
-            self._groups = (g, np.searchsorted(a[g], np.arange(self.u.n + 2)))
-        g, bounds = self._groups
-        return g[bounds[d + 1]:bounds[d + 2]]
 
     def _static(self, d: int) -> np.ndarray:
         s = self.static.get(d)
         if s is None:
             u = self.u
-            s = self._at_start(d)
+            s = np.flatnonzero(self._start == d)
             dyn = self.added.get(d)
             if dyn:
                 s = np.union1d(s, np.asarray(dyn, dtype=np.int64))
@@ -124,13 +115,83 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
     n = u.n
     L = u.loads()
     members = _Members(u)
+    # The queue pops by decreasing c(k), then first queued first: C sorted once (``pend``),
+    # merged with a heap of the units queued during the run (a later ``seq`` than all of
+    # C, so a unit of C wins a tie), instead of a heap of all of C.
+    Ca = np.asarray(C, dtype=np.int64)
+    by_c = np.argsort(-u.c[Ca], kind="stable")
+    pend_v = Ca[by_c].tolist()
+    pend_key = (-u.c[Ca[by_c]]).tolist()
+    npend = len(pend_v)
+    ip = 0
     heap: list[tuple[float, int, int]] = []
-    seq = 0
-    for v in C:
-        heap.append((-float(u.c[v]), seq, v))
-        seq += 1
-    heapq.heapify(heap)
+    seq = npend
     budget = _STEP_BUDGET_FLOOR + STEP_BUDGET_PER_CANDIDATE * len(C)
+
+    def pop() -> int:
+        """The next unit of the queue (-1 when empty)."""
+        nonlocal ip
+        if heap and (ip >= npend or heap[0][0] < pend_key[ip]):
+            return heapq.heappop(heap)[2]
+        if ip < npend:
+            ip += 1
+            return pend_v[ip - 1]
+        return -1
+
+    placed_on = [f"Phase III (LLFD): placed on least-loaded fitting partition {d}"
+                 for d in range(n)] if u.single else []
+
+    def fitting_run() -> int:
+        """Place single keys while the least-loaded partition takes them within the cap.
+
+        The common step of the loop below for a key (count 1), without numpy per key: the
+        least-loaded partition from a heap of (L(d), d) (ties: lowest d, as argmin), the
+        queue read in place; the decisions, identical, are written back afterwards.
+        Returns how many keys it placed.
+        """
+        nonlocal ip
+        if heap and (ip >= npend or heap[0][0] < pend_key[ip]):
+            nxt = -heap[0][0]
+        elif ip < npend:
+            nxt = -pend_key[ip]
+        else:
+            return 0
+        if not float(L.min()) + nxt <= max(cap, nxt) + tol:
+            return 0
+        ph = list(zip(L.tolist(), range(n)))
+        heapq.heapify(ph)
+        vs: list[int] = []
+        ds: list[int] = []
+        while True:
+            if heap and (ip >= npend or heap[0][0] < pend_key[ip]):
+                negc, _, v = heap[0]
+                top = True
+            elif ip < npend:
+                negc, v, top = pend_key[ip], pend_v[ip], False
+            else:
+                break
+            ck = -negc
+            Ld, d = ph[0]
+            if not Ld + ck <= max(cap, ck) + tol:
+                break
+            if top:
+                heapq.heappop(heap)
+            else:
+                ip += 1
+            heapq.heapreplace(ph, (Ld + ck, d))
+            vs.append(v)
+            ds.append(d)
+        loads, parts = zip(*ph)
+        L[list(parts)] = loads
+        va = np.asarray(vs, dtype=np.int64)
+        u.asg[va] = ds
+        home_now = (u.cur[va] == ds).tolist()
+        reason = u.reason
+        for v, d, same in zip(vs, ds, home_now):
+            members.note_added(d, v)
+            if not (same and v in reason):
+                _note(u, v, placed_on[d])
+        return len(vs)
 
     def place(v: int, m: int, q: int, d: int, ck: float) -> int:
         """Put ``q`` of record ``v``'s ``m`` keys on ``d`` (all when q >= m); re-queue the rest."""
@@ -146,8 +207,14 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
 
     steps = ejections = fallbacks = 0
     exhausted = 0
-    while heap:
-        _, _, v = heapq.heappop(heap)
+    while True:
+        if u.single:
+            steps += fitting_run()
+            if steps > budget:
+                exhausted = 1
+        v = pop()
+        if v < 0:
+            break
         m = int(u.cnt[v])
         if m <= 0:
             continue
