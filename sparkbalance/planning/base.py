@@ -130,6 +130,10 @@ class PlanningContext:
         self.clean_order = tab[np.argsort(S[tab], kind="stable")]
         self.table_entries = len(self.stale) + int(cnt[tab].sum())
         self.trials: list[Trial] = []
+        # (n_back, criterion) -> (that trial, a private copy of its units): Phases I-III
+        # are deterministic, and the planners ask for the same trial again (MinTable's
+        # trial by the Theorem 2 guard, then twice by A_max's limit).
+        self._done: dict[tuple[int, str | None], tuple[Trial, Units]] = {}
 
     @property
     def criterion_name(self) -> str:
@@ -141,13 +145,18 @@ class PlanningContext:
 
         ``criterion`` overrides the planner's selection criterion for this trial.
         """
+        n_back = int(max(0, min(n_back, self.table_entries)))
+        done = self._done.get((n_back, criterion))
+        if done is not None:
+            t = replace(done[0], units=done[1].copy())
+            self.trials.append(t)
+            return t
         c, S, cnt, home, cur = self.base
         key = criterion or self.criterion
         if key not in self._crit:
             self._crit[key] = selection_criterion(c, S, key, self.beta)
         u = Units(c, S, cnt, home, cur, self.in_table, self._crit[key], self.n,
                   single=self.records is None)
-        n_back = int(max(0, min(n_back, self.table_entries)))
         stale_dropped = min(n_back, len(self.stale))
         u.move_back(n_back - stale_dropped, self.clean_order)
         name = self.criterion_name if criterion is None else criterion
@@ -162,6 +171,7 @@ class PlanningContext:
                   counters=counters, balanced=bool(loads.max() <= self.cap_theta + self.tol),
                   criterion=criterion or self.criterion)
         self.trials.append(t)
+        self._done[(n_back, criterion)] = (t, u.copy())
         return t
 
 

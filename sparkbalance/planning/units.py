@@ -81,6 +81,18 @@ class Units:
             self.reason[v] = self.reason[u]
         return v
 
+    def copy(self) -> "Units":
+        """An independent copy. Single keys never split, so only ``asg`` and the reasons
+        changed and the other arrays stay shared; otherwise every array is copied."""
+        new = object.__new__(Units)
+        for name in Units.__slots__:
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray) and (name == "asg" or not self.single):
+                value = value.copy()
+            setattr(new, name, value)
+        new.reason = dict(self.reason)
+        return new
+
     @property
     def origin(self) -> np.ndarray:
         """Index of the base unit each unit came from (a split part: its source's)."""
@@ -154,6 +166,13 @@ class Units:
         away = np.flatnonzero(self.asg[:N] != self.home[:N])
         away = away[np.argsort(-self.c[away], kind="stable")]
         left = max(int(limit), 0)
+        text = (f"A_max: no plan of this planner fits the table limit {limit}; "
+                "entry dropped, back to its hash home (lightest entries first)")
+        if self.single:  # one key per entry: the first ``left`` stay, the rest go home
+            home = away[left:]
+            self.asg[home] = self.home[home]
+            self.reason.update(dict.fromkeys(home.tolist(), text))
+            return int(home.shape[0])
         sent = 0
         for u in away.tolist():
             m = int(self.cnt[u])
@@ -165,8 +184,7 @@ class Units:
                 m -= left
                 left = 0
             self.asg[u] = self.home[u]
-            self.reason[u] = (f"A_max: no plan of this planner fits the table limit {limit}; "
-                              "entry dropped, back to its hash home (lightest entries first)")
+            self.reason[u] = text
             sent += m
         return sent
 
@@ -209,10 +227,9 @@ class Units:
         N = self.N
         a = self.asg[:N]
         c = self.c[:N]
-        placed = np.flatnonzero(a >= 0)
         target = np.full(self.n, cap)
         pinned = np.full(self.n, -1, dtype=np.int64)
-        heavy = placed[c[placed] > cap]
+        heavy = np.flatnonzero((a >= 0) & (c > cap))
         if heavy.size:
             heavy = heavy[np.argsort(c[heavy], kind="stable")]  # last write = heaviest
             pinned[a[heavy]] = heavy
