@@ -130,10 +130,10 @@ class PlanningContext:
         self.clean_order = tab[np.argsort(S[tab], kind="stable")]
         self.table_entries = len(self.stale) + int(cnt[tab].sum())
         self.trials: list[Trial] = []
-        # (n_back, criterion) -> (that trial, a private copy of its units): Phases I-III
-        # are deterministic, and the planners ask for the same trial again (MinTable's
-        # trial by the Theorem 2 guard, then twice by A_max's limit).
-        self._done: dict[tuple[int, str | None], tuple[Trial, Units]] = {}
+        # (n_back, criterion) -> (that trial, a snapshot of its units): Phases I-III are
+        # deterministic, and the planners ask for the same trial again (MinTable's trial
+        # by the Theorem 2 guard, then twice by A_max's limit).
+        self._done: dict[tuple[int, str | None], tuple[Trial, Any]] = {}
 
     @property
     def criterion_name(self) -> str:
@@ -148,7 +148,7 @@ class PlanningContext:
         n_back = int(max(0, min(n_back, self.table_entries)))
         done = self._done.get((n_back, criterion))
         if done is not None:
-            t = replace(done[0], units=done[1].copy())
+            t = replace(done[0], units=done[0].units.restore(done[1]))
             self.trials.append(t)
             return t
         c, S, cnt, home, cur = self.base
@@ -171,7 +171,7 @@ class PlanningContext:
                   counters=counters, balanced=bool(loads.max() <= self.cap_theta + self.tol),
                   criterion=criterion or self.criterion)
         self.trials.append(t)
-        self._done[(n_back, criterion)] = (t, u.copy())
+        self._done[(n_back, criterion)] = (t, u.snapshot())
         return t
 
 

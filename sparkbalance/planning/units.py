@@ -93,6 +93,30 @@ class Units:
         new.reason = dict(self.reason)
         return new
 
+    def snapshot(self) -> "Units | tuple[np.ndarray, np.ndarray, dict[int, str]]":
+        """This state, to rebuild with :meth:`restore`: for single keys only what differs
+        from the shared arrays (the units away from F(k) and the reasons; a full copy of
+        ``asg`` is 80 MB at 10^7 keys, its page faults alone ~0.1 s), else a copy."""
+        if not self.single:
+            return self.copy()
+        moved = np.flatnonzero(self.asg[: self.N] != self.cur[: self.N])
+        return moved, self.asg[moved], dict(self.reason)
+
+    def restore(self, snap: "Units | tuple[np.ndarray, np.ndarray, dict[int, str]]"
+                ) -> "Units":
+        """A new Units in the state ``snap`` taken by :meth:`snapshot` of a Units that
+        shares this one's base arrays."""
+        if isinstance(snap, Units):
+            return snap.copy()
+        moved, dest, reason = snap
+        new = object.__new__(Units)
+        for name in Units.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.asg = np.array(self.cur, dtype=np.int64)
+        new.asg[moved] = dest
+        new.reason = dict(reason)
+        return new
+
     @property
     def origin(self) -> np.ndarray:
         """Index of the base unit each unit came from (a split part: its source's)."""
