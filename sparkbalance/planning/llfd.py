@@ -283,16 +283,40 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
             if found is None:
                 continue
             E, take = found
-            for e, t in zip(E.tolist(), take.tolist()):
-                if t < u.cnt[e]:
-                    e = u.split(e, t)
-                u.asg[e] = IN_C
-                L[d] -= u.c[e] * u.cnt[e]
-                _note(u, e, f"Phase III (Adjust): ejected from partition {d} as part of the "
-                            f"exchangeable set making room for a key of cost {ck:.4g}")
-                heapq.heappush(heap, (-float(u.c[e]), seq, e))
-                seq += 1
-                ejections += 1
+            text = (f"Phase III (Adjust): ejected from partition {d} as part of the "
+                    f"exchangeable set making room for a key of cost {ck:.4g}")
+            if u.single:
+                # Single keys (take = 1 each): the loop below, with L(d) still reduced key
+                # by key in the same order (Python floats), and the queue extended at once
+                # (the pop order depends on the (c, seq) keys only, not on the heap layout).
+                u.asg[E] = IN_C
+                El = E.tolist()
+                ce = u.c[E].tolist()
+                Ld = float(L[d])
+                for x in ce:
+                    Ld -= x
+                L[d] = Ld
+                for e in El:
+                    _note(u, e, text)
+                queued = list(zip([-x for x in ce], range(seq, seq + len(El)), El))
+                seq += len(El)
+                ejections += len(El)
+                if 8 * len(queued) >= len(heap):
+                    heap.extend(queued)
+                    heapq.heapify(heap)
+                else:
+                    for item in queued:
+                        heapq.heappush(heap, item)
+            else:
+                for e, t in zip(E.tolist(), take.tolist()):
+                    if t < u.cnt[e]:
+                        e = u.split(e, t)
+                    u.asg[e] = IN_C
+                    L[d] -= u.c[e] * u.cnt[e]
+                    _note(u, e, text)
+                    heapq.heappush(heap, (-float(u.c[e]), seq, e))
+                    seq += 1
+                    ejections += 1
             w = place(v, m, 1, d, ck)
             _note(u, w, f"Phase III (Adjust): placed on {d} after ejecting lighter keys")
             placed = True
