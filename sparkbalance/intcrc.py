@@ -27,7 +27,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["int_crc32_array", "MAX_DIGITS"]
+__all__ = ["int_crc32_array", "MAX_DIGITS", "BLOCK"]
 
 #: Decimal digits of the largest uint64 (18446744073709551615).
 MAX_DIGITS: int = 20
@@ -70,30 +70,53 @@ def int_crc32_array(keys: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> int_crc32_array(np.array([1], dtype=np.uint8))[0] == __import__("zlib").crc32(b"i1")
+    >>> int(int_crc32_array(np.array([1], dtype=np.uint8))[0]) == __import__("zlib").crc32(b"i1")
     True
     """
     keys = np.asarray(keys)
     if keys.dtype.kind not in "iub":
         raise TypeError(f"keys have dtype {keys.dtype}; expected an integer or bool array")
-    if keys.dtype.kind == "i":
-        k = keys.astype(np.int64, copy=False)
-        neg = k < 0
-        x = k.view(np.uint64).copy()
-        np.negative(x, out=x, where=neg)      # |k| mod 2**64: exact for -2**63 too
+    if keys.dtype.kind == "b":
+        keys = keys.view(np.uint8)
+    out = np.empty(keys.shape[0], dtype=np.uint64)
+    if keys.shape[0] == 0:
+        return out
+    mag = int(max(abs(int(keys.min())), abs(int(keys.max()))))
+    chunks = -(-len(str(mag)) // _CHUNK_DIGITS)
+    tables = _tables(chunks)
+    # Blocks of BLOCK keys: the dozen temporaries stay small and are reused, where
+    # whole-array ones (80 MB each at 10^7 keys) cost more in page faults than in work.
+    for s in range(0, keys.shape[0], BLOCK):
+        out[s:s + BLOCK] = _crc_block(keys[s:s + BLOCK], tables, chunks)
+    return out
+
+
+#: Keys per block of the column-wise computation (:func:`int_crc32_array`): its uint64
+#: temporaries (8 MB) stay under glibc's 32 MB mmap threshold and are reused. Measured
+#: at 10^7 keys in a fresh process: 0.14-0.25 CPU s, against 1.2 s whole-array.
+BLOCK: int = 1 << 20
+
+
+def _crc_block(k: np.ndarray, tables: tuple[np.ndarray, np.ndarray], chunks: int
+               ) -> np.ndarray:
+    T, K = tables
+    neg = None
+    if k.dtype.kind == "i":
+        k = k.astype(np.int64, copy=False)
+        if k.min() < 0:
+            neg = k < 0
+            x = k.view(np.uint64).copy()
+            np.negative(x, out=x, where=neg)      # |k| mod 2**64: exact for -2**63 too
+        else:
+            x = k.view(np.uint64)
     else:
-        neg = None
-        x = keys.astype(np.uint64)
-    if x.shape[0] == 0:
-        return np.zeros(0, dtype=np.uint64)
-    top = int(x.max())
-    digits = len(str(top))
-    chunks = -(-digits // _CHUNK_DIGITS)
-    T, K = _tables(chunks)
+        x = k.astype(np.uint64, copy=False)
     # digit count L(x) = 1 + #{i >= 1: x >= 10^i}
-    L = np.searchsorted(_POW10[: digits - 1], x, side="right")
+    L = np.searchsorted(_POW10[: _CHUNK_DIGITS * chunks - 1], x, side="right")
     L += 1
-    reg = K[0].take(L) if neg is None else np.where(neg, K[1].take(L), K[0].take(L))
+    if neg is not None:
+        L[neg] += MAX_DIGITS + 1                  # the row of K for a minus sign
+    reg = K.ravel().take(L)
     rest = x
     for j in range(chunks):
         if j < chunks - 1:
@@ -101,4 +124,5 @@ def int_crc32_array(keys: np.ndarray) -> np.ndarray:
         else:
             low = rest
         reg ^= T[j].take(low.astype(np.intp))
-    return (~reg).astype(np.uint64)
+    np.invert(reg, out=reg)
+    return reg

@@ -69,13 +69,20 @@ def _table_routes(keys: np.ndarray, home: np.ndarray, current: Any) -> np.ndarra
     if not len(routes) or not len(keys):
         return cur
     ent_k, ent_p = [], []
+    info = np.iinfo(keys.dtype)
+    lo, hi = int(info.min), int(info.max)
     for k, p in routes.items():
+        if type(k) is int:   # the common entry: no float or Decimal to compare
+            if lo <= k <= hi:
+                ent_k.append(k)
+                ent_p.append(int(p))
+            continue
         if isinstance(k, numbers.Number) and not isinstance(k, complex):
             try:
                 ik = int(k)
             except (ValueError, OverflowError, TypeError):   # NaN, inf
                 continue
-            if ik == k and np.iinfo(keys.dtype).min <= ik <= np.iinfo(keys.dtype).max:
+            if ik == k and lo <= ik <= hi:
                 ent_k.append(ik)
                 ent_p.append(int(p))
     if not ent_k:
