@@ -104,7 +104,9 @@ class PlanningContext:
         self.phase2 = planner.phase2
         if records is None:
             c, S = w.cost, w.memory
-            cnt = np.ones(len(w), dtype=np.int64)
+            # one key per unit: a read-only view of a single 1 (units of single keys never
+            # write cnt) instead of 80 MB of ones at 10^7 keys
+            cnt = np.broadcast_to(np.ones(1, dtype=np.int64), (len(w),))
             home, cur = w.home, w.current
         else:
             c, S, cnt, home, cur = (records.c, records.S, records.count, records.home,
@@ -116,8 +118,8 @@ class PlanningContext:
         self.cap_theta = self.cap
         if len(c):
             self.cap = max(self.cap, float(np.max(c)))
-        self.crit = selection_criterion(c, S, self.criterion, self.beta)
-        self._crit: dict[str, np.ndarray] = {self.criterion: self.crit}
+        self._crit: dict[str, np.ndarray] = {}
+        self.crit = self._criterion(self.criterion)
         in_table = cur != home
         self.in_table = in_table
         # Entries of the old table that no present key with F(k) != h(k) accounts for:
@@ -134,6 +136,15 @@ class PlanningContext:
         # deterministic, and the planners ask for the same trial again (MinTable's trial
         # by the Theorem 2 guard, then twice by A_max's limit).
         self._done: dict[tuple[int, str | None], tuple[Trial, Any]] = {}
+
+    def _criterion(self, key: str) -> np.ndarray:
+        """The selection criterion ``key`` of the base units, computed once per plan."""
+        if key not in self._crit:
+            c, S = self.base[:2]
+            # "c" ranks by c itself (never written): no 80 MB copy at 10^7 keys
+            self._crit[key] = (c if key == "c" and c.dtype == np.float64 else
+                               selection_criterion(c, S, key, self.beta))
+        return self._crit[key]
 
     @property
     def criterion_name(self) -> str:
@@ -153,9 +164,7 @@ class PlanningContext:
             return t
         c, S, cnt, home, cur = self.base
         key = criterion or self.criterion
-        if key not in self._crit:
-            self._crit[key] = selection_criterion(c, S, key, self.beta)
-        u = Units(c, S, cnt, home, cur, self.in_table, self._crit[key], self.n,
+        u = Units(c, S, cnt, home, cur, self.in_table, self._criterion(key), self.n,
                   single=self.records is None)
         stale_dropped = min(n_back, len(self.stale))
         u.move_back(n_back - stale_dropped, self.clean_order)
