@@ -180,7 +180,7 @@ class PlanningContext:
                   counters=counters, balanced=bool(loads.max() <= self.cap_theta + self.tol),
                   criterion=criterion or self.criterion)
         self.trials.append(t)
-        self._done[(n_back, criterion)] = (t, u.snapshot())
+        self._done[(n_back, criterion)] = (t, u.snapshot())   # packs u (see Units.pack)
         return t
 
 

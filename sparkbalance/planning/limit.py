@@ -46,6 +46,7 @@ def _retally(ctx: "PlanningContext", t: "Trial", note: str) -> "Trial":
                   est_loads=loads, est_migration=u.migration(),
                   counters={**t.counters, "limited": 1, "limit_note": note},
                   balanced=bool(loads.max() <= ctx.cap_theta + ctx.tol))
+    u.pack()
     ctx.trials.append(out)
     return out
 

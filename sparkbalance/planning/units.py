@@ -33,8 +33,8 @@ class Units:
     origin : index of the base unit a split part came from (for realisation).
     """
 
-    __slots__ = ("n", "N", "c", "S", "cnt", "home", "cur", "asg", "in_table", "crit",
-                 "_origin", "reason", "single")
+    __slots__ = ("n", "N", "c", "S", "cnt", "home", "cur", "_asg", "_packed", "in_table",
+                 "crit", "_origin", "reason", "single")
 
     def __init__(self, c: np.ndarray, S: np.ndarray, cnt: np.ndarray, home: np.ndarray,
                  cur: np.ndarray, in_table: np.ndarray, crit: np.ndarray,
@@ -87,20 +87,50 @@ class Units:
         new = object.__new__(Units)
         for name in Units.__slots__:
             value = getattr(self, name)
-            if isinstance(value, np.ndarray) and (name == "asg" or not self.single):
+            if isinstance(value, np.ndarray) and (name == "_asg" or not self.single):
                 value = value.copy()
             setattr(new, name, value)
         new.reason = dict(self.reason)
         return new
 
+    @property
+    def asg(self) -> np.ndarray:
+        """Working destinations F'(k), rebuilt from the packed form (:meth:`pack`) on use."""
+        a = self._asg
+        if a is None:
+            moved, dest = self._packed
+            a = np.array(self.cur, dtype=np.int64)
+            a[moved] = dest
+            self._asg, self._packed = a, None
+        return a
+
+    @asg.setter
+    def asg(self, value: np.ndarray) -> None:
+        self._asg, self._packed = value, None
+
+    def pack(self) -> None:
+        """Single keys: keep only the units away from F(k) until ``asg`` is used again.
+
+        A finished trial then holds its moves, not a full ``asg`` (80 MB at 10^7 keys, and
+        Mixed keeps up to eight trials; on this machine every fresh 80 MB costs ~0.17 CPU s
+        of first-touch page faults, so peak memory is also time).
+        """
+        if self.single and self._asg is not None:
+            self._packed, self._asg = self._diff(), None
+
     def snapshot(self) -> "Units | tuple[np.ndarray, np.ndarray, dict[int, str]]":
         """This state, to rebuild with :meth:`restore`: for single keys only what differs
-        from the shared arrays (the units away from F(k) and the reasons; a full copy of
-        ``asg`` is 80 MB at 10^7 keys, its page faults alone ~0.1 s), else a copy."""
+        from the shared arrays (packs this Units), else a copy."""
         if not self.single:
             return self.copy()
-        moved = np.flatnonzero(self.asg[: self.N] != self.cur[: self.N])
-        return moved, self.asg[moved], dict(self.reason)
+        self.pack()
+        moved, dest = self._packed
+        return moved, dest, dict(self.reason)
+
+    def _diff(self) -> tuple[np.ndarray, np.ndarray]:
+        a = self._asg[: self.N]
+        moved = np.flatnonzero(a != self.cur[: self.N])
+        return moved, a[moved]
 
     def restore(self, snap: "Units | tuple[np.ndarray, np.ndarray, dict[int, str]]"
                 ) -> "Units":
@@ -112,8 +142,7 @@ class Units:
         new = object.__new__(Units)
         for name in Units.__slots__:
             setattr(new, name, getattr(self, name))
-        new.asg = np.array(self.cur, dtype=np.int64)
-        new.asg[moved] = dest
+        new._asg, new._packed = None, (moved, dest)
         new.reason = dict(reason)
         return new
 
