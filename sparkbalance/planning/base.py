@@ -52,9 +52,11 @@ def selection_criterion(c: np.ndarray, S: np.ndarray, criterion: str, beta: floa
     c = np.asarray(c, dtype=np.float64)
     if criterion == "c":
         return c.copy()
-    p = c ** beta if criterion == "gamma" else c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(S > 0, p / np.where(S > 0, S, 1.0), np.inf)
+    out = c ** beta if criterion == "gamma" else c.copy()
+    pos = np.asarray(S) > 0
+    # in place: one new array, not five (each 80 MB of fresh pages at 10^7 keys)
+    np.divide(out, S, out=out, where=pos)
+    out[~pos] = np.inf
     out[c <= 0] = 0.0
     return out
 

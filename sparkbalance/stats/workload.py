@@ -89,6 +89,13 @@ def _table_routes(keys: np.ndarray, home: np.ndarray, current: Any) -> np.ndarra
         return cur
     ek = np.asarray(ent_k, dtype=keys.dtype)
     ep = np.asarray(ent_p, dtype=np.int64)
+    if keys.shape[0] > 1 and bool(np.all(keys[1:] > keys[:-1])):
+        # sorted distinct keys (as listed statistics usually are): look the few entries up
+        # among the keys, not every key among the entries (10^7 binary searches)
+        pos = np.minimum(np.searchsorted(keys, ek), keys.shape[0] - 1)
+        hit = keys[pos] == ek
+        cur[pos[hit]] = ep[hit]    # entries are distinct: dict keys equal as ints are one
+        return cur
     o = np.argsort(ek, kind="stable")
     ek, ep = ek[o], ep[o]
     pos = np.minimum(np.searchsorted(ek, keys), ek.shape[0] - 1)
