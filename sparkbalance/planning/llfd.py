@@ -41,7 +41,7 @@ class _Members:
 
     def __init__(self, units: Units) -> None:
         self.u = units
-        self.static: dict[int, np.ndarray] = {}
+        self.static: dict[int, _Ranked] = {}
         self.added: dict[int, list[int]] = {}
         # who is where when LLFD starts, in the narrowest type (a 20 MB scan per partition)
         a = units.asg[: units.N]
@@ -50,15 +50,15 @@ class _Members:
     def note_added(self, d: int, v: int) -> None:
         self.added.setdefault(d, []).append(v)
 
-    def _static(self, d: int) -> np.ndarray:
+    def _static(self, d: int) -> "_Ranked":
         s = self.static.get(d)
         if s is None:
             u = self.u
-            s = np.flatnonzero(self._start == d)
+            idx = np.flatnonzero(self._start == d)
             dyn = self.added.get(d)
             if dyn:
-                s = np.union1d(s, np.asarray(dyn, dtype=np.int64))
-            s = u.ranked(s[u.asg[s] == d])
+                idx = np.union1d(idx, np.asarray(dyn, dtype=np.int64))
+            s = _Ranked(u, idx[u.asg[idx] == d])
             self.static[d] = s
         return s
 
@@ -73,8 +73,8 @@ class _Members:
         static = self._static(d)
         got_i: list[np.ndarray] = []
         total = 0.0
-        for s in range(0, static.shape[0], _CHUNK):
-            ch = static[s:s + _CHUNK]
+        for s in range(0, static.size, _CHUNK):
+            ch = static.head(s + _CHUNK)[s:s + _CHUNK]
             ok = ch[(asg[ch] == d) & (c[ch] < ck) & (c[ch] > 0) & (crit[ch] > -np.inf)]
             if ok.size:
                 got_i.append(ok)
@@ -101,6 +101,36 @@ class _Members:
         last = int(cand[j])
         take[-1] = max(1, min(int(cnt[last]), int(np.ceil(max(rem - tol, 0.0) / c[last] - 1e-12))))
         return cand[: j + 1], take
+
+
+class _Ranked:
+    """Units ranked by decreasing ``crit`` (ties by index), sorted only as far as read.
+
+    :meth:`head` returns a prefix of the full ranking: the top k by partial partition,
+    with every unit tied with the k-th (k quadruples as the reader goes deeper). An
+    exchangeable set usually needs a few chunks of a partition's 10^5 units, not a sort
+    of all of them.
+    """
+
+    def __init__(self, units: Units, idx: np.ndarray) -> None:
+        self.u = units
+        self.idx = idx                   # ascending
+        self.size = int(idx.shape[0])
+        self._head = idx[:0]
+
+    def head(self, m: int) -> np.ndarray:
+        """At least the first ``min(m, size)`` units of the ranking."""
+        h = self._head
+        if h.shape[0] < min(m, self.size):
+            k = max(m, 4 * h.shape[0], _CHUNK)
+            if k >= self.size:
+                h = self.u.ranked(self.idx)
+            else:
+                key = -self.u.crit[self.idx]
+                sub = np.flatnonzero(key <= np.partition(key, k - 1)[k - 1])
+                h = self.idx[sub[np.argsort(key[sub], kind="stable")]]
+            self._head = h
+        return h
 
 
 def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str = "c"
