@@ -17,6 +17,7 @@ import heapq
 
 import numpy as np
 
+from .candidates import CandidateQueue
 from .units import IN_C, Units
 
 __all__ = ["run_llfd", "llfd_assign", "STEP_BUDGET_PER_CANDIDATE"]
@@ -145,28 +146,10 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
     n = u.n
     L = u.loads()
     members = _Members(u)
-    # The queue pops by decreasing c(k), then first queued first: C sorted once (``pend``),
-    # merged with a heap of the units queued during the run (a later ``seq`` than all of
-    # C, so a unit of C wins a tie), instead of a heap of all of C.
+    queue = CandidateQueue()
     Ca = np.asarray(C, dtype=np.int64)
-    by_c = np.argsort(-u.c[Ca], kind="stable")
-    pend_v = Ca[by_c].tolist()
-    pend_key = (-u.c[Ca[by_c]]).tolist()
-    npend = len(pend_v)
-    ip = 0
-    heap: list[tuple[float, int, int]] = []
-    seq = npend
+    queue.push_run(u.c[Ca], Ca)
     budget = _STEP_BUDGET_FLOOR + STEP_BUDGET_PER_CANDIDATE * len(C)
-
-    def pop() -> int:
-        """The next unit of the queue (-1 when empty)."""
-        nonlocal ip
-        if heap and (ip >= npend or heap[0][0] < pend_key[ip]):
-            return heapq.heappop(heap)[2]
-        if ip < npend:
-            ip += 1
-            return pend_v[ip - 1]
-        return -1
 
     placed_on = [f"Phase III (LLFD): placed on least-loaded fitting partition {d}"
                  for d in range(n)] if u.single else []
@@ -179,35 +162,21 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
         queue read in place; the decisions, identical, are written back afterwards.
         Returns how many keys it placed.
         """
-        nonlocal ip
-        if heap and (ip >= npend or heap[0][0] < pend_key[ip]):
-            nxt = -heap[0][0]
-        elif ip < npend:
-            nxt = -pend_key[ip]
-        else:
+        if not queue:
             return 0
+        nxt = queue.peek_cost()
         if not float(L.min()) + nxt <= max(cap, nxt) + tol:
             return 0
         ph = list(zip(L.tolist(), range(n)))
         heapq.heapify(ph)
         vs: list[int] = []
         ds: list[int] = []
-        while True:
-            if heap and (ip >= npend or heap[0][0] < pend_key[ip]):
-                negc, _, v = heap[0]
-                top = True
-            elif ip < npend:
-                negc, v, top = pend_key[ip], pend_v[ip], False
-            else:
-                break
-            ck = -negc
+        while queue:
+            ck = queue.peek_cost()
             Ld, d = ph[0]
             if not Ld + ck <= max(cap, ck) + tol:
                 break
-            if top:
-                heapq.heappop(heap)
-            else:
-                ip += 1
+            v = queue.pop()
             heapq.heapreplace(ph, (Ld + ck, d))
             vs.append(v)
             ds.append(d)
@@ -225,14 +194,12 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
 
     def place(v: int, m: int, q: int, d: int, ck: float) -> int:
         """Put ``q`` of record ``v``'s ``m`` keys on ``d`` (all when q >= m); re-queue the rest."""
-        nonlocal seq
         w = v if q >= m else u.split(v, q)
         u.asg[w] = d
         members.note_added(d, w)
         L[d] += ck * q
         if w != v:
-            heapq.heappush(heap, (-ck, seq, v))
-            seq += 1
+            queue.push(ck, v)
         return w
 
     steps = ejections = fallbacks = 0
@@ -242,7 +209,7 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
             steps += fitting_run()
             if steps > budget:
                 exhausted = 1
-        v = pop()
+        v = queue.pop()
         if v < 0:
             break
         m = int(u.cnt[v])
@@ -271,8 +238,7 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
                     _note(u, w, f"Phase III (LLFD): placed on least-loaded fitting partition "
                                 f"{d}")
                 if rest > 0:
-                    heapq.heappush(heap, (-ck, seq, v))
-                    seq += 1
+                    queue.push(ck, v)
                 continue
         d0 = int(np.argmin(L))      # == the first of the stable order below
         if L[d0] + ck <= cap_t:
@@ -317,26 +283,17 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
                     f"exchangeable set making room for a key of cost {ck:.4g}")
             if u.single:
                 # Single keys (take = 1 each): the loop below, with L(d) still reduced key
-                # by key in the same order (Python floats), and the queue extended at once
-                # (the pop order depends on the (c, seq) keys only, not on the heap layout).
+                # by key in the same order (Python floats), and the set queued as one run.
                 u.asg[E] = IN_C
-                El = E.tolist()
-                ce = u.c[E].tolist()
+                ce = u.c[E]
                 Ld = float(L[d])
-                for x in ce:
+                for x in ce.tolist():
                     Ld -= x
                 L[d] = Ld
-                for e in El:
+                for e in E.tolist():
                     _note(u, e, text)
-                queued = list(zip([-x for x in ce], range(seq, seq + len(El)), El))
-                seq += len(El)
-                ejections += len(El)
-                if 8 * len(queued) >= len(heap):
-                    heap.extend(queued)
-                    heapq.heapify(heap)
-                else:
-                    for item in queued:
-                        heapq.heappush(heap, item)
+                queue.push_run(ce, E)
+                ejections += int(E.shape[0])
             else:
                 for e, t in zip(E.tolist(), take.tolist()):
                     if t < u.cnt[e]:
@@ -344,8 +301,7 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
                     u.asg[e] = IN_C
                     L[d] -= u.c[e] * u.cnt[e]
                     _note(u, e, text)
-                    heapq.heappush(heap, (-float(u.c[e]), seq, e))
-                    seq += 1
+                    queue.push(float(u.c[e]), e)
                     ejections += 1
             w = place(v, m, 1, d, ck)
             _note(u, w, f"Phase III (Adjust): placed on {d} after ejecting lighter keys")
