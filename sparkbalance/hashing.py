@@ -324,6 +324,9 @@ def hash_family_array(keys: Iterable[Any] | np.ndarray, i: int) -> np.ndarray:
     """
     if not 0 <= i < HASH_FAMILY_SIZE:
         raise ValueError(f"hash index i={i}; expected 0 <= i < {HASH_FAMILY_SIZE}")
+    if isinstance(keys, np.ndarray) and keys.ndim == 1 and keys.dtype.kind in "iub":
+        # CRC and affine step block by block: one output array, no raw-hash array
+        return int_crc32_array(keys, then=lambda raw: _affine_block(raw, i))
     return _affine_array(raw_hash_array(keys), i)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import zlib
+from typing import Callable
 
 import numpy as np
 
@@ -65,8 +66,12 @@ def _tables(chunks: int) -> tuple[np.ndarray, np.ndarray]:
     return T, K
 
 
-def int_crc32_array(keys: np.ndarray) -> np.ndarray:
+def int_crc32_array(keys: np.ndarray,
+                    then: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """``zlib.crc32(b"i%d" % k)`` for every ``k`` of an integer (or bool) array, ``uint64``.
+
+    ``then``, when given, maps each block of CRCs (``uint64``) to what is stored instead
+    (e.g. the affine step of a hash), so that no whole-array intermediate is made.
 
     Examples
     --------
@@ -87,7 +92,8 @@ def int_crc32_array(keys: np.ndarray) -> np.ndarray:
     # Blocks of BLOCK keys: the dozen temporaries stay small and are reused, where
     # whole-array ones (80 MB each at 10^7 keys) cost more in page faults than in work.
     for s in range(0, keys.shape[0], BLOCK):
-        out[s:s + BLOCK] = _crc_block(keys[s:s + BLOCK], tables, chunks)
+        crc = _crc_block(keys[s:s + BLOCK], tables, chunks)
+        out[s:s + BLOCK] = crc if then is None else then(crc)
     return out
 
 
@@ -125,4 +131,4 @@ def _crc_block(k: np.ndarray, tables: tuple[np.ndarray, np.ndarray], chunks: int
             low = rest
         reg ^= T[j].take(low.astype(np.intp))
     np.invert(reg, out=reg)
-    return reg
+    return reg.astype(np.uint64)
