@@ -185,11 +185,16 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
         va = np.asarray(vs, dtype=np.int64)
         u.asg[va] = ds
         home_now = (u.cur[va] == ds).tolist()
-        reason = u.reason
+        reason, added = u.reason, members.added
         for v, d, same in zip(vs, ds, home_now):
-            members.note_added(d, v)
-            if not (same and v in reason):
-                _note(u, v, placed_on[d])
+            lst = added.get(d)                 # members.note_added and _note, inlined
+            if lst is None:
+                lst = added[d] = []
+            lst.append(v)
+            prev = reason.get(v)
+            if prev is None or not same:
+                text = placed_on[d]
+                reason[v] = text if prev is None or prev in text else f"{prev}; then {text}"
         return len(vs)
 
     def place(v: int, m: int, q: int, d: int, ck: float) -> int:
