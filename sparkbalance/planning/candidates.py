@@ -9,6 +9,7 @@ a *run* sorted once, and a small heap holds only the head of every run, so a ste
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 
 import numpy as np
@@ -66,6 +67,45 @@ class CandidateQueue:
     def peek_cost(self) -> float:
         """c of the next unit (the queue must not be empty)."""
         return -self._heads[0][0]
+
+    def block(self) -> tuple[list[float], list[int], int, int]:
+        """(−costs, units, lo, hi): the next ``hi - lo`` units are ``units[lo:hi]``, in
+        order, with ``-costs[lo:hi]`` their costs (at least one unit; the queue must not
+        be empty). Read them, then :meth:`advance` by the number taken.
+
+        The head run's units that come before every other run's head, found by bisection:
+        a reader runs over plain lists instead of calling :meth:`pop` per unit.
+        """
+        heads = self._heads
+        key, seq, v, r = heads[0]
+        if r < 0:
+            return [key], [v], 0, 1
+        keys, p = self._keys[r], self._pos[r]
+        if len(heads) == 1:
+            return keys, self._units[r], p, len(keys)
+        key2, seq2 = min(heads[1:3])[:2]       # the second-best head is a child of the root
+        hi = bisect.bisect_left(keys, key2, p)
+        seqs = self._seqs[r]
+        while hi < len(keys) and keys[hi] == key2 and seqs[hi] < seq2:
+            hi += 1
+        return keys, self._units[r], p, max(hi, p + 1)
+
+    def advance(self, m: int) -> None:
+        """Drop the next ``m`` units, all of the run :meth:`block` returned."""
+        if m <= 0:
+            return
+        heads = self._heads
+        r = heads[0][3]
+        if r < 0:
+            heapq.heappop(heads)
+            return
+        p = self._pos[r] + m
+        keys = self._keys[r]
+        if p < len(keys):
+            self._pos[r] = p
+            heapq.heapreplace(heads, (keys[p], self._seqs[r][p], self._units[r][p], r))
+        else:
+            heapq.heappop(heads)
 
     def pop(self) -> int:
         """The next unit, or -1 when the queue is empty."""

@@ -171,15 +171,22 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
         heapq.heapify(ph)
         vs: list[int] = []
         ds: list[int] = []
+        replace = heapq.heapreplace
         while queue:
-            ck = queue.peek_cost()
-            Ld, d = ph[0]
-            if not Ld + ck <= max(cap, ck) + tol:
+            negc, units, lo, hi = queue.block()
+            i = lo
+            while i < hi:
+                ck = -negc[i]
+                Ld, d = ph[0]
+                if not Ld + ck <= (cap if cap >= ck else ck) + tol:
+                    break
+                replace(ph, (Ld + ck, d))
+                ds.append(d)
+                i += 1
+            vs.extend(units[lo:i])
+            queue.advance(i - lo)
+            if i < hi:
                 break
-            v = queue.pop()
-            heapq.heapreplace(ph, (Ld + ck, d))
-            vs.append(v)
-            ds.append(d)
         loads, parts = zip(*ph)
         L[list(parts)] = loads
         va = np.asarray(vs, dtype=np.int64)

@@ -99,7 +99,7 @@ def test_packed_units_rebuild_their_destinations():
     assert u.asg.tolist() == [0, 2, 2, 0]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(
     st.tuples(st.just("push"), st.integers(0, 4)),
     st.tuples(st.just("run"), st.lists(st.integers(0, 4), max_size=12)),
@@ -118,8 +118,14 @@ def test_candidate_queue_pops_as_a_heap_of_all_candidates(ops):
             unit += 1
         if op == "pop":
             assert q.pop() == (heapq.heappop(heap)[2] if heap else -1)
-    while heap:
-        assert q.pop() == heapq.heappop(heap)[2]
+    out = []                       # the rest by blocks: a whole block or one unit at a time
+    while q:
+        negc, units, lo, hi = q.block()
+        take = hi - lo if len(out) % 2 else 1
+        assert negc[lo] == -q.peek_cost()
+        out.extend(units[lo:lo + take])
+        q.advance(take)
+    assert out == [heapq.heappop(heap)[2] for _ in range(len(heap))]
     assert q.pop() == -1
 
 
