@@ -17,7 +17,9 @@ Last, the fallback when tau cannot be met (:func:`fallback`): the strict least-m
 plan against the strategy's :data:`~sparkbalance.strategies.keygroups.FALLBACK_SLACK`.
 
 With ``--tables 1e7``, instead: the routing-table planners of Fang et al. (Mixed,
-MinTable, MinMig, LLFD) at 10^7 keys (:func:`tables`).
+MinTable, MinMig, LLFD) at 10^7 keys (:func:`tables`): CPU and wall seconds of the first
+plan and of the re-plan, on the bounded statistics and on every key listed, and peak RSS
+(figures in docs/algorithms.md, "Scale"; ``--tables 1e6`` for a quick run).
 
 Run: ``python integration/benchmarks/bench_scale.py [--quick | --tables 1e7]`` (``--quick``: n <= 1,000).
 """
@@ -137,10 +139,11 @@ def table_run(planner: str, num_keys: int, n: int, top: int) -> None:
     out = []
     current = None
     for st in (stats, drift):
-        c0 = time.process_time()
+        c0, w0 = time.process_time(), time.perf_counter()
         plan = plan_from_stats(planner, st, n, current=current)
-        out.append(f"{time.process_time() - c0:6.1f} {plan.imbalance_before:5.2f}->"
-                   f"{plan.imbalance_after:5.2f} |R'|={plan.table_size}")
+        out.append(f"{time.process_time() - c0:5.2f} ({time.perf_counter() - w0:5.2f} wall) "
+                   f"{plan.imbalance_before:4.2f}->{plan.imbalance_after:4.2f} "
+                   f"|R'|={plan.table_size}")
         current = RoutingTablePartitioner(n, plan.table)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     listed = f"top {top:,}" if top else "all keys"
@@ -153,7 +156,7 @@ def tables(num_keys: int, n: int, tops=(100_000, 0)) -> None:
     is per process): on the bounded statistics a fit uses (top-k exact + tail total) and
     on every key listed (``maxKeys=all``). CPU seconds per plan."""
     import subprocess
-    print(f"\nrouting-table planners, {num_keys:,} keys, n = {n}: CPU s, imbalance "
+    print(f"\nrouting-table planners, {num_keys:,} keys, n = {n}: CPU s (wall s), imbalance "
           "before->after (tail share included), table size, peak RSS")
     for top in tops:
         for planner in TABLE_PLANNERS:

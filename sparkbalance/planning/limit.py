@@ -42,12 +42,11 @@ def _retally(ctx: "PlanningContext", t: "Trial", note: str) -> "Trial":
     """A new trial over ``t.units`` after they were changed in place."""
     u = t.units
     loads = u.loads()
-    moved = u.view("asg") != u.view("cur")
     out = replace(t, table_size=u.table_size(len(ctx.stale) - t.stale_dropped),
-                  est_loads=loads,
-                  est_migration=float((u.view("S") * u.view("cnt"))[moved].sum()),
+                  est_loads=loads, est_migration=u.migration(),
                   counters={**t.counters, "limited": 1, "limit_note": note},
                   balanced=bool(loads.max() <= ctx.cap_theta + ctx.tol))
+    u.pack()
     ctx.trials.append(out)
     return out
 

@@ -17,6 +17,7 @@ import heapq
 
 import numpy as np
 
+from .candidates import CandidateQueue
 from .units import IN_C, Units
 
 __all__ = ["run_llfd", "llfd_assign", "STEP_BUDGET_PER_CANDIDATE"]
@@ -30,22 +31,35 @@ _CHUNK: int = 4096
 
 
 class _Members:
-    """Per-partition unit lists in decreasing criterion order, for exchangeable sets."""
+    """Per-partition unit lists in decreasing criterion order, for exchangeable sets.
+
+    ``static[d]``: the units on ``d`` when ``d`` is first asked for, ranked; units placed
+    later are in ``added[d]``. The units on ``d`` at any time are among those on ``d`` when
+    LLFD started and those placed on it since (``added``; ejected units go to C), so
+    ``static[d]`` ranks that union, filtered, instead of ranking every unit (a stable sort
+    of 10^7 floats) and scanning all of them per partition.
+    """
 
     def __init__(self, units: Units) -> None:
         self.u = units
-        self.static: dict[int, np.ndarray] = {}
+        self.static: dict[int, _Ranked] = {}
         self.added: dict[int, list[int]] = {}
-        self.order = units.order_desc()
+        # who is where when LLFD starts, in the narrowest type (a 20 MB scan per partition)
+        a = units.asg[: units.N]
+        self._start = a.astype(np.int16 if units.n < 2 ** 15 else np.int64)
 
     def note_added(self, d: int, v: int) -> None:
         self.added.setdefault(d, []).append(v)
 
-    def _static(self, d: int) -> np.ndarray:
+    def _static(self, d: int) -> "_Ranked":
         s = self.static.get(d)
         if s is None:
-            o = self.order
-            s = o[self.u.asg[o] == d]
+            u = self.u
+            idx = np.flatnonzero(self._start == d)
+            dyn = self.added.get(d)
+            if dyn:
+                idx = np.union1d(idx, np.asarray(dyn, dtype=np.int64))
+            s = _Ranked(u, idx[u.asg[idx] == d])
             self.static[d] = s
         return s
 
@@ -60,8 +74,8 @@ class _Members:
         static = self._static(d)
         got_i: list[np.ndarray] = []
         total = 0.0
-        for s in range(0, static.shape[0], _CHUNK):
-            ch = static[s:s + _CHUNK]
+        for s in range(0, static.size, _CHUNK):
+            ch = static.head(s + _CHUNK)[s:s + _CHUNK]
             ok = ch[(asg[ch] == d) & (c[ch] < ck) & (c[ch] > 0) & (crit[ch] > -np.inf)]
             if ok.size:
                 got_i.append(ok)
@@ -90,6 +104,36 @@ class _Members:
         return cand[: j + 1], take
 
 
+class _Ranked:
+    """Units ranked by decreasing ``crit`` (ties by index), sorted only as far as read.
+
+    :meth:`head` returns a prefix of the full ranking: the top k by partial partition,
+    with every unit tied with the k-th (k quadruples as the reader goes deeper). An
+    exchangeable set usually needs a few chunks of a partition's 10^5 units, not a sort
+    of all of them.
+    """
+
+    def __init__(self, units: Units, idx: np.ndarray) -> None:
+        self.u = units
+        self.idx = idx                   # ascending
+        self.size = int(idx.shape[0])
+        self._head = idx[:0]
+
+    def head(self, m: int) -> np.ndarray:
+        """At least the first ``min(m, size)`` units of the ranking."""
+        h = self._head
+        if h.shape[0] < min(m, self.size):
+            k = max(m, 4 * h.shape[0], _CHUNK)
+            if k >= self.size:
+                h = self.u.ranked(self.idx)
+            else:
+                key = -self.u.crit[self.idx]
+                sub = np.flatnonzero(key <= np.partition(key, k - 1)[k - 1])
+                h = self.idx[sub[np.argsort(key[sub], kind="stable")]]
+            self._head = h
+        return h
+
+
 def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str = "c"
              ) -> dict[str, int]:
     """Phase III: place every unit of ``C`` (in place on ``units.asg``).
@@ -102,30 +146,84 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
     n = u.n
     L = u.loads()
     members = _Members(u)
-    heap: list[tuple[float, int, int]] = []
-    seq = 0
-    for v in C:
-        heap.append((-float(u.c[v]), seq, v))
-        seq += 1
-    heapq.heapify(heap)
+    queue = CandidateQueue()
+    Ca = np.asarray(C, dtype=np.int64)
+    queue.push_run(u.c[Ca], Ca)
     budget = _STEP_BUDGET_FLOOR + STEP_BUDGET_PER_CANDIDATE * len(C)
+
+    placed_on = [f"Phase III (LLFD): placed on least-loaded fitting partition {d}"
+                 for d in range(n)] if u.single else []
+
+    def fitting_run() -> int:
+        """Place single keys while the least-loaded partition takes them within the cap.
+
+        The common step of the loop below for a key (count 1), without numpy per key: the
+        least-loaded partition from a heap of (L(d), d) (ties: lowest d, as argmin), the
+        queue read in place; the decisions, identical, are written back afterwards.
+        Returns how many keys it placed.
+        """
+        if not queue:
+            return 0
+        nxt = queue.peek_cost()
+        if not float(L.min()) + nxt <= max(cap, nxt) + tol:
+            return 0
+        ph = list(zip(L.tolist(), range(n)))
+        heapq.heapify(ph)
+        vs: list[int] = []
+        ds: list[int] = []
+        replace = heapq.heapreplace
+        while queue:
+            negc, units, lo, hi = queue.block()
+            i = lo
+            while i < hi:
+                ck = -negc[i]
+                Ld, d = ph[0]
+                if not Ld + ck <= (cap if cap >= ck else ck) + tol:
+                    break
+                replace(ph, (Ld + ck, d))
+                ds.append(d)
+                i += 1
+            vs.extend(units[lo:i])
+            queue.advance(i - lo)
+            if i < hi:
+                break
+        loads, parts = zip(*ph)
+        L[list(parts)] = loads
+        va = np.asarray(vs, dtype=np.int64)
+        u.asg[va] = ds
+        home_now = (u.cur[va] == ds).tolist()
+        reason, added = u.reason, members.added
+        for v, d, same in zip(vs, ds, home_now):
+            lst = added.get(d)                 # members.note_added and _note, inlined
+            if lst is None:
+                lst = added[d] = []
+            lst.append(v)
+            prev = reason.get(v)
+            if prev is None or not same:
+                text = placed_on[d]
+                reason[v] = text if prev is None or prev in text else f"{prev}; then {text}"
+        return len(vs)
 
     def place(v: int, m: int, q: int, d: int, ck: float) -> int:
         """Put ``q`` of record ``v``'s ``m`` keys on ``d`` (all when q >= m); re-queue the rest."""
-        nonlocal seq
         w = v if q >= m else u.split(v, q)
         u.asg[w] = d
         members.note_added(d, w)
         L[d] += ck * q
         if w != v:
-            heapq.heappush(heap, (-ck, seq, v))
-            seq += 1
+            queue.push(ck, v)
         return w
 
     steps = ejections = fallbacks = 0
     exhausted = 0
-    while heap:
-        _, _, v = heapq.heappop(heap)
+    while True:
+        if u.single:
+            steps += fitting_run()
+            if steps > budget:
+                exhausted = 1
+        v = queue.pop()
+        if v < 0:
+            break
         m = int(u.cnt[v])
         if m <= 0:
             continue
@@ -152,8 +250,7 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
                     _note(u, w, f"Phase III (LLFD): placed on least-loaded fitting partition "
                                 f"{d}")
                 if rest > 0:
-                    heapq.heappush(heap, (-ck, seq, v))
-                    seq += 1
+                    queue.push(ck, v)
                 continue
         d0 = int(np.argmin(L))      # == the first of the stable order below
         if L[d0] + ck <= cap_t:
@@ -194,16 +291,30 @@ def run_llfd(units: Units, C: list[int], cap: float, tol: float, criterion: str 
             if found is None:
                 continue
             E, take = found
-            for e, t in zip(E.tolist(), take.tolist()):
-                if t < u.cnt[e]:
-                    e = u.split(e, t)
-                u.asg[e] = IN_C
-                L[d] -= u.c[e] * u.cnt[e]
-                _note(u, e, f"Phase III (Adjust): ejected from partition {d} as part of the "
-                            f"exchangeable set making room for a key of cost {ck:.4g}")
-                heapq.heappush(heap, (-float(u.c[e]), seq, e))
-                seq += 1
-                ejections += 1
+            text = (f"Phase III (Adjust): ejected from partition {d} as part of the "
+                    f"exchangeable set making room for a key of cost {ck:.4g}")
+            if u.single:
+                # Single keys (take = 1 each): the loop below, with L(d) still reduced key
+                # by key in the same order (Python floats), and the set queued as one run.
+                u.asg[E] = IN_C
+                ce = u.c[E]
+                Ld = float(L[d])
+                for x in ce.tolist():
+                    Ld -= x
+                L[d] = Ld
+                for e in E.tolist():
+                    _note(u, e, text)
+                queue.push_run(ce, E)
+                ejections += int(E.shape[0])
+            else:
+                for e, t in zip(E.tolist(), take.tolist()):
+                    if t < u.cnt[e]:
+                        e = u.split(e, t)
+                    u.asg[e] = IN_C
+                    L[d] -= u.c[e] * u.cnt[e]
+                    _note(u, e, text)
+                    queue.push(float(u.c[e]), e)
+                    ejections += 1
             w = place(v, m, 1, d, ck)
             _note(u, w, f"Phase III (Adjust): placed on {d} after ejecting lighter keys")
             placed = True

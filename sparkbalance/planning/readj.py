@@ -163,11 +163,8 @@ class Readj(Planner):
                 self._move(u, L, x, dmax, f"Readj: swapped onto partition {dmax}")
             steps += 1
         loads = u.loads()
-        a = u.view("asg")
-        moved = a != u.view("cur")
         t = Trial(units=u, n_back=int(back.size), table_size=u.table_size(0),
-                  stale_dropped=stale_dropped, est_loads=loads,
-                  est_migration=float((u.view("S") * u.view("cnt"))[moved].sum()),
+                  stale_dropped=stale_dropped, est_loads=loads, est_migration=u.migration(),
                   counters={"steps": steps, "tracked": int(T.size)},
                   balanced=bool(loads.max() <= cap), criterion="c")
         ctx.trials.append(t)

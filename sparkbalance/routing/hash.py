@@ -26,7 +26,9 @@ def home_partition(key: Any, num_partitions: int) -> int:
 
 def home_partitions(keys: Iterable[Any] | np.ndarray, num_partitions: int) -> np.ndarray:
     """Vectorised :func:`home_partition` (``int64``)."""
-    return (stable_hash_array(keys) % np.uint64(num_partitions)).astype(np.int64)
+    h = stable_hash_array(keys)
+    np.remainder(h, np.uint64(num_partitions), out=h)
+    return h.view(np.int64)   # < num_partitions: the same values, no 80 MB copy at 10^7
 
 
 class HashPartitioner(PartitionFunction):

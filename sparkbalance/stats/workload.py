@@ -69,19 +69,33 @@ def _table_routes(keys: np.ndarray, home: np.ndarray, current: Any) -> np.ndarra
     if not len(routes) or not len(keys):
         return cur
     ent_k, ent_p = [], []
+    info = np.iinfo(keys.dtype)
+    lo, hi = int(info.min), int(info.max)
     for k, p in routes.items():
+        if type(k) is int:   # the common entry: no float or Decimal to compare
+            if lo <= k <= hi:
+                ent_k.append(k)
+                ent_p.append(int(p))
+            continue
         if isinstance(k, numbers.Number) and not isinstance(k, complex):
             try:
                 ik = int(k)
             except (ValueError, OverflowError, TypeError):   # NaN, inf
                 continue
-            if ik == k and np.iinfo(keys.dtype).min <= ik <= np.iinfo(keys.dtype).max:
+            if ik == k and lo <= ik <= hi:
                 ent_k.append(ik)
                 ent_p.append(int(p))
     if not ent_k:
         return cur
     ek = np.asarray(ent_k, dtype=keys.dtype)
     ep = np.asarray(ent_p, dtype=np.int64)
+    if keys.shape[0] > 1 and bool(np.all(keys[1:] > keys[:-1])):
+        # sorted distinct keys (as listed statistics usually are): look the few entries up
+        # among the keys, not every key among the entries (10^7 binary searches)
+        pos = np.minimum(np.searchsorted(keys, ek), keys.shape[0] - 1)
+        hit = keys[pos] == ek
+        cur[pos[hit]] = ep[hit]    # entries are distinct: dict keys equal as ints are one
+        return cur
     o = np.argsort(ek, kind="stable")
     ek, ep = ek[o], ep[o]
     pos = np.minimum(np.searchsorted(ek, keys), ek.shape[0] - 1)

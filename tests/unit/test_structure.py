@@ -32,12 +32,12 @@ PACKAGE = ROOT / "sparkbalance"
 #: lower number. ``_lazy`` (the PEP 562 helper) sits below every layer.
 LAYERS: dict[str, int] = {
     "_lazy": -1,
-    "hashing": 0, "routing": 1, "stats": 2, "planning": 3, "strategies": 4,
+    "hashing": 0, "intcrc": 0, "routing": 1, "stats": 2, "planning": 3, "strategies": 4,
     "spark": 5, "state": 5, "bench": 6, "demo": 6,
 }
 #: Top-level modules outside the layer rule: the public re-export and the CLI dispatcher.
 EXEMPT = {"sparkbalance", "sparkbalance.__main__"}
-PURE = {"hashing", "routing", "stats", "planning", "strategies"}
+PURE = {"hashing", "intcrc", "routing", "stats", "planning", "strategies"}
 MAX_LINES = 400
 LONG_BECAUSE = re.compile(r"^\s*Long because:", re.MULTILINE)
 FORBIDDEN_CITATION = re.compile(r"\bseeds?\s+0\d*\b|\bissue[\s#-]*\d+\b", re.IGNORECASE)
