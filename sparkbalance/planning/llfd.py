@@ -86,6 +86,11 @@ class _Members:
         if dyn:
             dv = np.asarray(dyn, dtype=np.int64)
             dv = dv[(asg[dv] == d) & (c[dv] < ck) & (c[dv] > 0) & (crit[dv] > -np.inf)]
+            # a unit placed on d, ejected and placed there again is listed twice: once
+            # (first place kept) so that its cost counts once towards the need
+            _, first = np.unique(dv, return_index=True)
+            if first.size < dv.size:
+                dv = dv[np.sort(first)]
             if dv.size:
                 got_i.append(dv)
         if not got_i:

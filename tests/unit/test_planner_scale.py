@@ -175,3 +175,20 @@ def test_table_routes_of_sorted_and_shuffled_keys_agree(seed):
     assert np.array_equal(sorted_routes[o], shuffled)
     want = np.array([entries.get(int(k), h) for k, h in zip(keys, home)])
     assert np.array_equal(sorted_routes, want)
+
+
+def test_a_unit_placed_twice_on_a_partition_counts_once_in_its_exchangeable_set():
+    # placed on d, ejected, placed on d again: added[d] lists it twice; its cost must
+    # count once towards the need, so one unit of cost 3 does not cover a need of 5
+    from types import SimpleNamespace
+
+    from sparkbalance.planning.llfd import _Members
+    u = SimpleNamespace(asg=np.array([1, 0, 0]), c=np.array([3.0, 9.0, 9.0]),
+                        cnt=np.array([1, 1, 1]), crit=np.array([3.0, 9.0, 9.0]), N=3, n=2)
+    m = _Members(u)
+    m.note_added(1, 0)
+    m.note_added(1, 0)
+    m.static[1] = SimpleNamespace(size=0, head=lambda k: np.array([], dtype=np.int64))
+    assert m.exchangeable(5.0, 1, 5.0, 1e-9) is None
+    units, take = m.exchangeable(5.0, 1, 3.0, 1e-9)
+    assert units.tolist() == [0] and take.tolist() == [1]
