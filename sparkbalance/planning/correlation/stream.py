@@ -45,8 +45,8 @@ def series_imbalance(series: np.ndarray, assignment: np.ndarray, num_nodes: int)
 
     Examples
     --------
-    >>> s = np.array([[2., 0.], [0., 2.]])
-    >>> series_imbalance(s, np.array([0, 1]), 2), series_imbalance(s, np.array([0, 0]), 2)
+    >>> s = np.array([[2., 0.], [0., 2.], [2., 0.], [0., 2.]])   # two anti-correlated pairs
+    >>> series_imbalance(s, np.array([0, 1, 0, 1]), 2), series_imbalance(s, np.array([0, 0, 1, 1]), 2)
     (2.0, 1.0)
     """
     s = np.asarray(series, dtype=np.float64)
