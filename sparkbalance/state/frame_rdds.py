@@ -9,6 +9,9 @@ one JVM ``byte[]`` element, so the JVM can read a frame's tag and group
 - :func:`concat` puts partition ``i`` of one RDD after partition ``i`` of another
   (a ``ZippedPartitionsRDD2``).
 
+and one shuffle, :meth:`FrameOps.shuffle_frames`, that sends frames to new partitions
+as bytes and counts them from their headers, with no Python worker after the map side.
+
 They run in the JVM (``io.sparkbalance.bridge.StateFrames`` from ``jvm_bridge/``) when the
 bridge jar is on the classpath (``spark.jars``; ``make`` builds it), else in Python with
 the same results — correct but every frame then crosses into a Python worker. The choice
@@ -17,6 +20,7 @@ is made once per SparkContext and logged.
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -27,6 +31,12 @@ from . import frames as fr
 __all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
 
 _LOG = logging.getLogger(__name__)
+
+
+def _routed(pair: tuple[int, bytes]) -> tuple[bytes, bytes]:
+    """A moving frame as ``StateFrames.moveFrames`` reads it: its destination (big-endian
+    int32) then the frame."""
+    return struct.pack(">i", pair[0]), pair[1]
 
 
 def as_frames(rdd: Any) -> Any:
@@ -119,6 +129,34 @@ class FrameOps:
                                               int(num_groups), low, tag))
         return self.wrap(self._cls.rejoin(self.map_frames(diverted, merge)._jrdd, tag))
 
+    def shuffle_frames(self, moving: Any, num_partitions: int
+                       ) -> tuple[Any, Callable[[], tuple[int, float]]]:
+        """``moving``'s ``(new pid, frame)`` pairs shuffled to their partitions (the frames
+        as bytes, never decoded), and ``counts()``: the keys and Σ S(k) of the frames that
+        arrived, from their headers, once the result is computed in one job (as its result
+        stage: counted once per partition). JVM: after the map side that makes ``moving``,
+        no Python worker — the JVM routes the frames and reads their headers. Python:
+        ``partitionBy`` and a Python pass (a second Python stage)."""
+        P = int(num_partitions)
+        if self.jvm:
+            jsc = self.sc._jsc.sc()
+            keys, nbytes = jsc.longAccumulator(), jsc.doubleAccumulator()
+            routed = as_frames(moving.flatMap(_routed))
+            out = self.wrap(self._cls.moveFrames(routed._jrdd, P, keys, nbytes))
+            return out, lambda: (int(keys.value()), float(nbytes.value()))
+        nk_acc, nb_acc = self.sc.accumulator(0), self.sc.accumulator(0.0)
+
+        def _arrived(it: Iterable[tuple[int, bytes]]) -> Iterable[bytes]:
+            for _, f in it:
+                h = fr.header(f)
+                nk_acc.add(h.nkeys)
+                nb_acc.add(h.nbytes)
+                yield f
+
+        out = as_frames(moving.partitionBy(P, _same).mapPartitions(
+            _arrived, preservesPartitioning=True))
+        return out, lambda: (int(nk_acc.value), float(nb_acc.value))
+
     def empty(self, num_partitions: int) -> Any:
         """An RDD of ``num_partitions`` empty partitions (frames)."""
         return as_frames(self.sc.parallelize([], num_partitions))
@@ -138,6 +176,10 @@ class FrameOps:
                    ) -> Any:
         """A Python pass ``f(pid, frames) -> frames`` (kept partitioning, bytes out)."""
         return as_frames(rdd.mapPartitionsWithIndex(f, preservesPartitioning=True))
+
+
+def _same(pid: int) -> int:
+    return pid
 
 
 _OPS: dict[int, FrameOps] = {}

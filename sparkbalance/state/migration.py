@@ -20,7 +20,10 @@ new layout ``F'``:
    Δ into frames per new partition; the entries that stay are filtered out of those
    frames lazily, by the next pass over the state (the next batch's merge);
 3. the one shuffle carries exactly Δ; the arrivals are cached (a scaling migration groups
-   its arriving entries into frames; a delta's arrive as frames, stored undecoded);
+   its arriving entries into frames; a delta's arrive as frames, stored undecoded — with
+   the bridge jar they are routed, counted from their headers and cached in the JVM, so
+   only the map side runs Python: :meth:`FrameOps.shuffle_frames
+   <sparkbalance.state.frame_rdds.FrameOps.shuffle_frames>`);
 4. the new state is ``concat(untouched ∪ stays, arrivals)`` per partition — narrow, in
    the JVM, with no second shuffle and no copy of the untouched state.
 
@@ -115,10 +118,6 @@ def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, 
     return new, rec
 
 
-def _identity(pid: int) -> int:
-    return pid
-
-
 def _counting(ops: FrameOps, pairs_or_frames: Any, to_frames: Any, storage_level: Any
               ) -> tuple[Any, int, float]:
     """``to_frames`` applied per partition, cached and materialised in one job; returns
@@ -138,6 +137,19 @@ def _counting(ops: FrameOps, pairs_or_frames: Any, to_frames: Any, storage_level
     out.persist(storage_level)
     out._jrdd.count()          # materialise in the JVM (no extra Python pass)
     return out, int(nk_acc.value), float(nb_acc.value)
+
+
+def _arrive(ops: FrameOps, moving: Any, num_partitions: int, storage_level: Any
+            ) -> tuple[Any, int, float]:
+    """The frames of ``moving`` (``(new pid, frame)`` pairs) shuffled to their partitions
+    as bytes (:meth:`~sparkbalance.state.frame_rdds.FrameOps.shuffle_frames`: with the
+    bridge, routed and counted in the JVM, so the job's second stage starts no Python
+    worker), cached and materialised in one job; returns (rdd, keys, Σ S)."""
+    out, counts = ops.shuffle_frames(moving, num_partitions)
+    out.persist(storage_level)
+    out._jrdd.count()
+    keys, nbytes = counts()
+    return out, keys, nbytes
 
 
 def _check_counts(arrived: Any, keys_in: int, left: int, recount: Any) -> None:
@@ -220,9 +232,8 @@ def _migrate_delta(ops: FrameOps, state: Any, old: TableLayout, new: TableLayout
             yield to, f
 
     touched = ops.select(state, fr.TAG_STATE, mask, G, True)
-    arrived, keys_in, bytes_in = _counting(
-        ops, touched.mapPartitionsWithIndex(_moved).partitionBy(P, _identity),
-        lambda it: (f for _, f in it), storage_level)
+    arrived, keys_in, bytes_in = _arrive(ops, touched.mapPartitionsWithIndex(_moved), P,
+                                         storage_level)
     _check_counts(arrived, keys_in, out_keys.value, lambda: touched.mapPartitionsWithIndex(
         lambda pid, it: [sum(1 for _ in fm.leaving_entries(pid, it, leaving))]).sum())
     # The leaving entries are dropped from the touched frames lazily, by the next pass
@@ -253,9 +264,8 @@ def _migrate_groups(ops: FrameOps, state: Any, old: GroupLayout, new: GroupLayou
             yield p, f
 
     touched = ops.select(state, fr.TAG_STATE, mask, G, True)
-    arrived, keys_in, bytes_in = _counting(
-        ops, touched.mapPartitions(_route).partitionBy(P, _identity),
-        lambda it: (f for _, f in it), storage_level)
+    arrived, keys_in, bytes_in = _arrive(ops, touched.mapPartitions(_route), P,
+                                         storage_level)
     _check_counts(arrived, keys_in, out_keys.value,
                   lambda: sum(r[1] for r in summaries(touched)))
     stays = ops.select(state, fr.TAG_STATE, mask, G, False)

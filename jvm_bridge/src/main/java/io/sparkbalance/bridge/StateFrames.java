@@ -7,8 +7,13 @@ import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.apache.spark.HashPartitioner;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.util.DoubleAccumulator;
+import org.apache.spark.util.LongAccumulator;
+
+import scala.Tuple2;
 
 /**
  * JVM-side operations on the keyed state's frames, so that Spark never ships the
@@ -98,6 +103,56 @@ public final class StateFrames {
           + b.getNumPartitions() + " partitions; expected equal counts");
     }
     return a.zipPartitions(b, (x, y) -> new Chain(x, y));
+  }
+
+  /**
+   * The shuffle of a migration's moving frames, Python-free after the map side:
+   * {@code routed} holds, per moving frame, a 4-byte element (its new partition,
+   * big-endian int32) then the frame. Partition {@code p} of the result is the frames
+   * routed to {@code p}, as bytes; as they are read, their header counts ({@code nkeys},
+   * {@code nbytes}) are added to {@code keys} and {@code bytes} (in the stage that reads
+   * them: run as the result stage of one job, each task's updates apply once). A
+   * destination outside {@code [0, numPartitions)} fails the task (never wrapped).
+   */
+  public static JavaRDD<byte[]> moveFrames(JavaRDD<byte[]> routed, int numPartitions,
+                                           LongAccumulator keys, DoubleAccumulator bytes) {
+    final int n = numPartitions;
+    return routed.mapPartitionsToPair(it -> new Iterator<Tuple2<Integer, byte[]>>() {
+      @Override
+      public boolean hasNext() {
+        return it.hasNext();
+      }
+
+      @Override
+      public Tuple2<Integer, byte[]> next() {
+        byte[] to = it.next();
+        if (to.length != 4 || !it.hasNext()) {
+          throw new IllegalStateException("a moving frame without its 4-byte destination "
+              + "before it (" + to.length + " bytes, then " + (it.hasNext() ? "a frame" : "none")
+              + ")");
+        }
+        int p = ByteBuffer.wrap(to).getInt();
+        if (p < 0 || p >= n) {
+          throw new IllegalStateException("moving frame routed to partition " + p
+              + "; expected 0 <= p < " + n);
+        }
+        return new Tuple2<>(p, it.next());
+      }
+    }).partitionBy(new HashPartitioner(n)).values().mapPartitions(it -> new Iterator<byte[]>() {
+      @Override
+      public boolean hasNext() {
+        return it.hasNext();
+      }
+
+      @Override
+      public byte[] next() {
+        byte[] f = it.next();
+        ByteBuffer h = ByteBuffer.wrap(f);
+        keys.add(h.getInt(5));
+        bytes.add(h.getDouble(9));
+        return f;
+      }
+    }, true);
   }
 
   /** Tag of the frame listing the key groups a batch block touches ({@code 'G'}). */
