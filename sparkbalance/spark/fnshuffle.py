@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..routing.base import MEMO_CAPACITY, MEMO_PROBE, PartitionFunction, partition_func
 from .key_errors import KeyGuard, bad_record_error
 
-__all__ = ["inlinable", "partition_by_function", "combine_by_function", "combine_over"]
+__all__ = ["inlinable", "partition_by_function", "keyed_by_function", "shuffle_keyed", "combine_by_function", "combine_over"]
 
 _NO_RECORD = object()
 
@@ -132,8 +132,6 @@ def partition_by_function(rdd: Any, f: PartitionFunction | KeyGuard) -> Any:
     >>> out.getNumPartitions()                                                       # doctest: +SKIP
     4
     """
-    from pyspark import RDD
-    from pyspark.serializers import BatchedSerializer
     try:
         from pyspark.core.rdd import Partitioner
     except ImportError:  # PySpark 3.5: pyspark.rdd
@@ -148,17 +146,38 @@ def partition_by_function(rdd: Any, f: PartitionFunction | KeyGuard) -> Any:
     partitioner = Partitioner(n, partition_func(guard))
     if rdd.partitioner == partitioner:
         return rdd
-    sc = rdd.context
-    serializer = sc._unbatched_serializer
+    out = shuffle_keyed([keyed_by_function(rdd, f)], n, id(guard))
+    out.partitioner = partitioner
+    return out
+
+
+def keyed_by_function(rdd: Any, f: PartitionFunction) -> Any:
+    """The map side of :func:`partition_by_function`: ``rdd``'s records routed by ``f``
+    (inlinable) as PySpark's ``partitionBy`` writes them, a partition number (``pack_long``)
+    then a pickled chunk of the pairs it gets; for :func:`shuffle_keyed`."""
+    serializer = rdd.context._unbatched_serializer
     keyed = rdd.mapPartitionsWithIndex(_RouteBuckets(f, serializer, rdd._memory_limit() / 2),
                                        preservesPartitioning=True)
     keyed._bypass_serializer = True
+    return keyed
+
+
+def shuffle_keyed(keyed: list, num_partitions: int, partitioner_id: int) -> Any:
+    """One shuffle of the map sides ``keyed`` (each as :func:`keyed_by_function` writes,
+    e.g. routed by different functions) to ``num_partitions`` partitions: their union on
+    the JVM, ``PairwiseRDD`` + ``PythonPartitioner`` as PySpark's ``partitionBy``. Records
+    come out as pairs; ``partitioner_id`` names the partitioner (PySpark's ``id(f)``)."""
+    from pyspark import RDD
+    from pyspark.serializers import BatchedSerializer
+    sc = keyed[0].context
+    jrdd = keyed[0]._jrdd
+    for other in keyed[1:]:
+        jrdd = jrdd.union(other._jrdd)
     jvm = sc._jvm
-    pair = jvm.PairwiseRDD(keyed._jrdd.rdd()).asJavaPairRDD()
-    jrdd = jvm.PythonRDD.valueOfPair(pair.partitionBy(jvm.PythonPartitioner(n, id(guard))))
-    out = RDD(jrdd, sc, BatchedSerializer(serializer))
-    out.partitioner = partitioner
-    return out
+    pair = jvm.PairwiseRDD(jrdd.rdd()).asJavaPairRDD()
+    out = jvm.PythonRDD.valueOfPair(
+        pair.partitionBy(jvm.PythonPartitioner(int(num_partitions), partitioner_id)))
+    return RDD(out, sc, BatchedSerializer(sc._unbatched_serializer))
 
 
 def combine_over(rdd: Any, shuffle: Callable[[Any], Any], create: Callable,

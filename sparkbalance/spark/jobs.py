@@ -54,6 +54,10 @@ def _describe(description: str) -> str:
     return description if op is None or op in description else f"{description} for {op}"
 
 
+# id(JavaSparkContext) -> (it, the DAGScheduler's job counter) of each context read so far.
+_NEXT_JOB: dict[int, tuple[Any, Any]] = {}
+
+
 def next_job_id(sc: Any) -> int | None:
     """The id the next Spark job of ``sc`` will get (None when it cannot be read).
 
@@ -67,9 +71,16 @@ def next_job_id(sc: Any) -> int | None:
     True
     """
     try:
-        value = spark_context(sc)._jsc.sc().dagScheduler().nextJobId()
-        # An AtomicInteger (a py4j object) on Spark 3.5; py4j hands some versions an int.
-        return int(value if isinstance(value, int) else value.get())
+        sc = spark_context(sc)
+        counter = _NEXT_JOB.get(id(sc._jsc))
+        if counter is None or counter[0] is not sc._jsc:
+            value = sc._jsc.sc().dagScheduler().nextJobId()
+            if isinstance(value, int):   # py4j hands some versions an int: not kept
+                return value
+            # The scheduler's AtomicInteger (a py4j object on Spark 3.5 and 4.x), kept per
+            # context: reading it is then one py4j call, not four (twice per batch).
+            counter = _NEXT_JOB[id(sc._jsc)] = (sc._jsc, value)
+        return int(counter[1].get())
     except Exception:  # no JVM (Spark Connect, a stopped context) or an internal API change
         return None
 

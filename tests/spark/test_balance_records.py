@@ -119,6 +119,16 @@ def test_dataframe_record_values_equal_the_plan(spark):
     assert r["key"] == "user_id" and r["strategy"] == "mixed"
 
 
+def test_next_job_id_counts_jobs_from_the_kept_counter(sc):
+    """The scheduler's job counter is kept per context (one py4j call per read, twice per
+    keyed-state batch): later reads still see every job submitted in between."""
+    first = next_job_id(sc)
+    assert next_job_id(sc) == first
+    sc.parallelize(range(4), 2).count()
+    sc.parallelize(range(4), 2).count()
+    assert next_job_id(sc) == first + 2
+
+
 def test_sparkbalance_jobs_are_labelled_and_the_users_label_restored(spark, sc, user_label):
     first = next_job_id(sc)
     ours: set[int] = set()

@@ -104,6 +104,40 @@ def test_riding_migration_runs_no_extra_job(sc):
     op.close()
 
 
+@pytest.mark.parametrize("planner", ["mixed", "ssm"])
+def test_riding_migration_reads_the_state_in_one_map_task(sc, planner):
+    """With the bridge jar, the state a migration carries is read by one map task per
+    executor (one on local[n]) beside the batch's own, not by one per state partition
+    (those were launched before any batch task, for their cached blocks, and the batch
+    waited a wave); the result stays exact."""
+    from sparkbalance.state.frame_rdds import frame_ops
+    if not frame_ops(sc).jvm:
+        pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
+                            theta=0.02, trigger="paper")
+    tracker = sc.statusTracker()
+    ref: dict = {}
+    map_tasks, riding = [], []
+    for t, b in enumerate(_stream(n_batches=8)):
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        rides = op.pending_migration
+        group = f"sparkbalance-state-{id(op)}-{t}"
+        before = set(tracker.getJobIdsForGroup(group))
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        (job,) = set(tracker.getJobIdsForGroup(group)) - before
+        # the batch's shuffle-map stage: the job's newest but one (the older ones are the
+        # earlier batches' shuffles, skipped: the state is cached)
+        routed = sorted(tracker.getJobInfo(job).stageIds)[-2]
+        map_tasks.append(tracker.getStageInfo(routed).numTasks)
+        riding.append(rides)
+    assert any(riding), riding
+    assert map_tasks == [2 + bool(r) for r in riding], list(zip(riding, map_tasks))
+    assert len(op.migrations) == sum(riding)
+    assert op.collect_state() == ref
+    op.close()
+
+
 def test_untouched_frames_bypass_python(sc):
     """With the bridge jar, the merge reads only the frames of the groups the batch
     touches: the JVM's summary (``U`` frame) counts every other key, unread."""
