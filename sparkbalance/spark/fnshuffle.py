@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..routing.base import MEMO_CAPACITY, MEMO_PROBE, PartitionFunction, partition_func
 from .key_errors import KeyGuard, bad_record_error
 
-__all__ = ["inlinable", "partition_by_function", "keyed_by_function", "shuffle_keyed", "combine_by_function", "combine_over"]
+__all__ = ["next_batch", "inlinable", "partition_by_function", "keyed_by_function", "shuffle_keyed", "combine_by_function", "combine_over"]
 
 _NO_RECORD = object()
 
@@ -48,6 +48,22 @@ def inlinable(f: Any) -> bool:
     g = f.f if isinstance(f, KeyGuard) else f
     return (isinstance(g, PartitionFunction) and not g.splits_keys
             and type(g).__call__ is PartitionFunction.__call__)
+
+
+def next_batch(batch: int, size: int, chunks: int) -> int:
+    """PySpark's rule for the records between two flushes of a map-side shuffle loop, after
+    a flush wrote ``size`` bytes in ``chunks`` chunks: grow by half while chunks stay under
+    1 MB, shrink by a third past 10 MB. Once per flush, off the per-record path.
+
+    >>> next_batch(1000, 100_000, 10), next_batch(1000, 200 << 20, 10), next_batch(1000, 50 << 20, 10)
+    (1500, 666, 1000)
+    """
+    avg = int(size / chunks) >> 20
+    if avg < 1:
+        return int(batch * 1.5)
+    if avg > 10:
+        return max(int(batch / 1.5), 1)
+    return batch
 
 
 class _RouteBuckets:
@@ -99,11 +115,7 @@ class _RouteBuckets:
                         size += len(d)
                         yield pack_long(s)
                         yield d
-                    avg = int(size / n) >> 20
-                    if avg < 1:
-                        batch = int(batch * 1.5)
-                    elif avg > 10:
-                        batch = max(int(batch / 1.5), 1)
+                    batch = next_batch(batch, size, n)
                     c = 0
         except (TypeError, ValueError, IndexError):
             # Outside the loop, so free per record; a valid, routable pair here means the

@@ -43,7 +43,7 @@ from .plan_report import plan_groups
 from .bridge import class_available, spark_context
 from .maptally import (TOP_KEYS, GroupTally, heavy_in_buckets, key_bound, read_tally,
                        zero_tally)
-from .fnshuffle import combine_over
+from .fnshuffle import combine_over, next_batch
 from .key_errors import bad_record_error
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
@@ -177,11 +177,7 @@ class _GroupBuckets:
                     for d in self._flush(buckets, c, records, heavy):
                         size += len(d)
                         yield d
-                    avg = int(size / n) >> 20  # size: chunks + 8-byte group ids
-                    if avg < 1:
-                        batch = int(batch * 1.5)
-                    elif avg > 10:
-                        batch = max(int(batch / 1.5), 1)
+                    batch = next_batch(batch, size, n)  # size: chunks + 8-byte group ids
                     c = 0
         except (TypeError, ValueError, IndexError):
             # Outside the loop, so free per record; a valid pair here means the error
