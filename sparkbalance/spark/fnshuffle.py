@@ -69,15 +69,23 @@ def next_batch(batch: int, size: int, chunks: int) -> int:
 class _RouteBuckets:
     """mapPartitionsWithIndex body: PySpark's ``add_shuffle_key`` with ``f`` inlined."""
 
-    def __init__(self, f: PartitionFunction, serializer: Any, limit: float) -> None:
+    def __init__(self, f: PartitionFunction, serializer: Any, limit: float,
+                 wrap: Callable[[list, bytes], bytes] | None = None) -> None:
         self.f = f
         self.serializer = serializer
         self.limit = limit
+        self.wrap = wrap
 
     def __call__(self, split: int, iterator: Iterable[Any]) -> Iterator[bytes]:
         from pyspark.serializers import pack_long
         from pyspark.shuffle import get_used_memory
         route, dumps, limit = self.f.partition, self.serializer.dumps, self.limit
+        wrap = self.wrap
+        if wrap is not None:
+            pickled = dumps
+
+            def dumps(items: list) -> bytes:   # once per chunk, off the per-record path
+                return wrap(items, pickled(items))
         memo: dict[Any, int] | None = {}
         hits = 0
         buckets: dict[int, list] = defaultdict(list)
@@ -163,22 +171,29 @@ def partition_by_function(rdd: Any, f: PartitionFunction | KeyGuard) -> Any:
     return out
 
 
-def keyed_by_function(rdd: Any, f: PartitionFunction) -> Any:
+def keyed_by_function(rdd: Any, f: PartitionFunction,
+                      wrap: Callable[[list, bytes], bytes] | None = None) -> Any:
     """The map side of :func:`partition_by_function`: ``rdd``'s records routed by ``f``
     (inlinable) as PySpark's ``partitionBy`` writes them, a partition number (``pack_long``)
-    then a pickled chunk of the pairs it gets; for :func:`shuffle_keyed`."""
+    then a pickled chunk of the pairs it gets; for :func:`shuffle_keyed`. ``wrap(pairs,
+    pickled)`` (optional) turns each chunk into the bytes written instead (the keyed
+    state's ``R`` frames), called once per chunk."""
     serializer = rdd.context._unbatched_serializer
-    keyed = rdd.mapPartitionsWithIndex(_RouteBuckets(f, serializer, rdd._memory_limit() / 2),
+    keyed = rdd.mapPartitionsWithIndex(_RouteBuckets(f, serializer, rdd._memory_limit() / 2,
+                                                     wrap),
                                        preservesPartitioning=True)
     keyed._bypass_serializer = True
     return keyed
 
 
-def shuffle_keyed(keyed: list, num_partitions: int, partitioner_id: int) -> Any:
+def shuffle_keyed(keyed: list, num_partitions: int, partitioner_id: int,
+                  serializer: Any = None) -> Any:
     """One shuffle of the map sides ``keyed`` (each as :func:`keyed_by_function` writes,
     e.g. routed by different functions) to ``num_partitions`` partitions: their union on
     the JVM, ``PairwiseRDD`` + ``PythonPartitioner`` as PySpark's ``partitionBy``. Records
-    come out as pairs; ``partitioner_id`` names the partitioner (PySpark's ``id(f)``)."""
+    come out as pairs; ``partitioner_id`` names the partitioner (PySpark's ``id(f)``).
+    ``serializer`` (optional) reads the chunks instead, e.g. ``NoOpSerializer()``: one
+    ``bytes`` per chunk as the map side wrote it."""
     from pyspark import RDD
     from pyspark.serializers import BatchedSerializer
     sc = keyed[0].context
@@ -189,7 +204,8 @@ def shuffle_keyed(keyed: list, num_partitions: int, partitioner_id: int) -> Any:
     pair = jvm.PairwiseRDD(jrdd.rdd()).asJavaPairRDD()
     out = jvm.PythonRDD.valueOfPair(
         pair.partitionBy(jvm.PythonPartitioner(int(num_partitions), partitioner_id)))
-    return RDD(out, sc, BatchedSerializer(sc._unbatched_serializer))
+    return RDD(out, sc, BatchedSerializer(sc._unbatched_serializer)
+               if serializer is None else serializer)
 
 
 def combine_over(rdd: Any, shuffle: Callable[[Any], Any], create: Callable,

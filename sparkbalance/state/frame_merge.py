@@ -18,9 +18,9 @@ import numpy as np
 from ..routing.keygroups import key_groups
 from .blocks import merge_blocks
 from .frame_moves import Move
-from .frames import (TAG_BATCH, TAG_GROUPS, TAG_OUTPUTS, TAG_STATE, TAG_STATS, Header,
-                     data_frame, frame_block, frame_index, frame_payload, header,
-                     state_frame, union_block)
+from .frames import (TAG_BATCH, TAG_CHUNK, TAG_GROUPS, TAG_OUTPUTS, TAG_STATE, TAG_STATS,
+                     Header, chunk_records, data_frame, frame_block, frame_index,
+                     frame_payload, header, state_frame, union_block)
 from .window import StateFold
 
 __all__ = ["merge_partition"]
@@ -28,7 +28,7 @@ __all__ = ["merge_partition"]
 
 def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
                     num_groups: int, per_group: bool, watch: frozenset | None = None,
-                    move: Move | None = None) -> Iterator[bytes]:
+                    move: Move | None = None, chunked: bool = False) -> Iterator[bytes]:
     """Merge the batch block into the state frames of partition ``pid``.
 
     ``frames``: the partition's ``S`` frames and exactly one ``B`` frame (the batch,
@@ -43,6 +43,10 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     any other frame passes through as it is (its index is read only if it may hold a
     watched key).
 
+    ``chunked``: the batch arrives as the ``R`` frames of its routing shuffle (any
+    number, none when no record was routed here) instead of one ``B`` frame; they are
+    grouped here, values of a key in the order they arrive.
+
     ``move`` (a migration riding in this batch): the entries (frames) of the marked frames
     that leave ``pid`` are dropped (``moved_out``), the carried ones arriving here are
     taken in (``moved_in`` keys of ``bytes_in`` Σ S(k), counted before the batch folds into
@@ -56,13 +60,20 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     (['S', 'O', 'T'], [('a', 3)])
     """
     by_group: dict[int, list[tuple[bytes, Header]]] = defaultdict(list)
-    batch = None
+    batch: dict | None = {} if chunked else None
     carried: list = []
     for f in frames:
         h = header(f)
         if h.tag == TAG_STATE:
             by_group[h.group].append((f, h))
-        elif h.tag == TAG_BATCH:
+        elif h.tag == TAG_CHUNK and chunked:
+            for k, v in chunk_records(f, h):
+                vals = batch.get(k)
+                if vals is None:
+                    batch[k] = [v]
+                else:
+                    vals.append(v)
+        elif h.tag == TAG_BATCH and not chunked:
             if batch is not None:
                 raise RuntimeError(f"partition {pid} received two batch blocks; expected one")
             batch = frame_payload(f)

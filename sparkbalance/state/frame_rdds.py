@@ -72,6 +72,9 @@ class FrameOps:
         self.sc = sc
         self.jvm = jvm
         self._cls = sc._jvm.io.sparkbalance.bridge.StateFrames if jvm else None
+        #: The JVM reads ``R`` frames (protocol 2): a batch reaches the merge as its routing
+        #: shuffle's chunks, with no Python pass grouping it first.
+        self.chunks = jvm and _protocol(self._cls) >= 2
 
     def wrap(self, jrdd: Any) -> Any:
         from pyspark import RDD
@@ -113,10 +116,10 @@ class FrameOps:
     def merge_around(self, state: Any, batch: Any, mask: bytes | None, num_groups: int,
                      expire_before: int | None, merge: Callable) -> Any:
         """The merge ``merge(pid, frames)`` of ``batch``'s frames (each partition a ``G``
-        frame then its ``B`` frame) into ``state``'s, feeding Python only the state frames
-        it must read (JVM): those of the groups the ``G`` frame lists, the groups marked
-        in ``mask`` (``partition * num_groups + group``) and the frames whose window
-        expires (``oldest <= expire_before``); the others are appended after the merge's
+        frame then its ``B`` frame, or ``R`` chunk frames) into ``state``'s, feeding Python
+        only the state frames it must read (JVM): those of the groups the ``G`` or ``R``
+        frames list, the groups marked in ``mask`` (``partition * num_groups + group``)
+        and the frames whose window expires (``oldest <= expire_before``); the others are appended after the merge's
         output, unread, with one ``U`` frame summarising them. A chain of three narrow
         RDDs in one task (divert, the Python merge, rejoin). Without the bridge jar every
         frame goes through ``merge`` (the same result, no ``U`` frame)."""
@@ -176,6 +179,16 @@ class FrameOps:
                    ) -> Any:
         """A Python pass ``f(pid, frames) -> frames`` (kept partitioning, bytes out)."""
         return as_frames(rdd.mapPartitionsWithIndex(f, preservesPartitioning=True))
+
+
+def _protocol(cls: Any) -> int:
+    """The frame protocol of the bridge's ``StateFrames`` (1 for a jar before ``R``
+    frames, which has no ``protocol`` method)."""
+    from py4j.protocol import Py4JError
+    try:
+        return int(cls.protocol())
+    except Py4JError:
+        return 1
 
 
 def _same(pid: int) -> int:

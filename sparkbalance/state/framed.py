@@ -8,13 +8,17 @@ with a new layout; it never sees a frame tag. Only this module,
 operations (tags, masks, ``select``/``concat``).
 
 Why the merge stays narrow: the state has one frame list per partition and each batch is
-routed by the same layout and grouped into one batch frame per partition, so
-``concat(state, batch)`` then a Python merge is a ``ZippedPartitionsRDD2`` with two
-one-to-one dependencies: only the batch is shuffled (PySpark's ``union``/``cogroup``
-would re-shuffle the state because the JVM does not see a common partitioner).
+routed by the same layout into the same partitions, so ``concat(state, batch)`` then a
+Python merge is a ``ZippedPartitionsRDD2`` with two one-to-one dependencies: only the
+batch is shuffled (PySpark's ``union``/``cogroup`` would re-shuffle the state because the
+JVM does not see a common partitioner). With the bridge jar the batch side is the routing
+shuffle's chunks as they were written (``R`` frames, listing their key groups), so the
+merge task runs one Python pass; without it (or when a migration rides in the batch) a
+Python pass first groups each partition's records into one ``B`` frame.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterable
 
 import numpy as np
@@ -104,10 +108,22 @@ class FramedState:
         # planner needs no other key (and a big state costs no per-key driver work).
         watch = None if per_group else frozenset(layout.table.routes)
         state = self.rdd
+        chunked = False
         if layout is src:
-            batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
-                lambda it: fr.batch_frames(group_block(it)[0], None, G),
-                preservesPartitioning=True))
+            if self.ops.chunks and inlinable(fn):
+                from pyspark.serializers import NoOpSerializer
+                # The routing shuffle's chunks are the merge's input as they are (R frames
+                # listing their key groups): no Python pass groups the batch first, which
+                # on local[8] was a second Python worker per merge task (~0.1 s a batch).
+                batch_frames = shuffle_keyed(
+                    [keyed_by_function(pairs, fn, functools.partial(fr.chunk_frame,
+                                                                     num_groups=G))],
+                    P, id(fn), NoOpSerializer())
+                chunked = True
+            else:
+                batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
+                    lambda it: fr.batch_frames(group_block(it)[0], None, G),
+                    preservesPartitioning=True))
             move, carried, read = None, None, None
         else:
             move = move_of(src, layout, G, candidates)
@@ -156,7 +172,8 @@ class FramedState:
         expire = None if fold.window is None else seq - fold.window
         rdd = self.ops.merge_around(
             state, batch_frames, mask, G, expire,
-            lambda pid, it: merge_partition(pid, it, fold, seq, G, per_group, watch, move))
+            lambda pid, it: merge_partition(pid, it, fold, seq, G, per_group, watch, move,
+                                            chunked))
         return Merged(self, rdd, layout, carried, read)
 
     # ------------------------------------------------------------------ reading
@@ -191,6 +208,11 @@ class FramedState:
         return out
 
 
+#: Bytes of marked frames a riding migration's map task reads before it writes the
+#: items leaving them as shuffle chunks (PySpark's map-side chunks are 1-10 MB).
+CARRY_CHUNK: int = 8 << 20
+
+
 def _carried_keyed(touched: Any, move: fm.Move, read: Any) -> Any:
     """The map side of a riding migration (bridge jar): the items leaving the marked
     state frames ``touched`` (:func:`~.frame_moves.carried_items`), written as a shuffle's
@@ -214,15 +236,26 @@ def _carried_keyed(touched: Any, move: fm.Move, read: Any) -> Any:
     homes = {int(g): [int(p) for p in np.flatnonzero(marked[:, g])]
              for g in np.flatnonzero(marked.any(axis=0))}
     dumps = touched.context._unbatched_serializer.dumps
+    limit = touched._memory_limit() / 2
 
     def _carry_all(it: Iterable[bytes]) -> Iterable[bytes]:
         from pyspark.serializers import pack_long
+        from pyspark.shuffle import get_used_memory
         buckets: dict[int, list] = {}
+        held = 0
         for f in it:
             read.add(1)
             for pid in homes.get(fr.header(f).group, ()):
                 for c, item in fm.carried_items(pid, (f,), move):
                     buckets.setdefault(c.pid, []).append((c, item))
+            held += len(f)
+            # Bounded memory, as PySpark's map-side loop: chunks of about CARRY_CHUNK
+            # bytes of frames read, sooner when the worker nears its memory limit.
+            if held >= CARRY_CHUNK or get_used_memory() > limit:
+                for to, items in buckets.items():
+                    yield pack_long(to)
+                    yield dumps(items)
+                buckets, held = {}, 0
         for to, items in buckets.items():
             yield pack_long(to)
             yield dumps(items)

@@ -9,7 +9,9 @@ live on that partition. A frame is ``bytes`` with a fixed header::
 
 followed, for a state frame (tag ``S``), by the pickled index ``(keys, sizes)`` and the
 pickled ``{key: entry}`` dict; other frames (``B`` batch block, ``O`` outputs, ``T``
-statistics) carry one pickled object.
+statistics) carry one pickled object. A ``R`` frame is one chunk of a batch's records as
+its routing shuffle wrote it: the key groups of its records (int32 each, as the index)
+then the pickled list of ``(key, value)`` pairs.
 
 Why frames. Spark ships every element of a partition through the Python worker that
 reads it; with one dict per partition (the first design) a migration had to pass the whole
@@ -38,7 +40,7 @@ from ..routing.keygroups import key_groups
 __all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "TAG_GROUPS", "TAG_BYPASS",
            "HEADER_SIZE", "DEFAULT_TABLE_GROUPS", "Header", "header", "state_frame",
            "data_frame", "frame_index", "frame_block", "frame_payload", "union_block",
-           "groups_frame", "batch_frames", "bypass_summary", "with_bypass", "entries_of",
+           "groups_frame", "batch_frames", "TAG_CHUNK", "chunk_frame", "chunk_records", "bypass_summary", "with_bypass", "entries_of",
            "frames_of_entries", "frames_to_block", "frames_stats", "frames_summary",
            "check_state_frame"]
 
@@ -48,7 +50,11 @@ TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS = (ord(c) for c in "SBOT")
 #: the state frames that bypassed Python (``(int32 group, int32 nkeys, float64 nbytes)``
 #: per frame after the header).
 TAG_GROUPS, TAG_BYPASS = ord("G"), ord("U")
-_TAGS = {TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS, TAG_GROUPS, TAG_BYPASS}
+#: ``R``: a chunk of batch records straight from the routing shuffle (:func:`chunk_frame`);
+#: the JVM reads its group list as it reads a ``G`` frame's, so no Python pass groups the
+#: batch before the merge.
+TAG_CHUNK = ord("R")
+_TAGS = {TAG_STATE, TAG_BATCH, TAG_OUTPUTS, TAG_STATS, TAG_GROUPS, TAG_BYPASS, TAG_CHUNK}
 _BYPASS = np.dtype([("group", ">i4"), ("nkeys", ">i4"), ("nbytes", ">f8")])
 _HEAD = struct.Struct(">BiidqI")
 HEADER_SIZE: int = _HEAD.size
@@ -86,7 +92,7 @@ def header(frame: bytes) -> Header:
                          "state)")
     h = Header(*_HEAD.unpack_from(frame))
     if h.tag not in _TAGS or h.nkeys < 0 or HEADER_SIZE + h.index_len > len(frame):
-        raise ValueError(f"state frame header {tuple(h)} is invalid (tag in 'SBOT', nkeys "
+        raise ValueError(f"state frame header {tuple(h)} is invalid (tag in 'SBOTGUR', nkeys "
                          f">= 0, index within the frame's {len(frame)} bytes): corrupt state")
     return h
 
@@ -195,6 +201,31 @@ def batch_frames(block: dict, carried: list | None, num_groups: int) -> list[byt
     groups = key_groups(keys, num_groups).tolist() if keys else []
     payload = block if carried is None else (block, carried)
     return [groups_frame(groups), data_frame(TAG_BATCH, payload)]
+
+
+def chunk_frame(records: list, pickled: bytes, num_groups: int) -> bytes:
+    """An ``R`` frame: ``pickled`` (the pickled list ``records`` of ``(key, value)``
+    pairs) behind the sorted key groups of its keys, which the JVM reads to send the state
+    frames of those groups to the merge.
+
+    Examples
+    --------
+    >>> recs = [("a", 1), ("b", 2), ("a", 3)]
+    >>> f = chunk_frame(recs, pickle.dumps(recs), 4)
+    >>> chr(f[0]), chunk_records(f) == recs, header(f).nkeys <= 2
+    ('R', True, True)
+    """
+    keys = list(dict.fromkeys([r[0] for r in records]))
+    g = np.unique(key_groups(keys, num_groups)).astype(">i4") if keys else \
+        np.zeros(0, dtype=">i4")
+    index = g.tobytes()
+    return _HEAD.pack(TAG_CHUNK, 0, g.size, 0.0, -1, len(index)) + index + pickled
+
+
+def chunk_records(frame: bytes, h: Header | None = None) -> list:
+    """The ``(key, value)`` pairs of an ``R`` frame, in the order they were routed."""
+    h = header(frame) if h is None else h
+    return pickle.loads(memoryview(frame)[HEADER_SIZE + h.index_len:])
 
 
 def bypass_summary(frame: bytes) -> tuple[int, float, np.ndarray]:

@@ -161,3 +161,49 @@ def test_untouched_frames_bypass_python(sc):
     state = op.collect_state()
     assert len(state) == 2000 and state[7] == 2 and state[8] == 1
     op.close()
+
+
+@pytest.mark.parametrize("planner", ["mixed", "ssm"])
+def test_riding_migration_in_small_chunks_is_exact(sc, monkeypatch, planner):
+    """The map task carrying a migration writes its items in bounded chunks (here after
+    every frame it reads): every key still arrives once, the state exact."""
+    from sparkbalance.state import framed
+    monkeypatch.setattr(framed, "CARRY_CHUNK", 1)
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
+                            theta=0.02, trigger="paper")
+    ref: dict = {}
+    for t, b in enumerate(_stream(n_batches=6)):
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        op.process(sc.parallelize(b, 2), batch_id=t)
+    assert op.migrations
+    assert op.collect_state() == ref
+    op.close()
+
+
+def test_steady_merge_is_one_python_pass(sc):
+    """With the bridge jar a batch reaches the merge as its routing shuffle's chunks: the
+    merge stage runs one Python pass (the merge), not a grouping pass before it."""
+    from sparkbalance.state.frame_rdds import frame_ops
+    if not frame_ops(sc).jvm:
+        pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
+    assert frame_ops(sc).chunks
+    # a routing table that does not migrate here (θ = 5): a riding migration's batch is
+    # grouped with the state it carries, in a Python pass of its own
+    op = KeyedStateOperator(sc, 2, update=operator.add, initial=0, planner="mixed", theta=5)
+    op.process(sc.parallelize([(k % 50, 1) for k in range(500)], 2))
+    assert op._pending is None
+    lineage = op.merge_rdd(sc.parallelize([(1, 1), (2, 5)], 2))._jrdd.rdd().toDebugString()
+    merge_stage = lineage.split("ShuffledRDD")[0]
+    assert merge_stage.count("PythonRDD[") == 1, lineage
+    assert sorted(op.process(sc.parallelize([(1, 1), (2, 5)], 2)).collect()) == \
+        [(1, 11), (2, 15)]
+    op.close()
+
+
+def test_a_bridge_without_chunk_frames_is_detected(sc):
+    """A bridge jar older than R frames (no ``StateFrames.protocol``) reads as protocol 1,
+    so the state keeps grouping the batch in Python (else the JVM would set aside the
+    state of the batch's groups)."""
+    from sparkbalance.state.frame_rdds import _protocol
+    assert _protocol(sc._jvm.java.lang.Math) == 1

@@ -161,6 +161,64 @@ def test_merge_needs_exactly_one_batch_block():
         list(merge_partition(0, [b, b], fold, 0, G, False))
 
 
+def _chunks(records: list, cuts: list[int]) -> list[bytes]:
+    """``records`` as the R frames of a routing shuffle, cut at ``cuts``."""
+    import pickle
+    out, a = [], 0
+    for b in sorted(set(cuts)) + [len(records)]:
+        if b > a:
+            part = records[a:b]
+            out.append(fr.chunk_frame(part, pickle.dumps(part), G))
+            a = b
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(keys_st, st.integers(-9, 9), max_size=25),
+       st.lists(st.tuples(keys_st, st.integers(-9, 9)), max_size=30),
+       st.lists(st.integers(0, 30), max_size=5), st.sampled_from([None, 2]))
+def test_chunked_batch_merges_as_one_batch_block(state0, records, cuts, window):
+    """The batch as its routing shuffle's R chunks (any cut, none when empty) merges
+    exactly as the one grouped B frame: state, outputs (values in arrival order) and
+    statistics."""
+    fold = StateFold(update_values=lambda s, vs: (s + sum(vs), [tuple(vs)]), initial=0,
+                     window=window)
+    seq = 3
+    state = {k: fold.apply(None, [v], seq - 1)[0] for k, v in state0.items()}
+    batch: dict = {}
+    for k, v in records:
+        batch.setdefault(k, []).append(v)
+    frames = _frames_of(state)
+    want = list(merge_partition(1, frames + [fr.data_frame(fr.TAG_BATCH, batch)], fold,
+                                seq, G, False))
+    got = list(merge_partition(1, _chunks(records, cuts) + frames, fold, seq, G, False,
+                               chunked=True))
+    wk, gk = _kinds(want), _kinds(got)
+    assert fr.frames_to_block(gk.get("S", [])) == fr.frames_to_block(wk.get("S", []))
+    assert fr.frame_payload(gk["O"][0]) == fr.frame_payload(wk["O"][0])
+    ws, gs = fr.frame_payload(wk["T"][0]), fr.frame_payload(gk["T"][0])
+    assert gs[1] == ws[1] and np.array_equal(gs[2], ws[2]) and gs[4:] == ws[4:]
+
+
+def test_chunk_frames_list_the_groups_of_their_keys():
+    import pickle
+    recs = [(k, 1) for k in (3, "x", 3, 40)]
+    f = fr.chunk_frame(recs, pickle.dumps(recs), G)
+    h = fr.header(f)
+    listed = np.frombuffer(f[fr.HEADER_SIZE:fr.HEADER_SIZE + h.index_len], ">i4").tolist()
+    assert chr(h.tag) == "R" and listed == sorted({key_group(k, G) for k in (3, "x", 40)})
+    assert fr.chunk_records(f) == recs
+
+
+def test_batch_frames_of_the_other_mode_are_refused():
+    fold = StateFold(update=operator.add, initial=0)
+    b = fr.data_frame(fr.TAG_BATCH, {"a": [1]})
+    with pytest.raises(RuntimeError, match="'B' frame"):
+        list(merge_partition(0, [b], fold, 0, G, False, chunked=True))
+    with pytest.raises(RuntimeError, match="'R' frame"):
+        list(merge_partition(0, _chunks([("a", 1)], []), fold, 0, G, False))
+
+
 def test_moved_and_stays_partition_the_entries_exactly():
     lay = TableLayout(3, 3, RoutingTable({k: (k + 1) % 3 for k in range(0, 60, 4)}))
     block = {k: [k, 2.0, None] for k in range(60) if TableLayout(3, 3).fn(k) == 1}

@@ -30,6 +30,16 @@ public final class StateFrames {
   private StateFrames() {}
 
   /**
+   * Version of the frame protocol this class reads: 2 adds {@code 'R'} frames (a batch's
+   * record chunks, straight from its routing shuffle, with their key groups as the index),
+   * which {@link #divert} reads like a {@code 'G'} frame and passes on. Python asks before
+   * it sends them: a jar without this method would set aside the state of their groups.
+   */
+  public static int protocol() {
+    return 2;
+  }
+
+  /**
    * Frames of {@code rdd} with tag {@code tag} whose (partition, group) is (or, with
    * {@code member == false}, is not) marked in {@code mask}: the byte at
    * {@code partition * stride + group}. {@code mask == null} selects every frame with the
@@ -157,6 +167,8 @@ public final class StateFrames {
 
   /** Tag of the frame listing the key groups a batch block touches ({@code 'G'}). */
   static final byte TAG_GROUPS = (byte) 'G';
+  /** Tag of a chunk of batch records listing its key groups ({@code 'R'}). */
+  static final byte TAG_CHUNK = (byte) 'R';
   /** Tag of the summary of the frames that bypassed Python ({@code 'U'}). */
   static final byte TAG_BYPASS = (byte) 'U';
   /** Fixed header size of a frame ({@code >BiidqI} in frames.py). */
@@ -172,8 +184,9 @@ public final class StateFrames {
 
   /**
    * The merge's input without the state frames it need not read. Per partition, the
-   * {@code 'G'} frame (first: the batch side comes first) lists the key groups of the
-   * batch; a state frame goes on to Python when its group is listed, marked in
+   * {@code 'G'} frame, or the {@code 'R'} chunk frames (first: the batch side comes
+   * first), list the key groups of the batch; a state frame goes on to Python when its
+   * group is listed, marked in
    * {@code mask} (byte {@code partition * stride + group}: groups whose keys the planner
    * watches, or that a migration touches), or its window expires ({@code oldest} in
    * {@code [0, expireBefore]}); any other is set aside, unread, for {@link #rejoin} in
@@ -199,14 +212,13 @@ public final class StateFrames {
           return true;
         }
         if (f[0] == TAG_GROUPS) {
-          ByteBuffer b = ByteBuffer.wrap(f, HEADER, f.length - HEADER);
-          while (b.remaining() >= 4) {
-            int g = b.getInt();
-            if (g >= 0 && g < touched.length) {
-              touched[g] = true;
-            }
-          }
+          mark(touched, f, f.length - HEADER);
           return false;
+        }
+        if (f[0] == TAG_CHUNK) {
+          // the groups are the index (its length at byte 25); the records follow, for Python
+          mark(touched, f, Math.min(ByteBuffer.wrap(f).getInt(25), f.length - HEADER));
+          return true;
         }
         if (f[0] != (byte) 'S') {
           return true;
@@ -227,6 +239,17 @@ public final class StateFrames {
         return keep;
       });
     }, true);
+  }
+
+  /** Marks the groups listed (int32 each) in the {@code len} bytes after the header. */
+  static void mark(boolean[] touched, byte[] f, int len) {
+    ByteBuffer b = ByteBuffer.wrap(f, HEADER, Math.max(len, 0));
+    while (b.remaining() >= 4) {
+      int g = b.getInt();
+      if (g >= 0 && g < touched.length) {
+        touched[g] = true;
+      }
+    }
   }
 
   /**
