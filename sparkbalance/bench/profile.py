@@ -61,13 +61,20 @@ class BatchProfiler:
         stage walls), ``extra_jobs``/``extra_s`` (later jobs: migration, recount),
         ``in_stages_s`` (union of stage walls), ``outside_s`` (wall minus that: driver
         work, planning, job submission, py4j), ``critical_s`` (Σ over stages of the
-        slowest task: the straggler-bound time), ``stage_list``.
+        slowest task: the straggler-bound time), ``balanced_s`` (the wall minus, per
+        stage, its slowest task's excess over its mean task: the batch had its tasks been
+        even, the floor of any rebalancing that keeps the work), ``stage_list``.
         """
         stages = [s for s in self._lst.stages() if s.submission_time_ms is not None]
         tasks = self._lst.tasks(successful_only=True)
         slowest: dict[int, float] = {}
+        durations: dict[int, list[float]] = {}
         for t in tasks:
             slowest[t.stage_id] = max(slowest.get(t.stage_id, 0.0), t.duration_ms / 1e3)
+            durations.setdefault(t.stage_id, []).append(t.duration_ms / 1e3)
+        # What a stage's slowest task costs beyond its mean task: the batch's wall time
+        # minus these is its time had every stage's tasks been even (perfect balance).
+        excess = {sid: slowest[sid] - float(np.mean(d)) for sid, d in durations.items()}
         tracker = self.sc.statusTracker()
         job_of: dict[int, int] = {}
         for g in {s.job_group for s in stages if s.job_group}:
@@ -97,6 +104,8 @@ class BatchProfiler:
                 "extra_jobs": max(0, len(order) - 1), "extra_s": stage_span(extra, b),
                 "in_stages_s": in_stages, "outside_s": (b - a) / 1e3 - in_stages,
                 "critical_s": sum(slowest.get(s.stage_id, 0.0) for s in mine),
+                "balanced_s": (b - a) / 1e3 - sum(excess.get(s.stage_id, 0.0)
+                                                  for s in mine),
                 "stage_list": [(s.stage_id, s.name.split(" at ")[0], s.num_tasks,
                                 round(walls[s.stage_id], 3),
                                 round(slowest.get(s.stage_id, 0.0), 3)) for s in mine],

@@ -25,7 +25,9 @@ def stream_rows(histories: dict[str, list], prof_rows: list[dict] | None,
     ``vs_none, vs_plain`` (ratios of the means), ``migrations``, ``mb_moved``,
     ``jobs`` (per batch), ``jobs_steady``/``jobs_migrating`` (batches without/with a
     migration — one that decides a migration or the next one, whose shuffle carries it;
-    nan when there is none), ``cpu_s`` (per batch) and ``cpu_vs_none``.
+    nan when there is none), ``cpu_s`` (per batch) and ``cpu_vs_none``, ``even_s`` (the
+    mean batch had every stage's tasks taken their mean time, from the profile: for
+    "none", the floor of any rebalancing) and ``even_vs_none`` (it over none's mean).
 
     Examples
     --------
@@ -40,10 +42,13 @@ def stream_rows(histories: dict[str, list], prof_rows: list[dict] | None,
     for name, hist in histories.items():
         h = hist[skip:] if len(hist) > skip else hist
         secs = np.array([r.batch_seconds for r in h], dtype=float)
-        jobs = {True: [], False: []}
+        jobs: dict[bool, list] = {True: [], False: []}
+        even = []
         for p in prof_rows or ():
             if p["name"] == name and p["seq"] >= skip:
                 jobs[(name, p["seq"]) in migrated].append(p["jobs"])
+                if "balanced_s" in p:
+                    even.append(p["balanced_s"])
         rows.append({
             "planner": name, "mean_s": float(secs.mean()),
             "p95_s": float(np.percentile(secs, 95)),
@@ -52,6 +57,7 @@ def stream_rows(histories: dict[str, list], prof_rows: list[dict] | None,
             "jobs": _mean(jobs[True] + jobs[False]),
             "jobs_steady": _mean(jobs[False]), "jobs_migrating": _mean(jobs[True]),
             "cpu_s": float((cpu_means or {}).get(name, float("nan"))),
+            "even_s": _mean(even),
         })
     by = {r["planner"]: r for r in rows}
     for r in rows:
@@ -60,6 +66,8 @@ def stream_rows(histories: dict[str, list], prof_rows: list[dict] | None,
             r[field] = r["mean_s"] / base if base > 0 else float("nan")
         base = by.get("none", {}).get("cpu_s", float("nan"))
         r["cpu_vs_none"] = r["cpu_s"] / base if base > 0 else float("nan")
+        base = by.get("none", {}).get("mean_s", float("nan"))
+        r["even_vs_none"] = r["even_s"] / base if base > 0 else float("nan")
     return rows
 
 
@@ -105,13 +113,14 @@ def format_stream_table(rows: list[dict]) -> str:
     """
     head = (f"{'planner':>9} {'mean s':>7} {'p95 s':>7} {'vs none':>7} {'vs plain':>8} "
             f"{'migr':>5} {'MB moved':>9} {'jobs/b':>6} {'steady':>6} {'migr.b':>6} "
-            f"{'CPU s/b':>7} {'CPU/none':>8}")
+            f"{'CPU s/b':>7} {'CPU/none':>8} {'even/none':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['planner']:>9} {r['mean_s']:7.2f} {r['p95_s']:7.2f} "
                      f"{r['vs_none']:7.2f} {r['vs_plain']:8.2f} {r['migrations']:5d} "
                      f"{r['mb_moved']:9.2f} {r['jobs']:6.2f} {r['jobs_steady']:6.2f} "
-                     f"{r['jobs_migrating']:6.2f} {r['cpu_s']:7.2f} {r['cpu_vs_none']:8.2f}")
+                     f"{r['jobs_migrating']:6.2f} {r['cpu_s']:7.2f} {r['cpu_vs_none']:8.2f} "
+                     f"{r.get('even_vs_none', float('nan')):9.2f}")
     return "\n".join(lines)
 
 
@@ -135,6 +144,12 @@ def stream_goals(rows: list[dict], shifts: int, planner: str = "mixed") -> list[
             ref = "plain" if limit == 0.6 else "none"
             out.append(f"{planner} {what} <= {limit}x {ref}: {val:.2f}x -> "
                        f"{_verdict(val <= limit, val)}")
+        floor = by.get("none", {}).get("even_vs_none", float("nan"))
+        if floor == floor and floor < 1:
+            got = (1 - r["vs_none"]) / (1 - floor)
+            out.append(f"  (none with every stage's tasks even, the floor of any "
+                       f"rebalancing: {floor:.2f}x none; {planner} takes {got:.0%} of "
+                       "that gain)")
     for name, row in by.items():
         if name in ("none", PLAIN):
             continue
