@@ -17,7 +17,7 @@ import numpy as np
 
 from ..routing.keygroups import key_groups
 from .blocks import merge_blocks
-from .frame_moves import Move
+from .frame_moves import Carry, Move
 from .frames import (TAG_BATCH, TAG_CHUNK, TAG_GROUPS, TAG_OUTPUTS, TAG_STATE, TAG_STATS,
                      Header, chunk_records, data_frame, frame_block, frame_index,
                      frame_payload, header, state_frame, union_block)
@@ -45,7 +45,8 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
 
     ``chunked``: the batch arrives as the ``R`` frames of its routing shuffle (any
     number, none when no record was routed here) instead of one ``B`` frame; they are
-    grouped here, values of a key in the order they arrive.
+    grouped here, values of a key in the order they arrive, and the items of a riding
+    migration among them (keyed by :class:`~.frame_moves.Carry`) are the carried ones.
 
     ``move`` (a migration riding in this batch): the entries (frames) of the marked frames
     that leave ``pid`` are dropped (``moved_out``), the carried ones arriving here are
@@ -68,6 +69,9 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
             by_group[h.group].append((f, h))
         elif h.tag == TAG_CHUNK and chunked:
             for k, v in chunk_records(f, h):
+                if type(k) is Carry:      # state riding in the batch's shuffle
+                    carried.append(v)
+                    continue
                 vals = batch.get(k)
                 if vals is None:
                     batch[k] = [v]

@@ -133,8 +133,9 @@ class FramedState:
             touched = self.ops.select(self.rdd, fr.TAG_STATE, move.mask, G, True)
             keyed = self.ops.jvm and inlinable(fn) and (move.leaving is not None
                                                         or move.g2p is not None)
+            chunked = keyed and self.ops.chunks
             if keyed:
-                carried = _carried_keyed(touched, move, read)
+                carried = _carried_keyed(touched, move, read, chunked)
             else:
                 def _carry(pid: int, it: Iterable[bytes]) -> Iterable:
                     def counted() -> Iterable[bytes]:
@@ -146,12 +147,21 @@ class FramedState:
                 carried = touched.mapPartitionsWithIndex(_carry)
             if carried_level is not None:
                 carried.persist(carried_level)
-            if keyed:
-                routed = shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
+            if chunked:
+                # batch and carried chunks both as R frames: the merge stage is one pass
+                from pyspark.serializers import NoOpSerializer
+                batch_frames = shuffle_keyed(
+                    [keyed_by_function(pairs, fn, functools.partial(fr.chunk_frame,
+                                                                     num_groups=G)),
+                     carried], P, id(fn), NoOpSerializer())
             else:
-                routed = pairs.union(carried).partitionBy(P, partition_func(fm.RidePartitioner(fn)))
-            batch_frames = as_frames(routed.mapPartitions(lambda it: fm.ride_block(it, G),
-                                                          preservesPartitioning=True))
+                if keyed:
+                    routed = shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
+                else:
+                    routed = pairs.union(carried).partitionBy(
+                        P, partition_func(fm.RidePartitioner(fn)))
+                batch_frames = as_frames(routed.mapPartitions(lambda it: fm.ride_block(it, G),
+                                                              preservesPartitioning=True))
         # Python reads only the frames of the groups the batch touches, the planner
         # watches (table keys: their sizes are listed), a migration touches, or whose
         # window expires; the JVM passes every other frame on unread.
@@ -213,11 +223,13 @@ class FramedState:
 CARRY_CHUNK: int = 8 << 20
 
 
-def _carried_keyed(touched: Any, move: fm.Move, read: Any) -> Any:
+def _carried_keyed(touched: Any, move: fm.Move, read: Any, chunked: bool = False) -> Any:
     """The map side of a riding migration (bridge jar): the items leaving the marked
     state frames ``touched`` (:func:`~.frame_moves.carried_items`), written as a shuffle's
     map side (:func:`~sparkbalance.spark.fnshuffle.shuffle_keyed`: ``Carry(new pid)``
-    keyed chunks), counting the frames read in ``read``.
+    keyed chunks), counting the frames read in ``read``. ``chunked``: each chunk an ``R``
+    frame listing the key groups of the entries it carries (the merge reads it as it reads
+    the batch's chunks, :func:`~.frame_merge.merge_partition`).
 
     One Python pass per executor reads every partition's marked frames (a JVM
     ``coalesce``; on ``local[n]`` one task) and writes the shuffle's chunks itself. Before,
@@ -235,8 +247,14 @@ def _carried_keyed(touched: Any, move: fm.Move, read: Any) -> Any:
     marked = m[: m.size - m.size % G].reshape(-1, G)
     homes = {int(g): [int(p) for p in np.flatnonzero(marked[:, g])]
              for g in np.flatnonzero(marked.any(axis=0))}
-    dumps = touched.context._unbatched_serializer.dumps
+    pickled = touched.context._unbatched_serializer.dumps
     limit = touched._memory_limit() / 2
+
+    def dumps(items: list) -> bytes:
+        if not chunked:
+            return pickled(items)
+        keys = [it[1] for _, it in items if it[0] == "e"]
+        return fr.chunk_frame(items, pickled(items), G, keys)
 
     def _carry_all(it: Iterable[bytes]) -> Iterable[bytes]:
         from pyspark.serializers import pack_long

@@ -203,9 +203,11 @@ def batch_frames(block: dict, carried: list | None, num_groups: int) -> list[byt
     return [groups_frame(groups), data_frame(TAG_BATCH, payload)]
 
 
-def chunk_frame(records: list, pickled: bytes, num_groups: int) -> bytes:
+def chunk_frame(records: list, pickled: bytes, num_groups: int,
+                keys: list | None = None) -> bytes:
     """An ``R`` frame: ``pickled`` (the pickled list ``records`` of ``(key, value)``
-    pairs) behind the sorted key groups of its keys, which the JVM reads to send the state
+    pairs) behind the sorted key groups of its keys (or of ``keys``: a riding migration's
+    chunk lists the keys of the entries it carries), which the JVM reads to send the state
     frames of those groups to the merge.
 
     Examples
@@ -215,7 +217,7 @@ def chunk_frame(records: list, pickled: bytes, num_groups: int) -> bytes:
     >>> chr(f[0]), chunk_records(f) == recs, header(f).nkeys <= 2
     ('R', True, True)
     """
-    keys = list(dict.fromkeys([r[0] for r in records]))
+    keys = list(dict.fromkeys([r[0] for r in records] if keys is None else keys))
     g = np.unique(key_groups(keys, num_groups)).astype(">i4") if keys else \
         np.zeros(0, dtype=">i4")
     index = g.tobytes()

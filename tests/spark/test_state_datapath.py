@@ -207,3 +207,27 @@ def test_a_bridge_without_chunk_frames_is_detected(sc):
     state of the batch's groups)."""
     from sparkbalance.state.frame_rdds import _protocol
     assert _protocol(sc._jvm.java.lang.Math) == 1
+
+
+@pytest.mark.parametrize("planner", ["mixed", "ssm"])
+def test_riding_merge_is_one_python_pass(sc, planner):
+    """A batch that carries a migration reaches the merge as chunks too (the batch's and
+    the carried state's): one Python pass in its merge stage, the state exact."""
+    from sparkbalance.state.frame_rdds import frame_ops
+    if not frame_ops(sc).chunks:
+        pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
+    op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
+                            theta=0.02, trigger="paper")
+    ref: dict = {}
+    checked = 0
+    for t, b in enumerate(_stream(n_batches=6)):
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+        if op.pending_migration:
+            lineage = op.merge_rdd(sc.parallelize(b, 2))._jrdd.rdd().toDebugString()
+            assert lineage.split("ShuffledRDD")[0].count("PythonRDD[") == 1, lineage
+            checked += 1
+        op.process(sc.parallelize(b, 2), batch_id=t)
+    assert checked
+    assert op.collect_state() == ref
+    op.close()

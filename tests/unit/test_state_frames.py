@@ -210,6 +210,41 @@ def test_chunk_frames_list_the_groups_of_their_keys():
     assert fr.chunk_records(f) == recs
 
 
+def test_riding_state_in_chunks_merges_as_the_ride_block():
+    """A riding migration's carried items in R chunks beside the batch's (keyed by
+    ``Carry``, listing the groups of the entries they carry) merge exactly as the one
+    ``(block, carried)`` B frame of :func:`frame_moves.ride_block`."""
+    import pickle
+    from sparkbalance.state.framed import move_of
+    src = TableLayout(2, 2)
+    movers = [k for k in range(80) if src.fn(k) == 0][:12]
+    dst = TableLayout(2, 2, RoutingTable({k: 1 for k in movers}))
+    move = move_of(src, dst, G, frozenset(movers))
+    fold = StateFold(update=operator.add, initial=0)
+    state = {p: {k: [k, 1.0, None] for k in range(80) if src.fn(k) == p} for p in (0, 1)}
+    carried = [(c, it) for c, it in fm.carried_items(0, _frames_of(state[0]), move)
+               if c.pid == 1]
+    assert len(carried) == len(movers)
+    records = [(k, 1) for k in range(0, 80, 3) if dst.fn(k) == 1] + [(movers[0], 5)]
+    mixed = records[:3] + carried[:5] + records[3:] + carried[5:]
+    want = list(merge_partition(1, fm.ride_block(mixed, G) + _frames_of(state[1]), fold, 4,
+                                G, False, move=move))
+    chunks = []
+    for part in (mixed[:7], mixed[7:]):
+        keys = [r[0] for r in part if type(r[0]) is not fm.Carry] + \
+            [r[1][1] for r in part if type(r[0]) is fm.Carry]
+        chunks.append(fr.chunk_frame(part, pickle.dumps(part), G, keys))
+    got = list(merge_partition(1, chunks + _frames_of(state[1]), fold, 4, G, False,
+                               move=move, chunked=True))
+    wk, gk = _kinds(want), _kinds(got)
+    block = fr.frames_to_block(gk.get("S", []))
+    assert block == fr.frames_to_block(wk.get("S", []))
+    assert set(movers) <= set(block)
+    assert sorted(fr.frame_payload(gk["O"][0])) == sorted(fr.frame_payload(wk["O"][0]))
+    ws, gs = fr.frame_payload(wk["T"][0]), fr.frame_payload(gk["T"][0])
+    assert gs[4:] == ws[4:] and gs[7] == len(movers)        # moved in, counted once
+
+
 def test_batch_frames_of_the_other_mode_are_refused():
     fold = StateFold(update=operator.add, initial=0)
     b = fr.data_frame(fr.TAG_BATCH, {"a": [1]})
