@@ -201,14 +201,26 @@ class RunResult:
         return float(s.max() / s.mean()) if s.mean() > 0 else 1.0
 
 
-def _costly_partition(loops: int) -> Callable[[int, Iterator[Any]], Iterator[Any]]:
+def _costly_partition(loops: int, wait_us: float = 0.0
+                      ) -> Callable[[int, Iterator[Any]], Iterator[Any]]:
+    wait = wait_us * 1e-6
+
     def run(index: int, records: Iterator[Any]) -> Iterator[Any]:
         t0, c0 = time.perf_counter(), time.process_time()
         acc: dict = {}
         count = 0
+        debt = 0.0         # waits owed, slept in chunks (oversleeping credited)
         for k, v in records:
             acc[k] = acc.get(k, 0) + busy_work(v, loops)
             count += 1
+            if wait:
+                debt += wait
+                if debt >= SLEEP_QUANTUM_S:
+                    t = time.perf_counter()
+                    time.sleep(debt)
+                    debt -= time.perf_counter() - t
+        if debt > 0:
+            time.sleep(debt)
         yield ("meta", (index, count, time.perf_counter() - t0, time.process_time() - c0))
         for kv in acc.items():
             yield ("data", kv)
@@ -216,12 +228,13 @@ def _costly_partition(loops: int) -> Callable[[int, Iterator[Any]], Iterator[Any
 
 
 def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
-                  **params: Any) -> RunResult:
+                  wait_us: float = 0.0, **params: Any) -> RunResult:
     """Route ``rdd`` with ``strategy``, run a costly per-record reduce, merge the partials.
 
-    After the shuffle every record costs ``loops`` steps of :func:`busy_work` (a heavy
-    per-record reduce whose cost lands where the key lands, unlike a map-side combine);
-    partials of a key split over several partitions are summed on the driver.
+    After the shuffle every record costs ``loops`` steps of :func:`busy_work` and
+    ``wait_us`` µs of waiting (an I/O-bound step, e.g. a lookup in an external store): a
+    heavy per-record reduce whose cost lands where the key lands, unlike a map-side
+    combine; partials of a key split over several partitions are summed on the driver.
 
     Parameters
     ----------
@@ -233,6 +246,9 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
         A name of :func:`sparkbalance.strategies.available`.
     loops : int
         :func:`busy_work` steps per record (see :func:`loops_for_us`).
+    wait_us : float
+        Waiting per record after the shuffle, µs (slept in chunks of
+        :data:`SLEEP_QUANTUM_S`, so a task waits ``wait_us`` × its records).
     **params
         Parameters of the strategy's fitter.
 
@@ -252,7 +268,7 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
     with sparkbalance_job_group(rdd.context, "sparkbalance-demo", f"demo reduce: {strategy}"):
         t1 = time.perf_counter()
         rows = (rdd.partitionBy(num_partitions, partition_func(f))
-                .mapPartitionsWithIndex(_costly_partition(loops)).collect())
+                .mapPartitionsWithIndex(_costly_partition(loops, wait_us)).collect())
         wall = time.perf_counter() - t1
     records = [0] * num_partitions
     seconds = [0.0] * num_partitions

@@ -1,12 +1,17 @@
 """Demo: a skewed, costly keyed reduce under every registered strategy, side by side.
 
 ``python -m sparkbalance demo --part reduce [--quick] [--keys K] [--skew Z] [--records M]
-[--partitions N] [--work-us U] [--strategies a,b,...]``
+[--partitions N] [--wait-us W] [--work-us U] [--strategies a,b,...]``
 
 A Zipf(z) keyed workload (K keys, M records) is routed by each strategy of the registry
-(:func:`sparkbalance.strategies.available`); after the shuffle every record costs about
-``U`` microseconds of Python work (the "heavy per-record reduce" whose cost lands where the
-key lands, unlike a map-side combine; :func:`sparkbalance.bench.workloads.costly_reduce`),
+(:func:`sparkbalance.strategies.available`); after the shuffle every record costs ``W`` µs
+of waiting (an I/O-bound step, e.g. a lookup in an external store) and about ``U`` µs of
+Python work (the "heavy per-record reduce" whose cost lands where the key lands, unlike a
+map-side combine; :func:`sparkbalance.bench.workloads.costly_reduce`). The session is
+``local[N]``: the N costly tasks wait side by side even on a 2-core machine, as on N cores,
+so the job's wall time is set by the slowest partition and the balance shows in it (with
+CPU-bound work and N > cores the cores are busy either way and no placement shortens the
+job),
 partials are merged per key and the result is checked against plain Spark's. Printed per
 strategy: records per partition, max/avg of records and of measured task seconds, the
 stage's critical path (wall and CPU seconds of the slowest costly task) and the job's wall
@@ -45,14 +50,17 @@ _KIND_ORDER = ("hash", "split", "table", "keygroups")
 #: :func:`main` (full or ``--quick``).
 OPTIONS: list[tuple[tuple[str, ...], dict]] = [
     (("--keys",), dict(type=int, help="reduce: distinct keys (default 10000, quick 1000)")),
-    (("--skew",), dict(type=float, help="reduce: Zipf exponent (default 1.2)")),
+    (("--skew",), dict(type=float, help="reduce: Zipf exponent (default 1.0)")),
     (("--records",), dict(type=int,
                           help="reduce: records (default 100000, quick 30000)")),
     (("--repeats",), dict(type=int, help="reduce: interleaved rounds whose medians are shown "
                           "(default 3, quick 1), after one warm-up round")),
-    (("--partitions",), dict(type=int, help="reduce: partitions (default 4)")),
+    (("--partitions",), dict(type=int, help="reduce: partitions, and the task slots of the "
+                             "local[N] session (default 8)")),
+    (("--wait-us",), dict(type=float, help="reduce: waiting (I/O-like) per record after the "
+                          "shuffle, µs (default 100, quick 60)")),
     (("--work-us",), dict(type=float, help="reduce: approximate Python work per record after "
-                          "the shuffle, µs (default 30, quick 20)")),
+                          "the shuffle, µs (default 2)")),
     (("--strategies",), dict(help="reduce: comma list of registry strategies (default: all "
                              f"registered but {', '.join(SKIPPED)})")),
 ]
@@ -73,11 +81,14 @@ def demo_strategies() -> list[str]:
 
 def _resolve(args: argparse.Namespace) -> argparse.Namespace:
     q = bool(getattr(args, "quick", False))
-    # 100,000 records (3 CPU-seconds of costly work, ~1.5 s on local[2], per strategy and
-    # round): a warm-up and three rounds of the eleven strategies take about two minutes.
-    defaults = dict(keys=1000 if q else 10_000, skew=1.2, records=30_000 if q else 100_000,
-                    partitions=4, work_us=20.0 if q else 30.0, strategies=None,
-                    repeats=1 if q else 3)
+    # 100,000 records x 100 µs over 8 slots (1.25 s per slot when even, ~2.5 s when plain
+    # hashing leaves one partition at twice the mean): a warm-up and three rounds of the
+    # eleven strategies take about two minutes. Zipf 1.0 over 10,000 keys: the hottest key
+    # holds 10 % of the records, under a partition's 12.5 %, so a key grouping can even
+    # the partitions out (at z = 1.2 one key holds 21 % and only splitting gets below it).
+    defaults = dict(keys=1000 if q else 10_000, skew=1.0, records=30_000 if q else 100_000,
+                    partitions=8, wait_us=60.0 if q else 100.0, work_us=2.0,
+                    strategies=None, repeats=1 if q else 3)
     out = argparse.Namespace(**{k: getattr(args, k, None) for k in defaults})
     for k, v in defaults.items():
         if getattr(out, k) is None:
@@ -86,6 +97,11 @@ def _resolve(args: argparse.Namespace) -> argparse.Namespace:
         out.strategies = ",".join(demo_strategies())
     if out.repeats < 1:
         raise ValueError(f"--repeats {out.repeats}; expected >= 1")
+    if out.partitions < 1:
+        raise ValueError(f"--partitions {out.partitions}; expected >= 1")
+    if out.wait_us < 0 or out.work_us < 0:
+        raise ValueError(f"--wait-us {out.wait_us:g} / --work-us {out.work_us:g}; "
+                         "expected >= 0")
     return out
 
 
@@ -126,8 +142,8 @@ def main(args: argparse.Namespace) -> int:
     from ..spark.keystats import gather_key_stats
     args = _resolve(args)
     names = [strategies.get(s).name for s in args.strategies.split(",") if s]  # names the bad one
-    spark = local_session(2, "sparkbalance-demo", bridge=False,
-                          conf={"spark.default.parallelism": "4"})
+    spark = local_session(args.partitions, "sparkbalance-demo", bridge=False,
+                          conf={"spark.default.parallelism": str(args.partitions)})
     sc = spark.sparkContext
     try:
         keys = zipf_records(args.keys, args.skew, args.records)
@@ -139,7 +155,8 @@ def main(args: argparse.Namespace) -> int:
         p1 = np.bincount(keys).max() / args.records
         print(f"\nsparkbalance demo: skewed costly reduce — {args.records} records, {args.keys} "
               f"keys, Zipf z={args.skew} (hottest key {p1:.1%} of records), "
-              f"{args.partitions} partitions, ~{args.work_us:g} us/record, local[2]")
+              f"{args.partitions} partitions; per record after the shuffle {args.wait_us:g} "
+              f"us of waiting + ~{args.work_us:g} us of CPU, local[{args.partitions}]")
         print(f"strategies: {', '.join(names)}\n")
         t0 = time.perf_counter()
         stats = gather_key_stats(rdd)  # once: every strategy plans on the same statistics
@@ -150,7 +167,8 @@ def main(args: argparse.Namespace) -> int:
         wrong: set[str] = set()
         for i in range(args.repeats):
             for name in names if i % 2 == 0 else names[::-1]:
-                r = costly_reduce(rdd, args.partitions, name, loops, stats=stats)
+                r = costly_reduce(rdd, args.partitions, name, loops, args.wait_us,
+                                  stats=stats)
                 if r.result != expected and name not in wrong:
                     wrong.add(name)
                     print(f"!! {name}: result differs from plain Spark's")
@@ -165,7 +183,10 @@ def main(args: argparse.Namespace) -> int:
               "rec max/avg: records of the fullest partition / mean (1.00 = perfect); "
               "time max/avg: the same for measured task seconds;\ncrit.path: the slowest "
               "costly task (crit.cpu: its CPU seconds, robust to other processes); wall: the "
-              "job (shuffle + costly stage); fit: planning on those statistics.")
+              "job (shuffle + costly stage); fit: planning on those statistics.\n"
+              "The statistics pass is shared here, outside the wall times; sb.partition_by's "
+              "default (auto) needs none, it plans from\nthe shuffle's own map-output counts "
+              "(integration/benchmarks/bench_endtoend.py times whole jobs that way).")
         print(f"results equal plain Spark's reduceByKey: {'yes' if ok else 'NO'}")
         return 0 if ok else 1
     finally:

@@ -24,5 +24,11 @@ def test_defaults_and_refusal():
     full = _resolve(argparse.Namespace(quick=False, strategies="hash"))
     quick = _resolve(argparse.Namespace(quick=True, strategies="hash"))
     assert (full.repeats, full.records, quick.repeats) == (3, 100_000, 1)
+    # the costly step waits, on as many task slots as partitions: the balance shows in wall
+    assert (full.partitions, full.wait_us, quick.wait_us) == (8, 100.0, 60.0)
+    with pytest.raises(ValueError, match="--wait-us -1"):
+        _resolve(argparse.Namespace(quick=True, strategies="hash", wait_us=-1.0))
+    with pytest.raises(ValueError, match="--partitions 0"):
+        _resolve(argparse.Namespace(quick=True, strategies="hash", partitions=0))
     with pytest.raises(ValueError, match="--repeats 0; expected >= 1"):
         _resolve(argparse.Namespace(quick=True, strategies="hash", repeats=0))
