@@ -17,7 +17,7 @@ import numpy as np
 
 from ..routing.keygroups import key_groups
 from .blocks import merge_blocks
-from .frame_moves import Carry, Move
+from .frame_moves import Move, gather
 from .frames import (TAG_BATCH, TAG_CHUNK, TAG_GROUPS, TAG_OUTPUTS, TAG_STATE, TAG_STATS,
                      Header, chunk_records, data_frame, frame_block, frame_index,
                      frame_payload, header, state_frame, union_block)
@@ -68,15 +68,7 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
         if h.tag == TAG_STATE:
             by_group[h.group].append((f, h))
         elif h.tag == TAG_CHUNK and chunked:
-            for k, v in chunk_records(f, h):
-                if type(k) is Carry:      # state riding in the batch's shuffle
-                    carried.append(v)
-                    continue
-                vals = batch.get(k)
-                if vals is None:
-                    batch[k] = [v]
-                else:
-                    vals.append(v)
+            gather(chunk_records(f, h), batch, carried)   # records, and riding state
         elif h.tag == TAG_BATCH and not chunked:
             if batch is not None:
                 raise RuntimeError(f"partition {pid} received two batch blocks; expected one")

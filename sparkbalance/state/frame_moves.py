@@ -25,7 +25,7 @@ from ..routing.base import partition_func
 from ..routing.keygroups import key_groups
 from .frames import TAG_STATE, batch_frames, frame_block, header, state_frame
 
-__all__ = ["Carry", "RidePartitioner", "Move", "carried_items", "ride_block",
+__all__ = ["Carry", "RidePartitioner", "Move", "carried_items", "ride_block", "gather",
            "leaving_by_frame", "leaving_frames", "leaving_entries", "kept_frames", "moved_entries",
            "stay_frames", "reroute_groups"]
 
@@ -131,6 +131,21 @@ def ride_block(it: Iterable[tuple[Any, Any]], num_groups: int) -> list[bytes]:
     """
     block: dict[Any, list] = {}
     carried: list = []
+    gather(it, block, carried)
+    return batch_frames(block, carried, num_groups)
+
+
+def gather(it: Iterable[tuple[Any, Any]], block: dict, carried: list) -> None:
+    """Add a routing shuffle's records to ``block`` (``{key: [values]}``, in arrival order)
+    and the state items riding with them (keyed by :class:`Carry`) to ``carried``.
+
+    Examples
+    --------
+    >>> block, carried = {"a": [0]}, []
+    >>> gather([("a", 1), (Carry(1), ("f", b"")), ("b", 2)], block, carried)
+    >>> block, carried
+    ({'a': [0, 1], 'b': [2]}, [('f', b'')])
+    """
     for k, v in it:
         if type(k) is Carry:
             carried.append(v)
@@ -140,7 +155,6 @@ def ride_block(it: Iterable[tuple[Any, Any]], num_groups: int) -> list[bytes]:
             block[k] = [v]
         else:
             vals.append(v)
-    return batch_frames(block, carried, num_groups)
 
 
 def leaving_by_frame(keys: Iterable[Any], fn_old: Any, fn_new: Any, num_groups: int

@@ -18,7 +18,6 @@ Python pass first groups each partition's records into one ``B`` frame.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Iterable
 
 import numpy as np
@@ -32,6 +31,7 @@ from .blocks import group_block
 from .frame_merge import merge_partition
 from .frame_rdds import FrameOps, as_frames, mask_of, summaries
 from .layout import GroupLayout, TableLayout
+from .riding import batch_chunks, carried_chunks
 from .window import StateFold
 
 __all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
@@ -115,10 +115,8 @@ class FramedState:
                 # The routing shuffle's chunks are the merge's input as they are (R frames
                 # listing their key groups): no Python pass groups the batch first, which
                 # on local[8] was a second Python worker per merge task (~0.1 s a batch).
-                batch_frames = shuffle_keyed(
-                    [keyed_by_function(pairs, fn, functools.partial(fr.chunk_frame,
-                                                                     num_groups=G))],
-                    P, id(fn), NoOpSerializer())
+                batch_frames = shuffle_keyed([batch_chunks(pairs, fn, G)], P, id(fn),
+                                             NoOpSerializer())
                 chunked = True
             else:
                 batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
@@ -135,7 +133,7 @@ class FramedState:
                                                         or move.g2p is not None)
             chunked = keyed and self.ops.chunks
             if keyed:
-                carried = _carried_keyed(touched, move, read, chunked)
+                carried = carried_chunks(touched, move, read, chunked)
             else:
                 def _carry(pid: int, it: Iterable[bytes]) -> Iterable:
                     def counted() -> Iterable[bytes]:
@@ -150,10 +148,8 @@ class FramedState:
             if chunked:
                 # batch and carried chunks both as R frames: the merge stage is one pass
                 from pyspark.serializers import NoOpSerializer
-                batch_frames = shuffle_keyed(
-                    [keyed_by_function(pairs, fn, functools.partial(fr.chunk_frame,
-                                                                     num_groups=G)),
-                     carried], P, id(fn), NoOpSerializer())
+                batch_frames = shuffle_keyed([batch_chunks(pairs, fn, G), carried], P,
+                                             id(fn), NoOpSerializer())
             else:
                 if keyed:
                     routed = shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
@@ -216,74 +212,6 @@ class FramedState:
                                    "is inconsistent")
             out[k] = e[0]
         return out
-
-
-#: Bytes of marked frames a riding migration's map task reads before it writes the
-#: items leaving them as shuffle chunks (PySpark's map-side chunks are 1-10 MB).
-CARRY_CHUNK: int = 8 << 20
-
-
-def _carried_keyed(touched: Any, move: fm.Move, read: Any, chunked: bool = False) -> Any:
-    """The map side of a riding migration (bridge jar): the items leaving the marked
-    state frames ``touched`` (:func:`~.frame_moves.carried_items`), written as a shuffle's
-    map side (:func:`~sparkbalance.spark.fnshuffle.shuffle_keyed`: ``Carry(new pid)``
-    keyed chunks), counting the frames read in ``read``. ``chunked``: each chunk an ``R``
-    frame listing the key groups of the entries it carries (the merge reads it as it reads
-    the batch's chunks, :func:`~.frame_merge.merge_partition`).
-
-    One Python pass per executor reads every partition's marked frames (a JVM
-    ``coalesce``; on ``local[n]`` one task) and writes the shuffle's chunks itself. Before,
-    each state partition was a task of two chained Python passes (the items, then
-    PySpark's ``partitionBy`` over the union with the batch): n cached-block tasks that the
-    scheduler launched before any batch task (those have no locality preference), each
-    wanting one more Python worker, started cold (measured on local[8]: a migrating
-    batch's route stage 1.0-1.5 s against 0.2-0.5 s without one). A frame's partition is
-    known from its group: the partitions that mark the group in ``move.mask`` (key
-    groups: one; a routing table: each, whose listed leaving keys only that partition's
-    frame can hold, :func:`~.frame_moves.leaving_entries`).
-    """
-    G = move.num_groups
-    m = np.frombuffer(move.mask, dtype=np.uint8)
-    marked = m[: m.size - m.size % G].reshape(-1, G)
-    homes = {int(g): [int(p) for p in np.flatnonzero(marked[:, g])]
-             for g in np.flatnonzero(marked.any(axis=0))}
-    pickled = touched.context._unbatched_serializer.dumps
-    limit = touched._memory_limit() / 2
-
-    def dumps(items: list) -> bytes:
-        if not chunked:
-            return pickled(items)
-        keys = [it[1] for _, it in items if it[0] == "e"]
-        return fr.chunk_frame(items, pickled(items), G, keys)
-
-    def _carry_all(it: Iterable[bytes]) -> Iterable[bytes]:
-        from pyspark.serializers import pack_long
-        from pyspark.shuffle import get_used_memory
-        buckets: dict[int, list] = {}
-        held = 0
-        for f in it:
-            read.add(1)
-            for pid in homes.get(fr.header(f).group, ()):
-                for c, item in fm.carried_items(pid, (f,), move):
-                    buckets.setdefault(c.pid, []).append((c, item))
-            held += len(f)
-            # Bounded memory, as PySpark's map-side loop: chunks of about CARRY_CHUNK
-            # bytes of frames read, sooner when the worker nears its memory limit.
-            if held >= CARRY_CHUNK or get_used_memory() > limit:
-                for to, items in buckets.items():
-                    yield pack_long(to)
-                    yield dumps(items)
-                buckets, held = {}, 0
-        for to, items in buckets.items():
-            yield pack_long(to)
-            yield dumps(items)
-
-    # the driver is listed too; on local[n] it is the one executor
-    executors = max(1, len(touched.context._jsc.sc().statusTracker().getExecutorInfos()) - 1)
-    out = touched.coalesce(min(executors, touched.getNumPartitions())).mapPartitions(
-        _carry_all)
-    out._bypass_serializer = True
-    return out
 
 
 def _partitions_of(fn: Any, keys: list, num_physical: int) -> np.ndarray:

@@ -167,8 +167,8 @@ def test_untouched_frames_bypass_python(sc):
 def test_riding_migration_in_small_chunks_is_exact(sc, monkeypatch, planner):
     """The map task carrying a migration writes its items in bounded chunks (here after
     every frame it reads): every key still arrives once, the state exact."""
-    from sparkbalance.state import framed
-    monkeypatch.setattr(framed, "CARRY_CHUNK", 1)
+    from sparkbalance.state import riding
+    monkeypatch.setattr(riding, "CARRY_CHUNK", 1)
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
                             theta=0.02, trigger="paper")
     ref: dict = {}
