@@ -67,11 +67,10 @@ class BatchProfiler:
         """
         stages = [s for s in self._lst.stages() if s.submission_time_ms is not None]
         tasks = self._lst.tasks(successful_only=True)
-        slowest: dict[int, float] = {}
         durations: dict[int, list[float]] = {}
         for t in tasks:
-            slowest[t.stage_id] = max(slowest.get(t.stage_id, 0.0), t.duration_ms / 1e3)
             durations.setdefault(t.stage_id, []).append(t.duration_ms / 1e3)
+        slowest = {sid: max(d) for sid, d in durations.items()}
         # What a stage's slowest task costs beyond its mean task: the batch's wall time
         # minus these is its time had every stage's tasks been even (perfect balance).
         excess = {sid: slowest[sid] - float(np.mean(d)) for sid, d in durations.items()}

@@ -25,6 +25,16 @@ __all__ = ["SLEEP_QUANTUM_S", "busy_count", "busy_work", "loops_for_us", "zipf_r
 SLEEP_QUANTUM_S = 0.002
 
 
+def _sleep_owed(debt: float) -> float:
+    """Sleep the ``debt`` seconds owed once they reach :data:`SLEEP_QUANTUM_S`; return what
+    is still owed (negative when the OS overslept: credited to the next records)."""
+    if debt < SLEEP_QUANTUM_S:
+        return debt
+    t0 = time.perf_counter()
+    time.sleep(debt)
+    return debt - (time.perf_counter() - t0)
+
+
 # --------------------------------------------------------------------------- per-record work
 def busy_count(work: int = 200, io_us: float = 0.0) -> Callable[[int, list], tuple[int, list]]:
     """``update_values`` of the stream demo: count records, with costly work per record.
@@ -60,11 +70,7 @@ def busy_count(work: int = 200, io_us: float = 0.0) -> Callable[[int, list], tup
             for i in range(work):
                 acc ^= (v * 31 + i) & 0xFF
         if wait:
-            debt[0] += wait * len(values)
-            if debt[0] >= SLEEP_QUANTUM_S:
-                t0 = time.perf_counter()
-                time.sleep(debt[0])
-                debt[0] -= time.perf_counter() - t0
+            debt[0] = _sleep_owed(debt[0] + wait * len(values))
         new = state + len(values)
         return new, [new]
     return update_values
@@ -214,11 +220,7 @@ def _costly_partition(loops: int, wait_us: float = 0.0
             acc[k] = acc.get(k, 0) + busy_work(v, loops)
             count += 1
             if wait:
-                debt += wait
-                if debt >= SLEEP_QUANTUM_S:
-                    t = time.perf_counter()
-                    time.sleep(debt)
-                    debt -= time.perf_counter() - t
+                debt = _sleep_owed(debt + wait)
         if debt > 0:
             time.sleep(debt)
         yield ("meta", (index, count, time.perf_counter() - t0, time.process_time() - c0))

@@ -29,7 +29,8 @@ from typing import Any, Callable, Iterable, Iterator
 from ..routing.base import MEMO_CAPACITY, MEMO_PROBE, PartitionFunction, partition_func
 from .key_errors import KeyGuard, bad_record_error
 
-__all__ = ["next_batch", "inlinable", "partition_by_function", "keyed_by_function", "shuffle_keyed", "combine_by_function", "combine_over"]
+__all__ = ["next_batch", "inlinable", "partition_by_function", "keyed_by_function",
+           "shuffle_keyed", "combine_by_function", "combine_over"]
 
 _NO_RECORD = object()
 

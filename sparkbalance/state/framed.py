@@ -31,7 +31,7 @@ from .blocks import group_block
 from .frame_merge import merge_partition
 from .frame_rdds import FrameOps, as_frames, mask_of, summaries
 from .layout import GroupLayout, TableLayout
-from .riding import batch_chunks, carried_chunks
+from .riding import batch_chunks, carried_chunks, shuffle_chunks
 from .window import StateFold
 
 __all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
@@ -111,12 +111,10 @@ class FramedState:
         chunked = False
         if layout is src:
             if self.ops.chunks and inlinable(fn):
-                from pyspark.serializers import NoOpSerializer
                 # The routing shuffle's chunks are the merge's input as they are (R frames
                 # listing their key groups): no Python pass groups the batch first, which
                 # on local[8] was a second Python worker per merge task (~0.1 s a batch).
-                batch_frames = shuffle_keyed([batch_chunks(pairs, fn, G)], P, id(fn),
-                                             NoOpSerializer())
+                batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G)], P, fn)
                 chunked = True
             else:
                 batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
@@ -145,17 +143,12 @@ class FramedState:
                 carried = touched.mapPartitionsWithIndex(_carry)
             if carried_level is not None:
                 carried.persist(carried_level)
-            if chunked:
-                # batch and carried chunks both as R frames: the merge stage is one pass
-                from pyspark.serializers import NoOpSerializer
-                batch_frames = shuffle_keyed([batch_chunks(pairs, fn, G), carried], P,
-                                             id(fn), NoOpSerializer())
+            if chunked:   # batch and carried chunks as R frames: one Python pass to merge
+                batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G), carried], P, fn)
             else:
-                if keyed:
-                    routed = shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
-                else:
-                    routed = pairs.union(carried).partitionBy(
-                        P, partition_func(fm.RidePartitioner(fn)))
+                routed = (shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
+                          if keyed else pairs.union(carried).partitionBy(
+                              P, partition_func(fm.RidePartitioner(fn))))
                 batch_frames = as_frames(routed.mapPartitions(lambda it: fm.ride_block(it, G),
                                                               preservesPartitioning=True))
         # Python reads only the frames of the groups the batch touches, the planner

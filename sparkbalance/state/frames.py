@@ -40,7 +40,8 @@ from ..routing.keygroups import key_groups
 __all__ = ["TAG_STATE", "TAG_BATCH", "TAG_OUTPUTS", "TAG_STATS", "TAG_GROUPS", "TAG_BYPASS",
            "HEADER_SIZE", "DEFAULT_TABLE_GROUPS", "Header", "header", "state_frame",
            "data_frame", "frame_index", "frame_block", "frame_payload", "union_block",
-           "groups_frame", "batch_frames", "TAG_CHUNK", "chunk_frame", "chunk_records", "bypass_summary", "with_bypass", "entries_of",
+           "groups_frame", "batch_frames", "TAG_CHUNK", "chunk_frame", "chunk_records",
+           "bypass_summary", "with_bypass", "entries_of",
            "frames_of_entries", "frames_to_block", "frames_stats", "frames_summary",
            "check_state_frame"]
 

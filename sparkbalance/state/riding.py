@@ -12,11 +12,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..spark.fnshuffle import keyed_by_function
+from ..spark.fnshuffle import keyed_by_function, shuffle_keyed
 from . import frame_moves as fm
 from . import frames as fr
 
-__all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks"]
+__all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks"]
 
 
 def batch_chunks(pairs: Any, fn: Any, num_groups: int) -> Any:
@@ -24,6 +24,14 @@ def batch_chunks(pairs: Any, fn: Any, num_groups: int) -> Any:
     behind the key groups it holds, for :func:`~sparkbalance.spark.fnshuffle.shuffle_keyed`."""
     return keyed_by_function(pairs, fn, functools.partial(fr.chunk_frame,
                                                           num_groups=num_groups))
+
+
+def shuffle_chunks(keyed: list, num_partitions: int, fn: Any) -> Any:
+    """The routing shuffle of the map sides ``keyed`` (:func:`batch_chunks`, and
+    :func:`carried_chunks` when a migration rides), read as frames: one ``bytes`` per
+    chunk, as the map side wrote it."""
+    from pyspark.serializers import NoOpSerializer
+    return shuffle_keyed(keyed, num_partitions, id(fn), NoOpSerializer())
 
 
 #: Bytes of marked frames a riding migration's map task reads before it writes the
@@ -58,15 +66,21 @@ def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False
     pickled = touched.context._unbatched_serializer.dumps
     limit = touched._memory_limit() / 2
 
-    def dumps(items: list) -> bytes:
-        if not chunked:
-            return pickled(items)
+    def framed(items: list) -> bytes:
         keys = [it[1] for _, it in items if it[0] == "e"]
         return fr.chunk_frame(items, pickled(items), G, keys)
+
+    dumps = framed if chunked else pickled
 
     def _carry_all(it: Iterable[bytes]) -> Iterable[bytes]:
         from pyspark.serializers import pack_long
         from pyspark.shuffle import get_used_memory
+
+        def flush(buckets: dict[int, list]) -> Iterable[bytes]:
+            for to, items in buckets.items():
+                yield pack_long(to)
+                yield dumps(items)
+
         buckets: dict[int, list] = {}
         held = 0
         for f in it:
@@ -78,13 +92,9 @@ def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False
             # Bounded memory, as PySpark's map-side loop: chunks of about CARRY_CHUNK
             # bytes of frames read, sooner when the worker nears its memory limit.
             if held >= CARRY_CHUNK or get_used_memory() > limit:
-                for to, items in buckets.items():
-                    yield pack_long(to)
-                    yield dumps(items)
+                yield from flush(buckets)
                 buckets, held = {}, 0
-        for to, items in buckets.items():
-            yield pack_long(to)
-            yield dumps(items)
+        yield from flush(buckets)
 
     # the driver is listed too; on local[n] it is the one executor
     executors = max(1, len(touched.context._jsc.sc().statusTracker().getExecutorInfos()) - 1)
