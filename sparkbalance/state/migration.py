@@ -72,7 +72,8 @@ def migrate_state(state: FramedState, new_layout: TableLayout | GroupLayout, *, 
     ----------
     state : the state, placed by its own layout.
     new_layout : F', the layout to move to.
-    seq : batches applied so far (recorded). reason : "imbalance" or "scale" (recorded).
+    seq : batches applied so far (recorded). reason : "imbalance", "scale" or "forecast"
+    (recorded).
     planned_bytes : the planner's migration cost M (recorded beside the bytes moved).
     candidates : for a routing table with an unchanged n, the only keys whose partition can
         change (the table delta); None = any key.

@@ -22,7 +22,9 @@ four calls:
    durable checkpoint (:func:`~sparkbalance.state.checkpoint.save_checkpoint`).
 
 Reading the state between batches (``collect_state``, ``state_rdd``, ``blocks_rdd``,
-``frames_rdd``) and :meth:`~KeyedStateOperator.scale` first move a pending migration on
+``frames_rdd``), :meth:`~KeyedStateOperator.scale` and
+:meth:`~KeyedStateOperator.rebalance` (a move planned on a forecast,
+:mod:`.forecast`) first move a pending migration on
 their own (one job, :func:`~sparkbalance.state.migration.migrate_state`); a checkpoint
 saves it unmoved with the state, and a resume moves it in its first batch's shuffle.
 
@@ -35,7 +37,8 @@ replicated (``storage_level=StorageLevel.MEMORY_AND_DISK_2``: a lost executor lo
 block). An operator with a ``checkpoint_dir`` is restarted from its last durable checkpoint.
 
 Long because: one batch's merge, measure, decide, record and the pending riding migration
-stay together; the read-only views (:mod:`.views`), ``scale`` (:mod:`.rescaling`) and the
+stay together; the read-only views (:mod:`.views`), ``scale`` (:mod:`.rescaling`),
+``rebalance`` (:mod:`.forecast`) and the
 checkpoint entry points (:mod:`.durable`) live in their own modules.
 """
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ..spark.jobs import sparkbalance_job_group
 from .caching import BatchCache, FileLoans, check_storage_level, held_outputs
 from .checkpoint import BatchOutputs, outputs_frames
 from .durable import Durable
+from .forecast import Forecasting
 from .rescaling import Rescaling
 from .views import StateViews
 from .controller import Controller, Decision, Measurement
@@ -87,7 +91,7 @@ def _check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-class KeyedStateOperator(StateViews, Rescaling, Durable):
+class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
     """Stateful keyed processing over batches with skew-aware, delta-only rebalancing.
 
     Parameters

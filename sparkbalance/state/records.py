@@ -47,7 +47,7 @@ class MigrationRecord:
     """One migration (rebalancing after a batch, or a ``scale()``)."""
 
     seq: int
-    reason: str                  # "imbalance" or "scale"
+    reason: str                  # "imbalance", "scale" or "forecast" (rebalance)
     num_partitions_before: int
     num_partitions_after: int
     keys_moved: int
