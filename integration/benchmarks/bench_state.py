@@ -17,12 +17,15 @@ B. 30 batches of a shifting Zipf stream (Fang et al. §5; hot keys move every ``
    both``: each run both ways, alternating) with mean/p95 batch s, migrations, MB moved,
    Spark jobs per batch (without / with a migration), CPU s per batch (driver, JVM and
    Python workers) and the goals of :mod:`sparkbalance.bench.stream_table`.
+   ``oracle:mixed`` is the clairvoyant Mixed (:mod:`sparkbalance.bench.clairvoyant`):
+   before each batch, untimed, its state moves to Mixed's plan for that batch's exact work
+   (window replays included), the floor a reactive Mixed is measured against.
 
-The stream summary alone, as the lead runs it (none / mixed / ssm / plain, medians of 3
-interleaved runs, quiet and beside a CPU hog)::
+The stream summary alone, as the lead runs it (none / mixed / ssm / clairvoyant Mixed /
+plain, medians of 3 interleaved runs, quiet and beside a CPU hog)::
 
-    python -m sparkbalance bench state -- --only-stream --planners none,mixed,ssm
-        --repeats 3 --hog both                                          (one line)
+    python -m sparkbalance bench state -- --only-stream --repeats 3 --hog both
+        --planners none,mixed,ssm,oracle:mixed                          (one line)
 
 ``python -m sparkbalance bench state [--quick] [-- OPTION ...]`` or
 ``python integration/benchmarks/bench_state.py [--quick]`` (A on local[2], B on local[n];
@@ -182,8 +185,9 @@ def bench_migration(spark, num_keys: int, payload: int, repeats: int, fraction: 
 STREAM_FULL = dict(batches=30, keys=5000, records=20000, io_us=100.0, interval=5)
 #: θ_max = 0.08 is Fang et al.'s default; with ~2,500 records per partition and batch the
 #: sampling noise alone moves max/avg by a few percent, so a plan at ~1.07 crosses 1.08 again
-#: within an interval. The @0.2 variants only react to real shifts of the distribution.
-STREAM_PLANNERS = "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2"
+#: within an interval. The @0.2 variants only react to real shifts of the distribution;
+#: oracle:mixed is Mixed moved, untimed, to its plan for each batch's exact work.
+STREAM_PLANNERS = "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2,oracle:mixed"
 STREAM_PLANNERS_QUICK = "none,mixed,mintable,ssm"
 STREAM_QUICK = dict(batches=6, keys=1000, records=3000, io_us=80.0, interval=3)
 
@@ -204,7 +208,9 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                    help="runs of the whole stream; figures are medians (default 1)")
     p.add_argument("--planners", default=None,
                    help="comma list; NAME@THETA gives a planner its own θ_max (default "
-                        "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2; quick without the @)")
+                        "none,mixed,mintable,ssm,mixed@0.2,ssm@0.2,oracle:mixed; quick: the "
+                        "first four); oracle:NAME is NAME made clairvoyant, the floor of "
+                        "a reactive NAME (sparkbalance/bench/clairvoyant.py)")
     p.add_argument("--theta", type=float, default=0.08,
                    help="θ_max of the controller (Fang et al.'s default 0.08)")
     p.add_argument("--no-plain", action="store_true",
@@ -319,7 +325,7 @@ def bench_stream(args) -> int:
                       ", ".join(f"{p} {v:.2f}x" for p, v in merge.items()))
         if prof_rows:
             print(f"\nWhere a batch's time goes (last run, batches >= {WARMUP_BATCHES}; means "
-                  "per batch; steady = no migration after it): route = shuffle-map stage of "
+                  "per batch; migrating = carries the migration the batch before decided): route = shuffle-map stage of "
                   "the batch, merge = result stage (the per-key work), +jobs = later jobs "
                   "(migration), driver = wall outside any stage")
             print(format_profile(profile_summary(prof_rows, hist)))

@@ -6,7 +6,9 @@ Goals checked (shifting stream, Fang et al. §5): Mixed's mean batch time <= 0.7
 rebalancing's and <= 0.6x plain Spark's (the whole state cogrouped per batch); Mixed's CPU
 per batch <= 1.1x no rebalancing's; migrations <= 2x the real shifts of the distribution;
 a batch that migrates runs no more Spark jobs than one that does not (the migration rides
-in the batch's own shuffle).
+in the batch's own shuffle). Beside them, how much of the reachable gain Mixed takes: the
+clairvoyant Mixed's (``oracle:mixed``, :mod:`.clairvoyant`) when it ran, and a bound below
+it (none's batches with every stage's tasks even).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .clairvoyant import ORACLE_PREFIX
 from .plain import PLAIN
 
 __all__ = ["stream_rows", "median_stream_rows", "format_stream_table", "stream_goals"]
@@ -111,12 +114,12 @@ def format_stream_table(rows: list[dict]) -> str:
     >>> format_stream_table([row]).splitlines()[2].split()[:3]
     ['none', '1.00', '1.20']
     """
-    head = (f"{'planner':>9} {'mean s':>7} {'p95 s':>7} {'vs none':>7} {'vs plain':>8} "
+    head = (f"{'planner':>12} {'mean s':>7} {'p95 s':>7} {'vs none':>7} {'vs plain':>8} "
             f"{'migr':>5} {'MB moved':>9} {'jobs/b':>6} {'steady':>6} {'migr.b':>6} "
             f"{'CPU s/b':>7} {'CPU/none':>8} {'even/none':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['planner']:>9} {r['mean_s']:7.2f} {r['p95_s']:7.2f} "
+        lines.append(f"{r['planner']:>12} {r['mean_s']:7.2f} {r['p95_s']:7.2f} "
                      f"{r['vs_none']:7.2f} {r['vs_plain']:8.2f} {r['migrations']:5d} "
                      f"{r['mb_moved']:9.2f} {r['jobs']:6.2f} {r['jobs_steady']:6.2f} "
                      f"{r['jobs_migrating']:6.2f} {r['cpu_s']:7.2f} {r['cpu_vs_none']:8.2f} "
@@ -144,14 +147,20 @@ def stream_goals(rows: list[dict], shifts: int, planner: str = "mixed") -> list[
             ref = "plain" if limit == 0.6 else "none"
             out.append(f"{planner} {what} <= {limit}x {ref}: {val:.2f}x -> "
                        f"{_verdict(val <= limit, val)}")
+        oracle = by.get(ORACLE_PREFIX + planner)
+        if oracle is not None and oracle["vs_none"] < 1:
+            got = (1 - r["vs_none"]) / (1 - oracle["vs_none"])
+            out.append(f"  (clairvoyant {planner}, planned on each batch's exact work and "
+                       f"moved untimed before it: {oracle['vs_none']:.2f}x none; {planner} "
+                       f"takes {got:.0%} of its gain)")
         floor = by.get("none", {}).get("even_vs_none", float("nan"))
         if floor == floor and floor < 1:
             got = (1 - r["vs_none"]) / (1 - floor)
-            out.append(f"  (none with every stage's tasks even, the floor of any "
-                       f"rebalancing: {floor:.2f}x none; {planner} takes {got:.0%} of "
+            out.append(f"  (none with every stage's tasks even: {floor:.2f}x none, a bound "
+                       f"no placement of whole keys reaches; {planner} takes {got:.0%} of "
                        "that gain)")
     for name, row in by.items():
-        if name in ("none", PLAIN):
+        if name in ("none", PLAIN) or name.startswith(ORACLE_PREFIX):
             continue
         m = row["migrations"]
         out.append(f"{name} migrations <= 2 x {shifts} real shifts: {m} -> "

@@ -4,14 +4,18 @@ Batch t of every planner runs before batch t+1 of any, in a rotating order, so b
 load on a shared machine hits every planner alike. Each planner gets a fresh
 :class:`~sparkbalance.state.operator.KeyedStateOperator` (or, for :data:`PLAIN`, the
 plain-Spark baseline :class:`~sparkbalance.bench.plain.PlainStateStream`) with the same
-costly per-record update (:func:`~sparkbalance.bench.workloads.busy_count`).
+costly per-record update (:func:`~sparkbalance.bench.workloads.busy_count`). A spec
+``oracle:<planner>`` is that planner made clairvoyant (:mod:`.clairvoyant`): before each
+batch, untimed, its state moves to the plan for the batch's exact work.
 """
 from __future__ import annotations
 
 import contextlib
 import sys
+from collections import Counter
 from typing import Any, Sequence
 
+from .clairvoyant import split_oracle, window_work
 from .cpu import BatchCPU
 from .plain import PLAIN, PlainStateStream
 from .profile import BatchProfiler
@@ -33,7 +37,11 @@ def parse_spec(spec: str, theta: float) -> tuple[str, float]:
     (('ssm', 0.2), ('none', 0.08))
     """
     from .. import strategies
-    name, sep, th = spec.partition("@")
+    oracle, rest = split_oracle(spec)
+    name, sep, th = rest.partition("@")
+    if oracle and name == PLAIN:
+        raise ValueError(f"planner spec {spec!r}: plain Spark has no layout to foresee; "
+                         "expected oracle:NAME with a planner NAME")
     if name != PLAIN:
         try:
             strategies.get(name)
@@ -118,6 +126,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
     sc = spark.sparkContext
     ops = {p: _runner(spark, p, num_partitions, theta, window, work, io_us, **kw)
            for p in planners}
+    oracles = [p for p in planners if split_oracle(p)[0]]
+    counts = [Counter(k for k, _ in b) for b in batches] if oracles else []
     it: Any = enumerate(batches)
     if progress:
         it = _progress(it, len(batches), "batches")
@@ -126,6 +136,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
             k = t % len(planners)
             for p in list(planners[k:]) + list(planners[:k]):
                 rdd = sc.parallelize(b, num_partitions)
+                if p in oracles:      # untimed: the move the clairvoyant gets for free
+                    ops[p].rebalance(window_work(batches, t, window, counts))
                 prof = profiler.batch(p, t) if profiler is not None else contextlib.nullcontext()
                 used = cpu.batch(p, t) if cpu is not None else contextlib.nullcontext()
                 with prof, used:

@@ -18,8 +18,8 @@ def _prof(name, walls, evens):
 
 
 def test_even_floor_and_the_share_of_the_gain_taken():
-    """none's batches with every stage's tasks even give the floor of any rebalancing;
-    the goals say how much of none's excess over it a planner removed."""
+    """none's batches with every stage's tasks even bound what any placement of whole keys
+    reaches; the goals say how much of none's excess over it a planner removed."""
     hist = {"none": _hist([2.0, 2.0]), "mixed": _hist([1.5, 1.5])}
     prof = _prof("none", [2.0, 2.0], [1.0, 1.0]) + _prof("mixed", [1.5, 1.5], [1.4, 1.4])
     rows = stream_rows(hist, prof, None, 0)
@@ -27,7 +27,7 @@ def test_even_floor_and_the_share_of_the_gain_taken():
     assert by["none"]["even_s"] == pytest.approx(1.0)
     assert by["none"]["even_vs_none"] == pytest.approx(0.5)
     assert by["mixed"]["even_vs_none"] == pytest.approx(0.7)
-    line = [g for g in stream_goals(rows, 1) if "floor" in g]
+    line = [g for g in stream_goals(rows, 1) if "tasks even" in g]
     assert line and "0.50x none" in line[0] and "mixed takes 50% of that gain" in line[0]
     assert "even/none" in format_stream_table(rows).splitlines()[0]
 
@@ -35,4 +35,16 @@ def test_even_floor_and_the_share_of_the_gain_taken():
 def test_without_a_profile_the_floor_is_not_claimed():
     rows = stream_rows({"none": _hist([2.0]), "mixed": _hist([1.0])}, None, None, 0)
     assert rows[0]["even_s"] != rows[0]["even_s"]          # nan
-    assert not [g for g in stream_goals(rows, 1) if "floor" in g]
+    assert not [g for g in stream_goals(rows, 1) if "tasks even" in g]
+
+
+def test_the_clairvoyant_row_says_how_much_of_its_gain_the_planner_takes():
+    hist = {"none": _hist([2.0, 2.0]), "mixed": _hist([1.5, 1.5]),
+            "oracle:mixed": _hist([1.4, 1.4])}
+    rows = stream_rows(hist, None, None, 0)
+    goals = stream_goals(rows, 1)
+    line = [g for g in goals if "clairvoyant" in g]
+    assert line and "0.70x none" in line[0] and "mixed takes 83% of its gain" in line[0]
+    # its moves are untimed and not the controller's: no migration or jobs goal for it
+    assert not [g for g in goals if g.startswith("oracle:")]
+    assert "oracle:mixed" in format_stream_table(rows)
