@@ -180,14 +180,15 @@ def stage_union(stages: list, end_ms: float) -> float:
 
 def profile_summary(rows: list[dict], history: dict[str, list], skip: int = WARMUP_BATCHES
                     ) -> list[dict]:
-    """Per planner and batch kind ("steady": no migration; "migrating"): means of the
-    profiled seconds, jobs and stages per batch."""
-    migrated = {(name, r.seq): bool(r.rebalanced) for name, h in history.items() for r in h}
+    """Per planner and batch kind ("steady": no migration; "migrating": the batch carrying
+    the migration its predecessor decided, in its own shuffle): means of the profiled
+    seconds, jobs and stages per batch."""
+    carries = {(name, r.seq + 1) for name, h in history.items() for r in h if r.rebalanced}
     out = []
     for name in history:
         mine = [r for r in rows if r["name"] == name and r["seq"] >= skip]
         for kind in ("steady", "migrating"):
-            sel = [r for r in mine if migrated.get((name, r["seq"]), False) == (kind != "steady")]
+            sel = [r for r in mine if ((name, r["seq"]) in carries) == (kind != "steady")]
             if not sel:
                 continue
             row = {"planner": name, "kind": kind, "batches": len(sel)}
@@ -225,11 +226,11 @@ def format_profile(rows: list[dict]) -> str:
     >>> format_profile([row]).splitlines()[2].split()[:3]
     ['mixed', 'steady', '2']
     """
-    head = (f"{'planner':>9} {'batches':>12} {'wall s':>7} {'jobs':>5} {'stages':>6} "
+    head = (f"{'planner':>12} {'batches':>12} {'wall s':>7} {'jobs':>5} {'stages':>6} "
             f"{'route s':>7} {'merge s':>7} {'+jobs s':>7} {'driver s':>8} {'critical':>8}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['planner']:>9} {r['kind']:>9} {r['batches']:2d} {r['wall_s']:7.2f} "
+        lines.append(f"{r['planner']:>12} {r['kind']:>9} {r['batches']:2d} {r['wall_s']:7.2f} "
                      f"{r['jobs']:5.1f} {r['stages']:6.1f} {r['map_s']:7.2f} "
                      f"{r['merge_s']:7.2f} {r['extra_s']:7.2f} {r['outside_s']:8.2f} "
                      f"{r['critical_s']:8.2f}")

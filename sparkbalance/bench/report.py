@@ -70,14 +70,14 @@ def format_table(rows: list[dict]) -> str:
     >>> format_table(summarise({"plain": [r]})).splitlines()[2].split()[:3]
     ['plain', '1.00', '1.00']
     """
-    head = (f"{'planner':>9} {'mean s':>7} {'p95 s':>7} {'vs none':>7} {'max/avg':>8} "
+    head = (f"{'planner':>12} {'mean s':>7} {'p95 s':>7} {'vs none':>7} {'max/avg':>8} "
             f"{'next':>6} {'migr':>5} {'mig s/b':>7} {'plan s/b':>8} {'keys mv':>8} "
             f"{'MB moved':>9} {'/mintab':>7} {'|R|':>5}")
     base = next((r["bytes_moved"] for r in rows if r["planner"] == "mintable"), 0.0)
     lines = [head, "-" * len(head)]
     for r in rows:
         ratio = r["bytes_moved"] / base if base else float("nan")
-        lines.append(f"{r['planner']:>9} {r['mean_s']:7.2f} {r['p95_s']:7.2f} "
+        lines.append(f"{r['planner']:>12} {r['mean_s']:7.2f} {r['p95_s']:7.2f} "
                      f"{r.get('vs_none', float('nan')):7.2f} "
                      f"{r['imb_routed']:8.3f} {r['imb_next']:6.3f} {r['migrations']:5d} "
                      f"{r['mig_s_batch']:7.3f} {r['plan_s_batch']:8.4f} "

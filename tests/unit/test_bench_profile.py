@@ -34,7 +34,8 @@ def _rows():
 
 
 def test_profile_summary_splits_steady_and_migrating_batches():
-    hist = {"mixed": [_rec(0), _rec(1, rebalanced=True), _rec(2)]}
+    """The migration batch 0 decided rides in batch 1: batch 1 is the migrating one."""
+    hist = {"mixed": [_rec(0, rebalanced=True), _rec(1), _rec(2)]}
     out = {r["kind"]: r for r in profile_summary(_rows(), hist, skip=1)}
     assert out["steady"]["batches"] == 1 and out["migrating"]["jobs"] == 2.0
     assert "migrating" in format_profile(list(out.values()))
