@@ -6,7 +6,9 @@ What it shows
     shuffling the state; when the batch's load is out of balance (max/mean above 1 + θ) the
     planner ("mixed": routing table, Fang et al.) computes a new routing table and only the
     keys whose partition changed move. ``op.history`` has one row per batch: imbalance
-    before/after, keys and bytes moved, seconds. The final state equals a plain count.
+    before/after, keys and bytes moved, seconds. A last batch's hot keys are known ahead
+    (a scheduled event): ``op.rebalance(forecast)`` moves the state to the plan for them
+    before the batch runs. The final state equals a plain count.
 
 How to run
     From the repository root: ``.venv/bin/python examples/keyed_state_stream.py``
@@ -53,11 +55,17 @@ def main(spark=None) -> list:
         try:
             for batch_id, rdd in enumerate(batches):
                 op.process(rdd, batch_id=batch_id).count()   # consume this batch's outputs
+            # The next batch's hot keys are known ahead: move first, then run it.
+            coming = batch_records(NUM_BATCHES)
+            moved = op.rebalance(Counter(k for k, _ in coming))   # {key: predicted work}
+            op.process(sc.parallelize(coming, 2), batch_id=NUM_BATCHES).count()
             print("batch  imbalance before -> after  keys moved  bytes moved  seconds")
             for h in op.history:
                 print(f"{h.batch_id:5}  {h.imbalance_before:16.2f} -> {h.imbalance_after:5.2f}"
                       f"  {h.keys_moved:10}  {h.bytes_moved:11.0f}  {h.batch_seconds:7.2f}")
-            expected = Counter(k for t in range(NUM_BATCHES) for k, _ in batch_records(t))
+            print(f"moved ahead of batch {NUM_BATCHES}: "
+                  f"{moved.keys_moved if moved else 0} keys")
+            expected = Counter(k for t in range(NUM_BATCHES + 1) for k, _ in batch_records(t))
             assert op.collect_state() == dict(expected), "state differs from a plain count"
             print(f"state of {len(expected)} keys equals a plain count; routing table size "
                   f"{op.history[-1].table_size}")
