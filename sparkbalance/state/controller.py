@@ -244,13 +244,16 @@ class Controller:
 
     # ------------------------------------------------------------------ planning
     def plan(self, m: Measurement, layout: TableLayout | GroupLayout,
-             num_partitions: int | None = None) -> Decision:
-        """Plan the next layout (``num_partitions`` changes the partition count)."""
+             num_partitions: int | None = None, *, forecast: bool = False) -> Decision:
+        """Plan the next layout (``num_partitions`` changes the partition count).
+
+        ``forecast``: ``m`` is a forecast of the coming batch, so a correlation planner
+        plans on it alone rather than on its window of past batches."""
         t0 = time.perf_counter()
         n_new = layout.num_partitions if num_partitions is None else \
             check_num_partitions(num_partitions)
         if layout.kind == "groups":
-            return self._plan_groups(m, layout, n_new, t0)
+            return self._plan_groups(m, layout, n_new, t0, forecast)
         return self._plan_table(m, layout, n_new, t0)
 
     def _plan_table(self, m: Measurement, layout: TableLayout, n_new: int, t0: float
@@ -290,10 +293,10 @@ class Controller:
                         float(plan.migration_cost), time.perf_counter() - t0,
                         bool(plan.feasible), len(new_table), cands)
 
-    def _plan_groups(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
-                     ) -> Decision:
+    def _plan_groups(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float,
+                     forecast: bool = False) -> Decision:
         if self.correlation:
-            return self._plan_map(m, layout, n_new, t0)
+            return self._plan_map(m, layout, n_new, t0, forecast)
         if self.strategy.name == "mtm":
             matrix = self.params.get("matrix") or {n_new: {n_new: 1.0}}
             kw = {"tau": self.theta_plan,
@@ -316,10 +319,11 @@ class Controller:
                         bool(plan.feasible), 0)
 
 
-    def _plan_map(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float
-                  ) -> Decision:
-        """A group map planned on the window of per-batch group loads (Xing et al.)."""
-        series = self.window.series if self.window is not None else m.cost[:, None]
+    def _plan_map(self, m: Measurement, layout: GroupLayout, n_new: int, t0: float,
+                  forecast: bool = False) -> Decision:
+        """A group map planned on the window of per-batch group loads (Xing et al.), or
+        on ``m`` alone when it is a forecast."""
+        series = m.cost[:, None] if forecast or self.window is None else self.window.series
         if series.shape[0] != layout.num_groups:
             series = m.cost[:, None]
         # Logical partition of every group now; when shrinking it names partitions >= n_new,

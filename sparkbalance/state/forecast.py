@@ -71,7 +71,8 @@ class Forecasting:
         ``costs`` maps keys to their predicted work in the coming batch (records, seconds:
         any unit, only ratios matter); keys not in it are predicted idle. The planner is the
         operator's own (Mixed's table, SSM's intervals, ...) and plans as after a batch, from
-        the current layout, so only the keys (or key groups) whose placement changes move.
+        the current layout, so only the keys (or key groups) whose placement changes move;
+        a correlation planner plans on the forecast alone, not on its window of batches.
         A pending migration is moved first. Returns the migration's record (reason
         "forecast"), or None when the plan changes nothing (or the planner is "none").
         Bad ``costs`` raise before any job runs; a failed move leaves the operator as it
@@ -81,7 +82,7 @@ class Forecasting:
         self._settle()
         layout = self._state.layout
         m = self._forecast(costs)
-        decision = self._controller.plan(m, layout)
+        decision = self._controller.plan(m, layout, forecast=True)
         if decision.layout == layout:
             return None
         snap = self._snapshot()

@@ -48,7 +48,7 @@ def _imbalance(fn, costs: dict) -> float:
     return float(loads.max() / loads.mean())
 
 
-@pytest.mark.parametrize("planner", ["mixed", "ssm"])
+@pytest.mark.parametrize("planner", ["mixed", "ssm", "correlation"])
 def test_rebalance_moves_to_the_forecasts_layout_and_keeps_the_state(sc, planner):
     batches = _batches()
     op = _op(sc, planner, theta=0.5)      # the batches alone never trigger
