@@ -23,14 +23,15 @@ STAMP35  := $(VENV35)/.sparkbalance-deps
 # through its files' index RDD on 3.5), and the Balance tab's Spark 3.5 pages.
 # `make test-spark35 TESTS35=tests/spark` runs everything. The keyed state's JVM frame
 # selection is in the subset too (tests/spark/test_state_datapath.py: 4 tests, 114 s under 3.5.9
-# with other work on the machine; an earlier report of it not finishing in 15 min did not recur).
+# with other work on the machine; an earlier report of it not finishing in 15 min did not recur),
+# and a move planned on a forecast (tests/spark/test_state_forecast.py, its checkpoint included).
 TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_key_errors.py tests/spark/test_placement.py \
             tests/spark/test_sqlroute_keytypes.py \
             tests/spark/test_grouped.py tests/spark/test_conf.py \
             tests/spark/test_listener.py tests/spark/test_balance_records.py \
             tests/spark/test_state_cache.py tests/spark/test_state_datapath.py \
-            integration/test_ui35.py
+            tests/spark/test_state_forecast.py integration/test_ui35.py
 
 .PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist clean
 
