@@ -157,7 +157,7 @@ def stream_goals(rows: list[dict], shifts: int, planner: str = "mixed") -> list[
         if floor == floor and floor < 1:
             got = (1 - r["vs_none"]) / (1 - floor)
             out.append(f"  (none with every stage's tasks even: {floor:.2f}x none, a bound "
-                       f"no placement of whole keys reaches; {planner} takes {got:.0%} of "
+                       f"that treats the work as divisible; {planner} takes {got:.0%} of "
                        "that gain)")
     for name, row in by.items():
         if name in ("none", PLAIN) or name.startswith(ORACLE_PREFIX):

@@ -18,8 +18,8 @@ def _prof(name, walls, evens):
 
 
 def test_even_floor_and_the_share_of_the_gain_taken():
-    """none's batches with every stage's tasks even bound what any placement of whole keys
-    reaches; the goals say how much of none's excess over it a planner removed."""
+    """none's batches with every stage's tasks even bound what rebalancing could reach were
+    the work divisible; the goals say how much of none's excess over it a planner removed."""
     hist = {"none": _hist([2.0, 2.0]), "mixed": _hist([1.5, 1.5])}
     prof = _prof("none", [2.0, 2.0], [1.0, 1.0]) + _prof("mixed", [1.5, 1.5], [1.4, 1.4])
     rows = stream_rows(hist, prof, None, 0)
