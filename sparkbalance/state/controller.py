@@ -181,13 +181,22 @@ class Controller:
         cost = np.concatenate(costs) if costs else np.zeros(0)
         mem = np.concatenate(mems) if mems else np.zeros(0)
         wh = np.concatenate(where) if where else np.zeros(0, dtype=np.int64)
-        loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
+        return self.measure_keys(keys, cost, mem, wh, layout, nkeys, total, partition_seconds)
+
+    def measure_keys(self, keys: list, cost: np.ndarray, memory: np.ndarray,
+                     where: np.ndarray, layout: TableLayout, num_keys: int,
+                     state_bytes: float, partition_seconds: np.ndarray | None = None
+                     ) -> Measurement:
+        """The loads of per-key ``cost`` on a routing-table layout, each key in physical
+        partition ``where`` (:meth:`measure` with the blocks' stats laid end to end)."""
+        P = layout.num_physical
+        loads = np.bincount(where, weights=cost, minlength=P).astype(np.float64)
         if partition_seconds is not None:
-            cost = cost_from_partition_seconds(cost, wh, loads, partition_seconds)
-            loads = np.bincount(wh, weights=cost, minlength=P).astype(np.float64)
+            cost = cost_from_partition_seconds(cost, where, loads, partition_seconds)
+            loads = np.bincount(where, weights=cost, minlength=P).astype(np.float64)
         active = np.arange(layout.num_partitions)
         return Measurement(loads, active, imbalance(loads[active]), as_key_array(keys), cost,
-                           mem, wh, nkeys, total)
+                           memory, where, num_keys, state_bytes)
 
     def should_rebalance(self, m: Measurement) -> bool:
         """Fang et al. §4 step 2: rebalance when λ exceeds 1 + θ_max (a correlation planner

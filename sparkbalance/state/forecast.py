@@ -24,8 +24,8 @@ from ..hashing import validate_key
 from ..routing.keygroups import key_groups
 from . import report
 from .controller import Measurement
+from .inputs import state_key_error
 from .layout import GroupLayout
-from .migration import migrate_state
 from .records import MigrationRecord
 
 __all__ = ["Forecasting", "check_costs"]
@@ -48,12 +48,8 @@ def check_costs(costs: Any) -> dict:
                         "{key: predicted work of the key}")
     out: dict = {}
     for k, c in costs.items():
-        if k is None:
-            raise TypeError("costs has the key None; keys must be non-null (int, float, str, "
-                            "bytes, bool or tuples of them), as in a batch")
-        if isinstance(k, float) and k != k:
-            raise ValueError("costs has a NaN key; the keyed state needs keys equal to "
-                             "themselves")
+        if k is None or (isinstance(k, float) and k != k):
+            raise state_key_error(k, "costs")
         validate_key(k)
         if isinstance(c, bool) or not isinstance(c, Real) or not math.isfinite(c) or c < 0:
             raise ValueError(f"costs[{k!r}] = {c!r}; expected a finite number >= 0")
@@ -85,24 +81,7 @@ class Forecasting:
         decision = self._controller.plan(m, layout, forecast=True)
         if decision.layout == layout:
             return None
-        snap = self._snapshot()
-        try:
-            self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
-                                             reason="forecast",
-                                             planned_bytes=decision.planned_bytes,
-                                             candidates=decision.candidates,
-                                             storage_level=self._level, cut=self._cache.cut)
-            self._cache.pin(self._state.rdd)
-            self.migrations.append(rec)
-            self._controller.observe_migration(rec.seconds, rec.bytes_moved)
-            report.post_migration(self, rec)
-            self._last = None       # its placement is the old layout's
-            if self._store is not None:
-                self.save_checkpoint()
-        except BaseException:
-            snap.restore(self)
-            raise
-        return rec
+        return self._move_now(decision, "forecast", observe=True)
 
     def _forecast(self, costs: dict) -> Measurement:
         """The loads ``costs`` put on the current layout, as the planner reads a batch's.
@@ -129,11 +108,7 @@ class Forecasting:
         where = layout.fn.assign(keys) if keys else np.zeros(0, dtype=np.int64)
         cost = np.array([costs.get(k, 0.0) for k in keys], dtype=np.float64)
         mem = np.array([size.get(k, mean) for k in keys], dtype=np.float64)
-        order = np.argsort(where, kind="stable")
-        cuts = np.searchsorted(where[order], np.arange(layout.num_physical + 1))
-        stats = []
-        for p in range(layout.num_physical):
-            i = order[cuts[p]:cuts[p + 1]]
-            stats.append((p, [keys[j] for j in i.tolist()], cost[i], mem[i], len(i),
-                          float(mem[i].sum())))
-        return self._controller.measure(stats, layout)
+        order = np.argsort(where, kind="stable")   # partition by partition, as a batch's stats
+        return self._controller.measure_keys([keys[i] for i in order.tolist()], cost[order],
+                                             mem[order], where[order], layout, len(keys),
+                                             float(mem.sum()))

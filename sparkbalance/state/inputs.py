@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator
 
 from ..hashing import validate_key
 
-__all__ = ["as_pairs", "check_pairs"]
+__all__ = ["as_pairs", "check_pairs", "state_key_error"]
 
 
 def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
@@ -34,16 +34,28 @@ def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
             raise ValueError(f"batch record {rec!r} has {len(rec)} fields; expected a "
                              "(key, value) pair")
         k = rec[0]
-        if k is None:
-            raise TypeError(f"batch record {rec!r} has key None; keys must be non-null "
-                            "(int, float, str, bytes, bool or tuples of them)")
-        if isinstance(k, float) and k != k:
-            # The state is a dict per key group: NaN != NaN, so a NaN key could never be
-            # found again (Spark groups NaN as one key; the state cannot hold it).
-            raise ValueError(f"batch record {rec!r} has a NaN key; the keyed state needs keys "
-                             "equal to themselves")
+        if k is None or (isinstance(k, float) and k != k):
+            raise state_key_error(k, f"batch record {rec!r}")
         validate_key(k)
         yield (k, rec[1])
+
+
+def state_key_error(key: Any, where: str) -> Exception:
+    """The error for a key the keyed state cannot hold (None or NaN), naming ``where`` it
+    came from.
+
+    Examples
+    --------
+    >>> e = state_key_error(None, "costs")
+    >>> type(e).__name__, str(e).split(";")[0]
+    ('TypeError', 'costs has key None')
+    """
+    if key is None:
+        return TypeError(f"{where} has key None; keys must be non-null (int, float, str, "
+                         "bytes, bool or tuples of them)")
+    # The state is a dict per key group: NaN != NaN, so a NaN key could never be found
+    # again (Spark groups NaN as one key; the state cannot hold it).
+    return ValueError(f"{where} has a NaN key; the keyed state needs keys equal to themselves")
 
 
 def as_pairs(batch: Any, key_col: str = "key", value_col: str = "value") -> Any:

@@ -1,8 +1,9 @@
 """Changing the keyed-state operator's partition count (``scale``), moving only what must.
 
-:class:`Rescaling` holds :meth:`~sparkbalance.state.operator.KeyedStateOperator.scale` and
-the measurement of the standing state it plans from. A part of the operator kept in its
-own module, not a class to use alone.
+:class:`Rescaling` holds :meth:`~sparkbalance.state.operator.KeyedStateOperator.scale`,
+the measurement of the standing state it plans from, and the move outside a batch it shares
+with ``rebalance`` (:mod:`.forecast`). A part of the operator kept in its own module, not a
+class to use alone.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from ..routing.base import check_num_partitions
 from . import report
-from .controller import Measurement
+from .controller import Decision, Measurement
 from .layout import GroupLayout
 from .migration import migrate_state
 from .records import MigrationRecord
@@ -37,29 +38,36 @@ class Rescaling:
         if isinstance(layout, GroupLayout):
             m = self._measure_state(cost=m.cost)
         decision = self._controller.plan(m, layout, n_new)
+        if decision.layout == layout:
+            rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0,
+                                  0.0, 0.0, decision.seconds, layout.version)
+            self.migrations.append(rec)
+            return rec
+        return self._move_now(decision, "scale")
+
+    def _move_now(self, decision: Decision, reason: str, observe: bool = False
+                  ) -> MigrationRecord:
+        """Move the state to ``decision``'s layout now, in a job of its own, and commit it
+        (with a ``checkpoint_dir``); on failure the operator and its commit stay as before.
+        ``observe``: the move's seconds per byte teach the payoff model (a move at the
+        same partition count, like a settled migration)."""
         snap = self._snapshot()
         try:
-            rec = None
-            if decision.layout != layout:
-                self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
-                                                 reason="scale",
-                                                 planned_bytes=decision.planned_bytes,
-                                                 candidates=decision.candidates,
-                                                 storage_level=self._level,
-                                                 cut=self._cache.cut)
-                self._cache.pin(self._state.rdd)
-                self.migrations.append(rec)
-                report.post_migration(self, rec)
-            if rec is None:
-                rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0,
-                                      0.0, 0.0, decision.seconds, layout.version)
-                self.migrations.append(rec)
-                return rec
-            self._last = None
+            self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
+                                             reason=reason,
+                                             planned_bytes=decision.planned_bytes,
+                                             candidates=decision.candidates,
+                                             storage_level=self._level, cut=self._cache.cut)
+            self._cache.pin(self._state.rdd)
+            self.migrations.append(rec)
+            if observe:
+                self._controller.observe_migration(rec.seconds, rec.bytes_moved)
+            report.post_migration(self, rec)
+            self._last = None       # its placement is the old layout's
             if self._store is not None:
                 self.save_checkpoint()
         except BaseException:
-            snap.restore(self)      # the layout before scale() and its commit stay in force
+            snap.restore(self)
             raise
         return rec
 
