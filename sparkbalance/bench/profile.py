@@ -11,8 +11,8 @@ import numpy as np
 
 from .report import WARMUP_BATCHES
 
-__all__ = ["BatchProfiler", "stage_span", "stage_union", "profile_summary",
-           "merge_after_migration", "format_profile", "profile_means"]
+__all__ = ["BatchProfiler", "stage_span", "stage_union", "carrying_batches",
+           "profile_summary", "merge_after_migration", "format_profile", "profile_means"]
 
 
 class BatchProfiler:
@@ -178,12 +178,18 @@ def stage_union(stages: list, end_ms: float) -> float:
     return total / 1e3
 
 
+def carrying_batches(history: dict[str, list]) -> set[tuple[str, int]]:
+    """``(planner, seq)`` of the batches that carry a migration: the one after each batch
+    that decided one (the keys ride in the next batch's shuffle)."""
+    return {(name, r.seq + 1) for name, h in history.items() for r in h if r.rebalanced}
+
+
 def profile_summary(rows: list[dict], history: dict[str, list], skip: int = WARMUP_BATCHES
                     ) -> list[dict]:
     """Per planner and batch kind ("steady": no migration; "migrating": the batch carrying
     the migration its predecessor decided, in its own shuffle): means of the profiled
     seconds, jobs and stages per batch."""
-    carries = {(name, r.seq + 1) for name, h in history.items() for r in h if r.rebalanced}
+    carries = carrying_batches(history)
     out = []
     for name in history:
         mine = [r for r in rows if r["name"] == name and r["seq"] >= skip]
@@ -204,12 +210,12 @@ def merge_after_migration(rows: list[dict], history: dict[str, list],
     """Per planner: mean merge-stage seconds of batches right after a migration, of the
     other batches, and the number of the former (the merge after a migration also drops
     the keys that left and reads the arrivals: its extra cost shows here)."""
-    migrated = {(name, r.seq) for name, h in history.items() for r in h if r.rebalanced}
+    carries = carrying_batches(history)
     out = {}
     for name in history:
         mine = [r for r in rows if r["name"] == name and r["seq"] >= skip]
-        after = [r["merge_s"] for r in mine if (name, r["seq"] - 1) in migrated]
-        other = [r["merge_s"] for r in mine if (name, r["seq"] - 1) not in migrated]
+        after = [r["merge_s"] for r in mine if (name, r["seq"]) in carries]
+        other = [r["merge_s"] for r in mine if (name, r["seq"]) not in carries]
         out[name] = (float(np.mean(after)) if after else float("nan"),
                      float(np.mean(other)) if other else float("nan"), len(after))
     return out
