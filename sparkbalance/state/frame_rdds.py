@@ -119,8 +119,8 @@ class FrameOps:
         frame then its ``B`` frame, or ``R`` chunk frames) into ``state``'s, feeding Python
         only the state frames it must read (JVM): those of the groups the ``G`` or ``R``
         frames list, the groups marked in ``mask`` (``partition * num_groups + group``)
-        and the frames whose window expires (``oldest <= expire_before``); the others are appended after the merge's
-        output, unread, with one ``U`` frame summarising them. A chain of three narrow
+        and the frames whose window expires (``oldest <= expire_before``); the others are
+        appended after the merge's output, unread, with one ``U`` frame summarising them. A chain of three narrow
         RDDs in one task (divert, the Python merge, rejoin). Without the bridge jar every
         frame goes through ``merge`` (the same result, no ``U`` frame)."""
         if not self.jvm:

@@ -12,9 +12,9 @@ routed by the same layout into the same partitions, so ``concat(state, batch)`` 
 Python merge is a ``ZippedPartitionsRDD2`` with two one-to-one dependencies: only the
 batch is shuffled (PySpark's ``union``/``cogroup`` would re-shuffle the state because the
 JVM does not see a common partitioner). With the bridge jar the batch side is the routing
-shuffle's chunks as they were written (``R`` frames, listing their key groups), so the
-merge task runs one Python pass; without it (or when a migration rides in the batch) a
-Python pass first groups each partition's records into one ``B`` frame.
+shuffle's chunks as they were written (``R`` frames, listing their key groups; a riding
+migration's carried state too), so the merge task runs one Python pass; without it a Python
+pass first groups each partition's records into one ``B`` frame.
 """
 from __future__ import annotations
 
