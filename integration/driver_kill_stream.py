@@ -22,7 +22,7 @@ BRIDGE_JAR = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
 
 
 def stream() -> list[list[tuple]]:
-    from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+    from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
     return [batch_records(k, c, seed=t) for t, (k, c) in enumerate(
         shifting_zipf_counts(60, 3, NUM_BATCHES, z=1.1, records_per_batch=200, f=2.0,
                              seed=19))]
@@ -48,7 +48,7 @@ def _deliver(sink: Path, name: str, obj: object) -> None:
 def main(ck: str, sink_dir: str, master: str) -> None:
     from pyspark.sql import SparkSession
 
-    from sparkbalance.state.lease import LeaseError
+    from sparkbalance.state.durability.lease import LeaseError
     from sparkbalance.state.operator import KeyedStateOperator
 
     sink = Path(sink_dir)

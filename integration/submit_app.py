@@ -31,9 +31,9 @@ def main(out_path: str) -> None:
     from pyspark.sql import functions as F
 
     import sparkbalance as sb
-    from sparkbalance.spark.bridge import bridge_available
+    from sparkbalance.spark.session.bridge import bridge_available
     from sparkbalance.state.operator import KeyedStateOperator
-    from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+    from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
     spark = sb.configure(SparkSession.builder.appName("sparkbalance-submit")).getOrCreate()
     sc = spark.sparkContext

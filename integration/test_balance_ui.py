@@ -57,7 +57,7 @@ def _run_operations(spark) -> None:
 
     import sparkbalance as sb
     from sparkbalance.state.operator import KeyedStateOperator
-    from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+    from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
     sc = spark.sparkContext
     pairs = sc.parallelize([(0, 1)] * 300 + [(k, 1) for k in range(1, 80)], 4)
@@ -78,7 +78,7 @@ def _run_operations(spark) -> None:
 def _child(event_dir: str) -> None:
     from pyspark.sql import SparkSession
 
-    from sparkbalance.spark import balance_log as bl
+    from sparkbalance.spark.report import balance_log as bl
 
     builder = (
         SparkSession.builder.master("local[2]").appName("sparkbalance-ui-test")
@@ -92,7 +92,7 @@ def _child(event_dir: str) -> None:
         .config("spark.metrics.conf.*.sink.prometheusServlet.class",
                 "org.apache.spark.metrics.sink.PrometheusServlet")
         .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus"))
-    from sparkbalance.spark.bridge import configure
+    from sparkbalance.spark.session.bridge import configure
     spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     bl.balance_log().clear()

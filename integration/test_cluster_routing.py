@@ -46,8 +46,8 @@ def test_zero_pass_read_across_executors_equals_pyspark(cluster_sc):
     # block per map output (batch fetch), here from map outputs on two executors.
     from operator import add
 
-    from sparkbalance.spark import mapstats
-    from sparkbalance.spark import rdd as sbr
+    from sparkbalance.spark.rdd import mapstats
+    from sparkbalance.spark.rdd import adapters as sbr
     if not mapstats.available(cluster_sc):
         import pytest
         pytest.skip("JVM bridge jar not built")

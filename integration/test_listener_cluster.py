@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparkbalance.spark.bridge import bridge_available
-from sparkbalance.spark.jvm_recorder import JvmTaskMetricsListener
-from sparkbalance.spark.listener import TaskMetricsListener, open_listener, sparkbalance_job_group
+from sparkbalance.spark.session.bridge import bridge_available
+from sparkbalance.spark.metrics.jvm_recorder import JvmTaskMetricsListener
+from sparkbalance.spark.metrics.listener import TaskMetricsListener, open_listener, sparkbalance_job_group
 from sparkbalance.stats.timeweights import seconds_per_record_by_executor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,8 +66,8 @@ def test_both_recorders_agree_under_local_cluster(cluster_spark):
 _STOP_SCRIPT = textwrap.dedent("""
     import sys, time
     from pyspark.sql import SparkSession
-    from sparkbalance.spark.bridge import session_builder_with_bridge
-    from sparkbalance.spark.listener import TaskMetricsListener, open_listener
+    from sparkbalance.spark.session.bridge import session_builder_with_bridge
+    from sparkbalance.spark.metrics.listener import TaskMetricsListener, open_listener
     b = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
     spark = session_builder_with_bridge(b).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -62,4 +62,4 @@ def test_an_installed_wheel_finds_its_jar(wheel, tmp_path):
                 cwd=outside).split()
     assert args[:2] == ["--py-files", str(tmp_path / "sb.zip")]
     assert args[2:4] == ["--jars", jar]
-    assert "sparkbalance/spark/rdd.py" in zipfile.ZipFile(tmp_path / "sb.zip").namelist()
+    assert "sparkbalance/spark/rdd/adapters.py" in zipfile.ZipFile(tmp_path / "sb.zip").namelist()

@@ -5,7 +5,7 @@ The driver and executor interpreter is a fresh virtual environment whose only pa
 those of this interpreter's environment (pyspark, numpy, cloudpickle...) put on its path by
 a plain ``.pth`` line; the editable install's own ``.pth`` is not processed there, so
 ``import sparkbalance`` fails in it (checked first). The package reaches both sides from the
-zip of :func:`sparkbalance.spark.submit.pyfiles_zip` only; the application
+zip of :func:`sparkbalance.spark.session.submit.pyfiles_zip` only; the application
 (``submit_app.py``) compares RDD adapters, DataFrame groupBy/join and a keyed-state stream
 with migrations and the JVM recorder against plain Spark.
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkbalance.spark.bridge import bridge_jar_path
-from sparkbalance.spark.submit import submit_args
+from sparkbalance.spark.session.bridge import bridge_jar_path
+from sparkbalance.spark.session.submit import submit_args
 
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
 
 def test_state_exact_across_executors_with_migrations_and_restart(cluster_spark, tmp_path):
@@ -44,10 +44,10 @@ def test_random_key_delta_with_a_task_retried_once_is_exact(cluster_spark, tmp_p
     from pyspark import StorageLevel
 
     from sparkbalance.routing.table import RoutingTable
-    from sparkbalance.state import frames as fr
-    from sparkbalance.state.frame_rdds import as_frames, frame_ops
-    from sparkbalance.state.layout import TableLayout
-    from sparkbalance.state.migration import migrate
+    from sparkbalance.state.frames import format as fr
+    from sparkbalance.state.frames.rdds import as_frames, frame_ops
+    from sparkbalance.state.control.layout import TableLayout
+    from sparkbalance.state.frames.migration import migrate
 
     failed = tmp_path / "failed"
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import build_cluster_session, executor_ids
 from sparkbalance.bench.cpu import count_and_rss, is_pyspark, tree_usage
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
 
 def _python_workers(root: int) -> int:

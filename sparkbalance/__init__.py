@@ -8,7 +8,7 @@ Public API (imported lazily, so ``import sparkbalance`` does not start or import
 """
 from __future__ import annotations
 
-from ._lazy import lazy_getattr
+from sparkbalance._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -43,39 +43,39 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_STRATEGY": "sparkbalance.strategies",
     "fit_keygroups": "sparkbalance.strategies.keygroups",
     # spark adapters (RDD)
-    "partition_by": "sparkbalance.spark.rdd",
-    "reduce_by_key": "sparkbalance.spark.rdd",
-    "aggregate_by_key": "sparkbalance.spark.rdd",
-    "group_by_key": "sparkbalance.spark.rdd",
-    "join": "sparkbalance.spark.rdd",
+    "partition_by": "sparkbalance.spark.rdd.adapters",
+    "reduce_by_key": "sparkbalance.spark.rdd.adapters",
+    "aggregate_by_key": "sparkbalance.spark.rdd.adapters",
+    "group_by_key": "sparkbalance.spark.rdd.adapters",
+    "join": "sparkbalance.spark.rdd.adapters",
     "fit_partitioner": "sparkbalance.spark.fit",
-    "install": "sparkbalance.spark.install",
+    "install": "sparkbalance.spark.rdd.install",
     # listener
-    "TaskMetricsListener": "sparkbalance.spark.py4j_listener",
-    "open_listener": "sparkbalance.spark.listener",
-    "sparkbalance_job_group": "sparkbalance.spark.jobs",
-    "TaskRecord": "sparkbalance.spark.records",
-    "Recorder": "sparkbalance.spark.recorder",
-    "session_builder_with_bridge": "sparkbalance.spark.bridge",
-    "bridge_jar": "sparkbalance.spark.bridge",
-    "configure": "sparkbalance.spark.bridge",
-    "submit_args": "sparkbalance.spark.submit",
-    "pyfiles_zip": "sparkbalance.spark.submit",
+    "TaskMetricsListener": "sparkbalance.spark.metrics.py4j_listener",
+    "open_listener": "sparkbalance.spark.metrics.listener",
+    "sparkbalance_job_group": "sparkbalance.spark.session.jobs",
+    "TaskRecord": "sparkbalance.spark.metrics.records",
+    "Recorder": "sparkbalance.spark.metrics.recorder",
+    "session_builder_with_bridge": "sparkbalance.spark.session.bridge",
+    "bridge_jar": "sparkbalance.spark.session.bridge",
+    "configure": "sparkbalance.spark.session.bridge",
+    "submit_args": "sparkbalance.spark.session.submit",
+    "pyfiles_zip": "sparkbalance.spark.session.submit",
     "time_weighted_stats": "sparkbalance.stats.timeweights",
     # dataframe
-    "repartition": "sparkbalance.spark.dataframe",
-    "group_by": "sparkbalance.spark.dataframe",
-    "join_df": "sparkbalance.spark.df_join",
-    "install_dataframe_methods": "sparkbalance.spark.df_install",
-    "balanced_repartition": "sparkbalance.spark.df_install",
-    "balanced_agg": "sparkbalance.spark.df_install",
-    "balanced_join": "sparkbalance.spark.df_install",
-    "group_cost_stats": "sparkbalance.spark.grouped",
-    "diagnose": "sparkbalance.spark.diagnose",
-    "SkewReport": "sparkbalance.spark.diagnose",
+    "repartition": "sparkbalance.spark.sql.dataframe",
+    "group_by": "sparkbalance.spark.sql.dataframe",
+    "join_df": "sparkbalance.spark.sql.join",
+    "install_dataframe_methods": "sparkbalance.spark.sql.install",
+    "balanced_repartition": "sparkbalance.spark.sql.install",
+    "balanced_agg": "sparkbalance.spark.sql.install",
+    "balanced_join": "sparkbalance.spark.sql.install",
+    "group_cost_stats": "sparkbalance.spark.sql.grouped",
+    "diagnose": "sparkbalance.spark.diagnose.skew_report",
+    "SkewReport": "sparkbalance.spark.diagnose.skew_report",
     # Spark UI plugin and the balance records
-    "balance_log": "sparkbalance.spark.balance_log",
-    "BalanceLog": "sparkbalance.spark.balance_log",
+    "balance_log": "sparkbalance.spark.report.balance_log",
+    "BalanceLog": "sparkbalance.spark.report.balance_log",
     # keyed state
     "KeyedStateOperator": "sparkbalance.state.operator",
     # interval planners (Ding et al.)

@@ -3,7 +3,7 @@
 
 ``submit-args`` prints the ``spark-submit`` arguments that ship this installation.
 ``diagnose PATH --key COL`` prints a skew report of a Parquet/CSV file
-(:mod:`sparkbalance.spark.diagnose`). ``demo`` runs the demos of :mod:`sparkbalance.demo` in
+(:mod:`sparkbalance.spark.diagnose.skew_report`). ``demo`` runs the demos of :mod:`sparkbalance.demo` in
 this process. ``reproduce PAPER``
 runs the reproduction of one paper's tables and figures
 (:mod:`sparkbalance.bench.reproduce`) in this process, plots under ``--out``. ``bench`` runs the
@@ -84,7 +84,7 @@ def _bench_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _reproduce_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from .bench.reproduce import available_papers
+    from sparkbalance.bench.reproduce import available_papers
     papers = available_papers()
     rep = sub.add_parser(
         "reproduce", help="reproduce a paper's tables and figures (Spark-free simulations)",
@@ -97,7 +97,7 @@ def _reproduce_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _run_reproduce(args: argparse.Namespace) -> int:
-    from .bench.reproduce import PAPERS
+    from sparkbalance.bench.reproduce import PAPERS
     mod = importlib.import_module(f"sparkbalance.bench.reproduce.{PAPERS[args.paper]}")
     out = Path(args.out)
     text = mod.run(out, quick=args.quick)
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = _bench_parser(sub)
     _reproduce_parser(sub)
     try:
-        from .spark.diagnose import add_cli  # no pyspark import until the command runs
+        from sparkbalance.spark.diagnose.skew_report import add_cli  # no pyspark import until the command runs
     except ImportError:   # numpy missing: submit-args needs none of it
         add_cli = None
     if add_cli is not None:
@@ -183,13 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "submit-args":
         if forwarded:
             parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")
-        from .spark.submit import submit_args
+        from sparkbalance.spark.session.submit import submit_args
         print(" ".join(shlex.quote(a) for a in submit_args(args.zip)))
         return 0
     if args.command == "diagnose":
         if forwarded:
             parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")
-        from .spark.diagnose import run_cli
+        from sparkbalance.spark.diagnose.skew_report import run_cli
         return run_cli(args)
     if args.command == "reproduce":
         if forwarded:

@@ -54,7 +54,7 @@ Definition (one formula, three implementations: scalar Python, numpy, Spark SQL)
 
 In Spark SQL the raw hash of a string column ``k`` is ``crc32(concat(X'73', encode(k,
 'UTF-8')))`` and of an integral column ``crc32(concat(X'69', encode(cast(k as string),
-'UTF-8')))``; the affine step is spelled out in :mod:`sparkbalance.spark.sqlhash`.
+'UTF-8')))``; the affine step is spelled out in :mod:`sparkbalance.spark.sql.hash_columns`.
 
 Examples
 --------
@@ -121,7 +121,7 @@ def family_constants(i: int) -> tuple[int, int]:
     """``(A[i], B[i])`` of family member ``h_i = (raw * A[i] + B[i]) mod P``.
 
     For code that spells the affine step in another language (the Spark SQL form in
-    :mod:`sparkbalance.spark.sqlhash`); Python callers use :func:`hash_family`.
+    :mod:`sparkbalance.spark.sql.hash_columns`); Python callers use :func:`hash_family`.
 
     Examples
     --------

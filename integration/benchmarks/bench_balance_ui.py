@@ -1,7 +1,7 @@
 """Overhead of the Spark plugin and the balance records.
 
 Each operation posts one record, so what the records add to an operation is the cost of
-one :func:`sparkbalance.spark.balance_log.post` (append to the Python log, one JSON
+one :func:`sparkbalance.spark.report.balance_log.post` (append to the Python log, one JSON
 string, one py4j call; in the JVM: parse, metrics, a listener event, the status store)
 over the operation's own time. Measured here in one process with the plugin: a balanced
 ``repartition(df, n, "k")`` (statistics job + placement + count) and a keyed-state batch
@@ -44,8 +44,8 @@ def measure(plugin: bool, repeats: int, posts: int) -> dict:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from sparkbalance.spark import balance_log as bl
-    from sparkbalance.spark.dataframe import repartition
+    from sparkbalance.spark.report import balance_log as bl
+    from sparkbalance.spark.sql.dataframe import repartition
     from sparkbalance.state.operator import KeyedStateOperator
 
     builder = (SparkSession.builder.master("local[2]").appName("bench-balance-ui")

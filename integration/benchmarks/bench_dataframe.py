@@ -18,7 +18,7 @@ comparison would measure that instead of skew.
 Figures per configuration (medians over repeats):
   wall    : job wall-clock seconds on this machine (local[2]: 2 task slots).
   span cpu: one-wave stage makespan = CPU seconds of the longest task of the post-exchange
-            stage (sparkbalance.spark.listener.TaskMetricsListener); what the stage takes
+            stage (sparkbalance.spark.metrics.listener.TaskMetricsListener); what the stage takes
             with >= n free cores (on 2 shared cores the n tasks queue, so wall time hides the
             skew, and run times swing with the other processes' load; CPU time does not).
   stage cpu: total CPU seconds of that stage (the work itself; ours should not add any).
@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 import sparkbalance as sb  # noqa: E402
 from sparkbalance.planning.split import plan_split  # noqa: E402
-from sparkbalance.spark import dataframe as sbdf  # noqa: E402
-from sparkbalance.spark.df_keystats import key_stats  # noqa: E402
+from sparkbalance.spark.sql import dataframe as sbdf
+from sparkbalance.spark.sql.keystats import key_stats  # noqa: E402
 
 ZIPF = (1.0, 1.5)
 
@@ -91,7 +91,7 @@ def run_job(spark, df):
     Task CPU time (JVM thread CPU; all of the work here is JVM-side) does not grow when
     other processes compete for the cores, unlike run time: this machine is shared.
     """
-    from sparkbalance.spark.listener import TaskMetricsListener
+    from sparkbalance.spark.metrics.listener import TaskMetricsListener
     with TaskMetricsListener(spark) as lst:
         t0 = time.perf_counter()
         df.write.format("noop").mode("overwrite").save()

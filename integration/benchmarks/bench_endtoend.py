@@ -18,7 +18,7 @@ at n = 16 took 3.4 s for ``auto`` against 2.3-2.5 s after it, 11.7 s for ``plain
 * ``plain``: ``rdd.partitionBy(n)`` (PySpark's portable_hash) - the baseline;
 * ``aqe-df``: the DataFrame route with adaptive execution on (Spark's defaults):
   ``createDataFrame(rdd).repartition(n, "k").mapInPandas(wait)``;
-* ``auto``: :func:`sparkbalance.spark.rdd.partition_by` with no strategy - the default,
+* ``auto``: :func:`sparkbalance.spark.rdd.adapters.partition_by` with no strategy - the default,
   zero-pass statistics from the shuffle's map output;
 * every ``--strategies`` name: ``fit_partitioner`` (statistics pass when the strategy needs
   one) then the adapter ``partition_by(rdd, n, f)``; its statistics cost is timed apart.
@@ -172,8 +172,8 @@ class Runner:
         return self._timed(body)
 
     def auto(self, rdd: Any) -> dict[str, float]:
-        from sparkbalance.spark import mapstats
-        from sparkbalance.spark.rdd import partition_by
+        from sparkbalance.spark.rdd import mapstats
+        from sparkbalance.spark.rdd.adapters import partition_by
         spent = [0.0]
         real = mapstats.plan_groups
 
@@ -194,7 +194,7 @@ class Runner:
         return self._timed(body)
 
     def strategy(self, rdd: Any, name: str) -> dict[str, float]:
-        from sparkbalance.spark.rdd import fit_partitioner, partition_by
+        from sparkbalance.spark.rdd.adapters import fit_partitioner, partition_by
 
         def body() -> tuple[list[int], float]:
             t = time.perf_counter()
@@ -214,7 +214,7 @@ def _session(n: int) -> Any:
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     from pyspark.sql import SparkSession
 
-    from sparkbalance.spark.bridge import session_builder_with_bridge
+    from sparkbalance.spark.session.bridge import session_builder_with_bridge
     builder = (session_builder_with_bridge(SparkSession.builder.master(f"local[{n}]"))
                .appName(f"bench-endtoend-{n}")
                .config("spark.ui.enabled", "false")

@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import sparkbalance as sb  # noqa: E402
-from sparkbalance.spark.df_keystats import key_stats  # noqa: E402
-from sparkbalance.spark.listener import open_listener, sparkbalance_job_group  # noqa: E402
+from sparkbalance.spark.sql.keystats import key_stats  # noqa: E402
+from sparkbalance.spark.metrics.listener import open_listener, sparkbalance_job_group  # noqa: E402
 
 #: seconds per row of the "rows" workload and per group of the "const" one
 ROW_COST = 5e-3

@@ -31,9 +31,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sparkbalance.spark.bridge import bridge_available, session_builder_with_bridge  # noqa: E402
-from sparkbalance.spark.jvm_recorder import JvmTaskMetricsListener  # noqa: E402
-from sparkbalance.spark.listener import (  # noqa: E402
+from sparkbalance.spark.session.bridge import bridge_available, session_builder_with_bridge  # noqa: E402
+from sparkbalance.spark.metrics.jvm_recorder import JvmTaskMetricsListener  # noqa: E402
+from sparkbalance.spark.metrics.listener import (  # noqa: E402
     TaskMetricsListener, dropped_listener_events, open_listener, sparkbalance_job_group)
 from sparkbalance.stats.timeweights import completion_times  # noqa: E402
 
@@ -128,7 +128,7 @@ def _sleeper(slow: frozenset, base: float, factor: float):
 
 def run_routed(spark, pairs_rdd, f, n, slow, label):
     """Route with f, run the per-record sleep, return (records per partition, tasks, stage)."""
-    from sparkbalance.spark.rdd import partition_by
+    from sparkbalance.spark.rdd.adapters import partition_by
 
     sc = spark.sparkContext
     with open_listener(spark, GROUP) as lst, sparkbalance_job_group(sc, GROUP):

@@ -41,7 +41,7 @@ from conftest import build_cluster_session, executor_ids  # noqa: E402
 from sparkbalance.bench.cpu import (ProcessTreeCPU, count_and_rss, is_jvm,  # noqa: E402
                                     is_pyspark, tree_usage)
 from sparkbalance.state.operator import KeyedStateOperator  # noqa: E402
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts  # noqa: E402
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts  # noqa: E402
 
 def tree_cpu(root: int) -> float:
     """CPU seconds of ``root`` and every process below it, exited children included."""

@@ -126,10 +126,10 @@ def part_a(sc, quick: bool, repeats: int) -> None:
     from pyspark.rdd import portable_hash
 
     from sparkbalance.routing import partition_func
-    from sparkbalance.spark import mapstats
-    from sparkbalance.spark.fnshuffle import inlinable
-    from sparkbalance.spark.key_errors import KeyGuard
-    from sparkbalance.spark.rdd import fit_partitioner, partition_by
+    from sparkbalance.spark.rdd import mapstats
+    from sparkbalance.spark.rdd.shuffle import inlinable
+    from sparkbalance.spark.rdd.key_errors import KeyGuard
+    from sparkbalance.spark.rdd.adapters import fit_partitioner, partition_by
     n = 8
     m = 200_000 if quick else 500_000
     rng = np.random.default_rng(5)

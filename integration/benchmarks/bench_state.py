@@ -70,9 +70,9 @@ def _base_state(spark, num_keys: int, sizes: np.ndarray, layout, G: int):
     ``layout``, as frames, materialised."""
     from pyspark import StorageLevel
 
-    from sparkbalance.state import frames as fr
-    from sparkbalance.state.frame_rdds import as_frames
-    from sparkbalance.state.window import StateFold
+    from sparkbalance.state.frames import format as fr
+    from sparkbalance.state.frames.rdds import as_frames
+    from sparkbalance.state.frames.window import StateFold
 
     sc = spark.sparkContext
     fold = StateFold(update=lambda s, v: s + v, initial=b"")
@@ -94,8 +94,8 @@ def _scenarios(num_keys: int, payload: int, n: int, fraction: float, rng):
     """(name, sizes, old layout, new layout, G, candidates, planned bytes) per scenario."""
     from sparkbalance.routing.hash import home_partitions
     from sparkbalance.routing.table import RoutingTable
-    from sparkbalance.state.frames import DEFAULT_TABLE_GROUPS
-    from sparkbalance.state.layout import GroupLayout, TableLayout
+    from sparkbalance.state.frames.format import DEFAULT_TABLE_GROUPS
+    from sparkbalance.state.control.layout import GroupLayout, TableLayout
 
     out = []
     uniform = rng.integers(payload // 2, payload * 3 // 2, num_keys)
@@ -136,8 +136,8 @@ def bench_migration(spark, num_keys: int, payload: int, repeats: int, fraction: 
     """Delta migration vs full repartition of the same cached state, per scenario."""
     from pyspark import StorageLevel
 
-    from sparkbalance.state.frame_rdds import frame_ops
-    from sparkbalance.state.migration import full_repartition, migrate
+    from sparkbalance.state.frames.rdds import frame_ops
+    from sparkbalance.state.frames.migration import full_repartition, migrate
 
     sc = spark.sparkContext
     ops = frame_ops(sc)

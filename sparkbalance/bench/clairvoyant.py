@@ -10,7 +10,7 @@ it is what better prediction or cheaper moves could still gain; the benchmark na
 ``oracle:<planner>``.
 
 The exact work of a windowed key is not its records: when the key's oldest segment leaves
-the window, the fold replays the segments kept (:mod:`sparkbalance.state.window`), so a
+the window, the fold replays the segments kept (:mod:`sparkbalance.state.frames.window`), so a
 batch's work per key is ``c_t(k) + [c_{t-w}(k) > 0] · Σ_{s=t-w+1}^{t-1} c_s(k)`` values
 folded, where ``c_s(k)`` counts the key's records in batch ``s`` (:func:`window_work`).
 """

@@ -45,7 +45,7 @@ class PlainStateStream:
     per-key update; the new state is persisted): PySpark's ``cogroup`` is a union plus a
     shuffle, so the *whole* state is shuffled with every batch, and keys stay where
     ``portable_hash(k) % n`` puts them. Same per-key work as the operator (the same
-    :class:`~sparkbalance.state.window.StateFold`, window replay included), so the
+    :class:`~sparkbalance.state.frames.window.StateFold`, window replay included), so the
     difference in batch time is the data flow only. Lineage is truncated every
     ``truncate_every`` batches with ``localCheckpoint`` (as the operator does by default).
 
@@ -59,7 +59,7 @@ class PlainStateStream:
 
     def __init__(self, spark: Any, num_partitions: int, update_values: Any, initial: Any = 0,
                  window: int | None = None, truncate_every: int = 10) -> None:
-        from ..state.window import StateFold
+        from sparkbalance.state.frames.window import StateFold
         self.sc = getattr(spark, "sparkContext", spark)
         if num_partitions < 1:
             raise ValueError(f"num_partitions={num_partitions}; expected >= 1")
@@ -75,7 +75,7 @@ class PlainStateStream:
         """Apply one RDD of ``(key, value)``; return ``(key, state)`` of the new state."""
         from pyspark import StorageLevel
 
-        from ..stats.workload import imbalance
+        from sparkbalance.stats.workload import imbalance
         t0 = time.perf_counter()
         fold, seq, n = self._fold, self._seq, self.num_partitions
         prev = self._state if self._state is not None else self.sc.emptyRDD()

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .report import WARMUP_BATCHES
+from sparkbalance.bench.report import WARMUP_BATCHES
 
 __all__ = ["BatchProfiler", "stage_span", "stage_union", "carrying_batches",
            "profile_summary", "merge_after_migration", "format_profile", "profile_means"]
@@ -19,7 +19,7 @@ class BatchProfiler:
     """Which Spark jobs and stages each batch ran, and where its wall time went.
 
     Records stages (submission/completion) and tasks through
-    :func:`sparkbalance.spark.listener.open_listener` (the JVM recorder when the bridge
+    :func:`sparkbalance.spark.metrics.listener.open_listener` (the JVM recorder when the bridge
     jar is on the classpath, else the py4j listener; a few dozen events per batch either
     way) and jobs through ``sc.statusTracker()``. Each batch is a time window on the
     driver: ``with prof.batch(name, t): op.process(...)``; :meth:`rows` attributes the
@@ -35,7 +35,7 @@ class BatchProfiler:
     """
 
     def __init__(self, spark: Any) -> None:
-        from ..spark.listener import open_listener
+        from sparkbalance.spark.metrics.listener import open_listener
         self.sc = getattr(spark, "sparkContext", spark)
         self._lst = open_listener(spark)
         self._lst.attach()
@@ -45,7 +45,7 @@ class BatchProfiler:
     @contextlib.contextmanager
     def batch(self, name: str, seq: int) -> Iterator[None]:
         """Time window of batch ``seq`` of planner ``name`` (its jobs get a job group)."""
-        from ..spark.listener import sparkbalance_job_group
+        from sparkbalance.spark.metrics.listener import sparkbalance_job_group
         with sparkbalance_job_group(self.sc, f"sbprof-{name}-{seq}"):
             t0 = time.time()
             try:

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .plain import PLAIN
+from sparkbalance.bench.plain import PLAIN
 
 if TYPE_CHECKING:
-    from .workloads import RunResult
+    from sparkbalance.bench.workloads import RunResult
 
 __all__ = ["WARMUP_BATCHES", "summarise", "format_table", "median_rows", "plot_stream",
            "format_reduce_table"]

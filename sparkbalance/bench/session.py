@@ -15,8 +15,8 @@ __all__ = ["local_session", "warm_up"]
 
 #: Modules the keyed-state tasks import; :func:`warm_up` imports them in every worker.
 STATE_MODULES = ("numpy", "sparkbalance.hashing", "sparkbalance.routing.table",
-                 "sparkbalance.routing.keygroups", "sparkbalance.state.window",
-                 "sparkbalance.state.blocks", "sparkbalance.state.operator")
+                 "sparkbalance.routing.keygroups", "sparkbalance.state.frames.window",
+                 "sparkbalance.state.frames.blocks", "sparkbalance.state.operator")
 
 
 def local_session(slots: int, app: str = "sparkbalance-bench", *, bridge: bool = True,
@@ -60,7 +60,7 @@ def local_session(slots: int, app: str = "sparkbalance-bench", *, bridge: bool =
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     if bridge:
-        from ..spark.bridge import session_builder_with_bridge
+        from sparkbalance.spark.session.bridge import session_builder_with_bridge
         builder = session_builder_with_bridge(builder)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

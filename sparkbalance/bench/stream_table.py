@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .clairvoyant import ORACLE_PREFIX
-from .plain import PLAIN
+from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
+from sparkbalance.bench.plain import PLAIN
 
 __all__ = ["stream_rows", "median_stream_rows", "format_stream_table", "stream_goals"]
 

@@ -15,11 +15,11 @@ import sys
 from collections import Counter
 from typing import Any, Sequence
 
-from .clairvoyant import split_oracle, window_work
-from .cpu import BatchCPU
-from .plain import PLAIN, PlainStateStream
-from .profile import BatchProfiler
-from .workloads import busy_count
+from sparkbalance.bench.clairvoyant import split_oracle, window_work
+from sparkbalance.bench.cpu import BatchCPU
+from sparkbalance.bench.plain import PLAIN, PlainStateStream
+from sparkbalance.bench.profile import BatchProfiler
+from sparkbalance.bench.workloads import busy_count
 
 __all__ = ["parse_spec", "run_streams"]
 
@@ -36,7 +36,7 @@ def parse_spec(spec: str, theta: float) -> tuple[str, float]:
     >>> parse_spec("ssm@0.2", 0.08), parse_spec("none", 0.08)
     (('ssm', 0.2), ('none', 0.08))
     """
-    from .. import strategies
+    from sparkbalance import strategies
     oracle, rest = split_oracle(spec)
     name, sep, th = rest.partition("@")
     if oracle and name == PLAIN:
@@ -72,7 +72,7 @@ def _runner(spark: Any, spec: str, num_partitions: int, theta: float, window: in
     if planner == PLAIN:
         return PlainStateStream(spark, num_partitions, busy_count(work, io_us), initial=0,
                                 window=window)
-    from ..state.operator import KeyedStateOperator
+    from sparkbalance.state.operator import KeyedStateOperator
     return KeyedStateOperator(spark, num_partitions, update_values=busy_count(work, io_us),
                               initial=0, planner=planner, theta=theta, window=window, **kw)
 

@@ -136,7 +136,7 @@ def shifting_batches(num_keys: int, num_partitions: int, num_batches: int, recor
     random key pairs homed on different partitions until a load share ``f``·θ_ref moved
     (:func:`~sparkbalance.planning.synthetic.fluctuate`). Every batch of an interval is a
     fresh multinomial sample of ``records`` records from that interval's frequencies.
-    The benchmarks' name for :func:`sparkbalance.state.shifting.shifting_zipf_counts`.
+    The benchmarks' name for :func:`sparkbalance.bench.shifting.shifting_zipf_counts`.
 
     Examples
     --------
@@ -144,7 +144,7 @@ def shifting_batches(num_keys: int, num_partitions: int, num_batches: int, recor
     >>> [int(c.sum()) for _, c in it]
     [500, 500, 500, 500]
     """
-    from ..state.shifting import shifting_zipf_counts
+    from sparkbalance.bench.shifting import shifting_zipf_counts
     return shifting_zipf_counts(num_keys, num_partitions, num_batches, z=z,
                                 records_per_batch=records, f=f, seed=seed,
                                 batches_per_interval=batches_per_interval)
@@ -159,7 +159,7 @@ def make_batches(num_keys: int, num_partitions: int, num_batches: int, records: 
     >>> [len(b) for b in make_batches(50, 2, 3, 100, 1.0, 1.0, seed=0)]
     [100, 100, 100]
     """
-    from ..state.shifting import batch_records
+    from sparkbalance.bench.shifting import batch_records
     return [batch_records(k, c, seed=seed + t) for t, (k, c) in enumerate(
         shifting_batches(num_keys, num_partitions, num_batches, records, z=z, f=f, seed=seed,
                          batches_per_interval=batches_per_interval))]
@@ -173,7 +173,7 @@ def batch_loads(batch: Sequence[tuple], num_partitions: int) -> np.ndarray:
     >>> int(batch_loads([(1, 1), (1, 1), (2, 1)], 4).sum())
     3
     """
-    from ..routing.hash import home_partitions
+    from sparkbalance.routing.hash import home_partitions
     if not batch:
         return np.zeros(num_partitions)
     keys, counts = np.unique(np.array([k for k, _ in batch]), return_counts=True)
@@ -260,9 +260,9 @@ def costly_reduce(rdd: Any, num_partitions: int, strategy: str, loops: int,
     >>> r.result                                                         # doctest: +SKIP
     {1: 4}
     """
-    from ..spark.listener import sparkbalance_job_group
-    from ..routing.base import partition_func
-    from ..spark.rdd import fit_partitioner
+    from sparkbalance.spark.metrics.listener import sparkbalance_job_group
+    from sparkbalance.routing.base import partition_func
+    from sparkbalance.spark.rdd.adapters import fit_partitioner
 
     t0 = time.perf_counter()
     f = fit_partitioner(rdd, num_partitions, strategy=strategy, **params)

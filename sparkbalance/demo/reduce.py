@@ -34,9 +34,9 @@ import time
 
 import numpy as np
 
-from ..bench.report import format_reduce_table
-from ..bench.session import local_session
-from ..bench.workloads import RunResult, costly_reduce, loops_for_us, zipf_records
+from sparkbalance.bench.report import format_reduce_table
+from sparkbalance.bench.session import local_session
+from sparkbalance.bench.workloads import RunResult, costly_reduce, loops_for_us, zipf_records
 
 __all__ = ["OPTIONS", "SKIPPED", "demo_strategies", "main"]
 
@@ -74,7 +74,7 @@ def demo_strategies() -> list[str]:
     >>> demo_strategies()[:2]
     ['hash', 'pkg']
     """
-    from .. import strategies
+    from sparkbalance import strategies
     return [name for kind in _KIND_ORDER for name in strategies.available(kind)
             if name not in SKIPPED]
 
@@ -138,8 +138,8 @@ def main(args: argparse.Namespace) -> int:
     >>> main(argparse.Namespace(quick=True))                      # doctest: +SKIP
     0
     """
-    from .. import strategies
-    from ..spark.keystats import gather_key_stats
+    from sparkbalance import strategies
+    from sparkbalance.spark.rdd.keystats import gather_key_stats
     args = _resolve(args)
     names = [strategies.get(s).name for s in args.strategies.split(",") if s]  # names the bad one
     spark = local_session(args.partitions, "sparkbalance-demo", bridge=False,

@@ -31,11 +31,11 @@ import argparse
 import time
 from pathlib import Path
 
-from ..bench.plain import PLAIN
-from ..bench.report import format_table, plot_stream, summarise
-from ..bench.session import local_session, warm_up
-from ..bench.streams import parse_spec, run_streams
-from ..bench.workloads import make_batches
+from sparkbalance.bench.plain import PLAIN
+from sparkbalance.bench.report import format_table, plot_stream, summarise
+from sparkbalance.bench.session import local_session, warm_up
+from sparkbalance.bench.streams import parse_spec, run_streams
+from sparkbalance.bench.workloads import make_batches
 
 __all__ = ["OPTIONS", "DEMO_PLANNERS", "main"]
 

@@ -1,6 +1,6 @@
 """Hot-key split planner for skewed joins: which keys to cut, into how many pieces, where.
 
-Pure numpy (never imports pyspark); the DataFrame join (:mod:`sparkbalance.spark.df_join`)
+Pure numpy (never imports pyspark); the DataFrame join (:mod:`sparkbalance.spark.sql.join`)
 turns a :class:`SplitPlan` into SQL. With ``n`` partitions and the mean load
 ``L̄ = sum(c) / n`` (c = cost per key):
 

@@ -168,7 +168,7 @@ class GroupMapPartitioner(PartitionFunction):
 
     Unlike :class:`KeyGroupPartitioner` the groups of one partition need not be contiguous:
     ``owner[g]`` is free, as an LPT assignment of measured group sizes gives it (the
-    zero-pass statistics of :mod:`sparkbalance.spark.mapstats`). ``n`` equal runs of
+    zero-pass statistics of :mod:`sparkbalance.spark.rdd.mapstats`). ``n`` equal runs of
     groups (``owner[g] = g n // m``) are hash placement by ranges of ``h_1``.
 
     Examples

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .plan_report import reported
+from sparkbalance.spark.report.plan_report import reported
 
 __all__ = ["fit_partitioner"]
 
@@ -25,10 +25,10 @@ def fit_partitioner(data: Any, num_partitions: int, *cols: Any, **kwargs: Any) -
     >>> g = fit_partitioner(df, 8, "user_id", strategy="keygroups")       # doctest: +SKIP
     """
     if type(data).__name__ == "DataFrame" and hasattr(data, "sparkSession"):
-        from .dataframe import fit_partitioner as fit_df
+        from sparkbalance.spark.sql.dataframe import fit_partitioner as fit_df
         return fit_df(data, num_partitions, *cols, **kwargs)
     if cols:
         raise TypeError(f"key columns {cols!r} given for a {type(data).__name__}; an RDD's "
                         "keys are the first element of each pair (columns are for DataFrames)")
-    from .rdd import fit_partitioner as fit_rdd
+    from sparkbalance.spark.rdd.adapters import fit_partitioner as fit_rdd
     return fit_rdd(data, num_partitions, **kwargs)

@@ -32,21 +32,21 @@ Modules, one concept each:
 """
 from __future__ import annotations
 
-from .._lazy import lazy_getattr
+from sparkbalance._lazy import lazy_getattr
 
 __all__ = ["KeyedStateOperator", "BatchRecord", "MigrationRecord", "CheckpointError",
            "LeaseError", "ReplayError", "StateFold", "FramedState", "state_planners"]
 
 _LAZY = {
     "KeyedStateOperator": "sparkbalance.state.operator",
-    "BatchRecord": "sparkbalance.state.records",
-    "MigrationRecord": "sparkbalance.state.records",
-    "CheckpointError": "sparkbalance.state.manifest",
-    "LeaseError": "sparkbalance.state.lease",
+    "BatchRecord": "sparkbalance.state.control.records",
+    "MigrationRecord": "sparkbalance.state.control.records",
+    "CheckpointError": "sparkbalance.state.durability.manifest",
+    "LeaseError": "sparkbalance.state.durability.lease",
     "ReplayError": "sparkbalance.state.streaming",
-    "StateFold": "sparkbalance.state.window",
-    "FramedState": "sparkbalance.state.framed",
-    "state_planners": "sparkbalance.state.planners",
+    "StateFold": "sparkbalance.state.frames.window",
+    "FramedState": "sparkbalance.state.frames.framed_state",
+    "state_planners": "sparkbalance.state.control.planners",
 }
 
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..hashing import validate_key
-from ..routing.keygroups import key_groups
-from . import report
-from .controller import Measurement
-from .inputs import state_key_error
-from .layout import GroupLayout
-from .records import MigrationRecord
+from sparkbalance.hashing import validate_key
+from sparkbalance.routing.keygroups import key_groups
+from sparkbalance.state.control import report
+from sparkbalance.state.control.controller import Measurement
+from sparkbalance.state.inputs import state_key_error
+from sparkbalance.state.control.layout import GroupLayout
+from sparkbalance.state.control.records import MigrationRecord
 
 __all__ = ["Forecasting", "check_costs"]
 

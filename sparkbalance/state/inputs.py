@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from ..hashing import validate_key
+from sparkbalance.hashing import validate_key
 
 __all__ = ["as_pairs", "check_pairs", "state_key_error"]
 

@@ -1,37 +1,37 @@
 """KeyedStateOperator: keyed state across batches, rebalanced by moving only the delta.
 
-State lives in a persisted RDD of *frames* (:class:`~sparkbalance.state.framed.FramedState`)
+State lives in a persisted RDD of *frames* (:class:`~sparkbalance.state.frames.framed_state.FramedState`)
 placed by the current layout ``F`` (routing table of Fang et al., or key-group intervals of
 Ding et al.). Per batch (Fang et al. §4, Fig. 5), :meth:`KeyedStateOperator.process` is
 four calls:
 
 1. **merge** — the batch is routed with the layout ``F`` and merged into the state,
    narrow on the state (:meth:`FramedState.merge
-   <sparkbalance.state.framed.FramedState.merge>`). When the previous batch decided on a
+   <sparkbalance.state.frames.framed_state.FramedState.merge>`). When the previous batch decided on a
    new layout ``F'``, this batch is routed with ``F'`` and only the keys with
    ``F'(k) != F(k)`` ride in the same shuffle (**migrate**): a migration runs no job
    of its own (Fang et al. §4, Fig. 5: the pause between the plan and the resume is the
    stage boundary of the next batch);
 2. **measure** — one job runs the merge, caches it and collects the per-key (or
    per-key-group) costs and sizes (with a listener: measured task seconds,
-   :mod:`~sparkbalance.state.timing`), and the keys that left and arrived, which must
+   :mod:`~sparkbalance.state.control.timing`), and the keys that left and arrived, which must
    agree; the controller turns the costs into loads;
 3. **decide** — λ > 1 + θ? then the planner gives ``F'``, used from the next batch
-   (:class:`~sparkbalance.state.controller.Controller`);
-4. **record** — a :class:`~sparkbalance.state.records.BatchRecord`, and optionally a
-   durable checkpoint (:func:`~sparkbalance.state.checkpoint.save_checkpoint`).
+   (:class:`~sparkbalance.state.control.controller.Controller`);
+4. **record** — a :class:`~sparkbalance.state.control.records.BatchRecord`, and optionally a
+   durable checkpoint (:func:`~sparkbalance.state.durability.checkpoint.save_checkpoint`).
 
 Reading the state between batches (``collect_state``, ``state_rdd``, ``blocks_rdd``,
 ``frames_rdd``), :meth:`~KeyedStateOperator.scale` and
 :meth:`~KeyedStateOperator.rebalance` (a move planned on a forecast,
 :mod:`.forecast`) first move a pending migration on
-their own (one job, :func:`~sparkbalance.state.migration.migrate_state`); a checkpoint
+their own (one job, :func:`~sparkbalance.state.frames.migration.migrate_state`); a checkpoint
 saves it unmoved with the state, and a resume moves it in its first batch's shuffle.
 
 With a ``checkpoint_dir`` (committed every batch) and the bridge jar, each commit bases the
-state on its files (:func:`~sparkbalance.state.checkpoint.rebased`): its lineage is one
+state on its files (:func:`~sparkbalance.state.durability.checkpoint.rebased`): its lineage is one
 read, and a lost executor costs one batch of recomputation. Otherwise lineage is a chain
-truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.caching`); on
+truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.frames.caching`); on
 clusters where executors come and go, set ``sc.setCheckpointDir`` then, or cache the state
 replicated (``storage_level=StorageLevel.MEMORY_AND_DISK_2``: a lost executor loses no state
 block). An operator with a ``checkpoint_dir`` is restarted from its last durable checkpoint.
@@ -50,33 +50,33 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..routing.base import check_num_partitions
-from ..spark import conf
-from ..spark.jobs import sparkbalance_job_group
-from .caching import BatchCache, FileLoans, check_storage_level, held_outputs
-from .checkpoint import BatchOutputs, outputs_frames
-from .durable import Durable
-from .forecast import Forecasting
-from .rescaling import Rescaling
-from .views import StateViews
-from .controller import Controller, Decision, Measurement
-from .planners import initial_layout
-from .frame_rdds import frame_ops
-from .frames import DEFAULT_TABLE_GROUPS
-from .framed import FramedState, Merged
-from ..spark.bridge import spark_context
-from .inputs import as_pairs
-from .layout import GroupLayout
-from .migration import migrate_state
-from .payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
-from .records import BatchRecord, MigrationRecord, batch_record
-from . import report
-from .lease import DEFAULT_LEASE_TIMEOUT, Lease
-from .rollback import Snapshot
-from .store import store_for
-from .streaming import already_applied, check_batch_id, check_on_replay, replayed
-from .timing import merge_seconds
-from .window import StateFold
+from sparkbalance.routing.base import check_num_partitions
+from sparkbalance.spark.session import conf
+from sparkbalance.spark.session.jobs import sparkbalance_job_group
+from sparkbalance.state.frames.caching import BatchCache, FileLoans, check_storage_level, held_outputs
+from sparkbalance.state.durability.checkpoint import BatchOutputs, outputs_frames
+from sparkbalance.state.durability.durable import Durable
+from sparkbalance.state.forecast import Forecasting
+from sparkbalance.state.rescaling import Rescaling
+from sparkbalance.state.views import StateViews
+from sparkbalance.state.control.controller import Controller, Decision, Measurement
+from sparkbalance.state.control.planners import initial_layout
+from sparkbalance.state.frames.rdds import frame_ops
+from sparkbalance.state.frames.format import DEFAULT_TABLE_GROUPS
+from sparkbalance.state.frames.framed_state import FramedState, Merged
+from sparkbalance.spark.session.bridge import spark_context
+from sparkbalance.state.inputs import as_pairs
+from sparkbalance.state.control.layout import GroupLayout
+from sparkbalance.state.frames.migration import migrate_state
+from sparkbalance.state.control.payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
+from sparkbalance.state.control.records import BatchRecord, MigrationRecord, batch_record
+from sparkbalance.state.control import report
+from sparkbalance.state.durability.lease import DEFAULT_LEASE_TIMEOUT, Lease
+from sparkbalance.state.durability.rollback import Snapshot
+from sparkbalance.state.durability.store import store_for
+from sparkbalance.state.streaming import already_applied, check_batch_id, check_on_replay, replayed
+from sparkbalance.state.control.timing import merge_seconds
+from sparkbalance.state.frames.window import StateFold
 
 __all__ = ["KeyedStateOperator", "DEFAULT_TRUNCATE_EVERY"]
 
@@ -134,10 +134,10 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
     partition; for routing tables, G, the frame groups the state is cut into, default
-    :data:`~sparkbalance.state.frames.DEFAULT_TABLE_GROUPS`), ``checkpoint_every``
+    :data:`~sparkbalance.state.frames.format.DEFAULT_TABLE_GROUPS`), ``checkpoint_every``
     (batches), ``truncate_every`` (lineage truncation; none with a ``checkpoint_dir``
     committed every batch), ``listener`` (a
-    :class:`~sparkbalance.spark.listener.TaskMetricsListener`: costs become measured task
+    :class:`~sparkbalance.spark.metrics.listener.TaskMetricsListener`: costs become measured task
     seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params`` (planner
     constructor arguments; an unknown one is a ``TypeError``), ``trigger`` (``"payoff"``,
     the default: migrate only when the predicted saving over ``horizon`` batches exceeds the
@@ -149,10 +149,10 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
     ``on_replay`` ("skip" or "error": a ``batch_id`` at or below the last applied one is
     never applied twice, see :mod:`~sparkbalance.state.streaming`), ``lease_timeout``
     (seconds without a heartbeat before another operator may take ``checkpoint_dir`` over,
-    see :mod:`~sparkbalance.state.lease`), ``storage_level`` (where the state's frames are
+    see :mod:`~sparkbalance.state.durability.lease`), ``storage_level`` (where the state's frames are
     cached, default ``MEMORY_AND_DISK``; a replicated level such as
     ``StorageLevel.MEMORY_AND_DISK_2`` makes a lost executor cost no recomputation without a
-    ``checkpoint_dir``, at twice the cache: :func:`~sparkbalance.state.caching.check_storage_level`).
+    ``checkpoint_dir``, at twice the cache: :func:`~sparkbalance.state.frames.caching.check_storage_level`).
 
     Examples
     --------

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..routing.base import check_num_partitions
-from . import report
-from .controller import Decision, Measurement
-from .layout import GroupLayout
-from .migration import migrate_state
-from .records import MigrationRecord
+from sparkbalance.routing.base import check_num_partitions
+from sparkbalance.state.control import report
+from sparkbalance.state.control.controller import Decision, Measurement
+from sparkbalance.state.control.layout import GroupLayout
+from sparkbalance.state.frames.migration import migrate_state
+from sparkbalance.state.control.records import MigrationRecord
 
 __all__ = ["Rescaling"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..routing.table import RoutingTable
-from .layout import GroupLayout, TableLayout
+from sparkbalance.routing.table import RoutingTable
+from sparkbalance.state.control.layout import GroupLayout, TableLayout
 
 __all__ = ["StateViews"]
 
@@ -69,7 +69,7 @@ class StateViews:
 
     @property
     def frames_rdd(self) -> Any:
-        """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames`)."""
+        """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames.format`)."""
         self._settle()
         return self._state.rdd
 

@@ -2,7 +2,7 @@
 
 Record counts are not load: a partition whose records are costly, or whose task ran
 on a slow or busy executor, takes longer per record. From the task records of one
-finished stage (``sparkbalance.spark.records.TaskRecord``, or anything with the same
+finished stage (``sparkbalance.spark.metrics.records.TaskRecord``, or anything with the same
 attributes: this module is pure and never imports pyspark) we compute
 
 * seconds per record of each partition (its successful attempt) and of each

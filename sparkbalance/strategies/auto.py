@@ -7,7 +7,7 @@ the keys keep plain hash placement, and the decision is logged (INFO, logger
 ``sparkbalance``) with both numbers.
 
 * :func:`plan_groups` — the zero-pass path of the RDD adapters
-  (:mod:`sparkbalance.spark.mapstats`): the loads are the records of ``m >> n`` fine key
+  (:mod:`sparkbalance.spark.rdd.mapstats`): the loads are the records of ``m >> n`` fine key
   groups, counted by the map tasks of the user's shuffle (Spark's map-output bytes when no
   count arrives; bytes understate a hot key, whose records compress well), and the plan is
   the best split of the groups into ``n`` contiguous runs (each task then fetches its
@@ -104,7 +104,7 @@ def plain_owner(num_groups: int, num_partitions: int) -> np.ndarray:
 
     A group is a range of the key hash, so equal runs of groups are hash placement by
     ranges of the hash; each task's groups are contiguous, so it reads them as one block
-    per map output (:mod:`sparkbalance.spark.mapstats`).
+    per map output (:mod:`sparkbalance.spark.rdd.mapstats`).
 
     Examples
     --------
@@ -202,7 +202,7 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
                 "hash_max_over_mean": float(hash_loads.max(initial=0.0)) / mean,
                 "planned_max_over_mean": float((best_loads if balanced else hash_loads)
                                                .max(initial=0.0)) / mean}
-    # DEBUG: the operation's one INFO line (sparkbalance.spark.plan_report) reports the plan.
+    # DEBUG: the operation's one INFO line (sparkbalance.spark.report.plan_report) reports the plan.
     _LOG.debug("sparkbalance auto: %s (predicted gain %.1f%% of the slowest task, min_gain "
                "%.1f%%; slowest/mean %.2f under hash, %.2f planned; %d key groups -> %d tasks)",
                ("balance by " + ("contiguous runs of" if contiguous else "LPT over")

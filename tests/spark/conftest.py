@@ -29,7 +29,7 @@ def build_session():
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.session.timeZone", "UTC")
-        # What a Spark 3.5/4.0 user sets for balanced cogroups (sparkbalance.spark.grouped;
+        # What a Spark 3.5/4.0 user sets for balanced cogroups (sparkbalance.spark.sql.grouped;
         # Spark 4.1+ does not need it). test_grouped checks the refusal without it.
         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
     )

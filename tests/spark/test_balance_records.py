@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import sparkbalance as sb
-from sparkbalance.spark import balance_log as bl
-from sparkbalance.spark.df_keystats import key_stats
-from sparkbalance.spark.jobs import (DESCRIPTION_PREFIX, JOB_DESCRIPTION_PROPERTY,
+from sparkbalance.spark.report import balance_log as bl
+from sparkbalance.spark.sql.keystats import key_stats
+from sparkbalance.spark.session.jobs import (DESCRIPTION_PREFIX, JOB_DESCRIPTION_PROPERTY,
                                      JOB_GROUP_PROPERTY, next_job_id)
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
 USER_GROUP, USER_DESC = "user-group", "my own report"
 

@@ -7,8 +7,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from sparkbalance.spark import dataframe as sbdf
-from sparkbalance.spark import df_keystats, keystats
+from sparkbalance.spark.sql import dataframe as sbdf
+from sparkbalance.spark.sql import keystats as df_keystats
+from sparkbalance.spark.rdd import keystats
 
 N = 4
 

@@ -8,9 +8,9 @@ import pytest
 
 from sparkbalance import strategies
 from sparkbalance.routing import HashPartitioner, PKGPartitioner
-from sparkbalance.spark import conf
-from sparkbalance.spark import dataframe as sbdf
-from sparkbalance.spark import rdd as sbrdd
+from sparkbalance.spark.session import conf
+from sparkbalance.spark.sql import dataframe as sbdf
+from sparkbalance.spark.rdd import adapters as sbrdd
 from sparkbalance.state.operator import KeyedStateOperator
 
 

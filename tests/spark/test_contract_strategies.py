@@ -17,8 +17,8 @@ import pytest
 
 import sparkbalance as sb
 from sparkbalance import strategies
-from sparkbalance.spark import rdd as sbr
-from sparkbalance.spark.keystats import STATS_JOB_GROUP
+from sparkbalance.spark.rdd import adapters as sbr
+from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
 
 N = 4
 NAMES = strategies.available()
@@ -99,7 +99,7 @@ def test_dataframe_group_by_equals_pyspark(spark, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_bounded_statistics_still_equal_pyspark(rdd, reduced, name):
-    from sparkbalance.spark.keystats import gather_key_stats
+    from sparkbalance.spark.rdd.keystats import gather_key_stats
     stats = gather_key_stats(rdd, max_keys=5)
     assert len(stats) == 5 and stats.data_count == len(_records())
     out = sbr.reduce_by_key(rdd, operator.add, N, name, stats=stats)
@@ -138,7 +138,7 @@ def test_adapters_default_to_the_registry_default(sc, rdd, reduced, monkeypatch,
     """No strategy named: every adapter runs strategies.DEFAULT_STRATEGY ("auto"): from the
     shuffle's map-output sizes when the bridge is loaded (no fit, no statistics job), else
     fitted on gathered statistics."""
-    from sparkbalance.spark import mapstats
+    from sparkbalance.spark.rdd import mapstats
     if bridge and not mapstats.available(sc):
         pytest.skip("JVM bridge jar not built")
     if not bridge:

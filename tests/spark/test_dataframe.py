@@ -14,8 +14,13 @@ from sparkbalance.routing import (HashPartitioner, KeyGroupPartitioner, RoutingT
                                   RoutingTablePartitioner)
 from sparkbalance.routing.keygroups import GroupMapPartitioner
 from sparkbalance.planning.split import plan_split
-from sparkbalance.spark import conf, df_install, df_join, df_keystats, placement, sqlroute
-from sparkbalance.spark import dataframe as sbdf
+from sparkbalance.spark.session import conf
+from sparkbalance.spark.sql import install as df_install
+from sparkbalance.spark.sql import join as df_join
+from sparkbalance.spark.sql import keystats as df_keystats
+from sparkbalance.spark.sql import placement
+from sparkbalance.spark.sql import route as sqlroute
+from sparkbalance.spark.sql import dataframe as sbdf
 
 N = 4
 

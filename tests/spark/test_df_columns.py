@@ -6,8 +6,8 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 import sparkbalance as sb
-from sparkbalance.spark import dataframe as sbdf
-from sparkbalance.spark.df_columns import key_columns
+from sparkbalance.spark.sql import dataframe as sbdf
+from sparkbalance.spark.sql.key_columns import key_columns
 
 N = 4
 

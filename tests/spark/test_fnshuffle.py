@@ -7,7 +7,7 @@ import operator
 import pytest
 
 import sparkbalance as sb
-from sparkbalance.spark import fnshuffle
+from sparkbalance.spark.rdd import shuffle as fnshuffle
 
 
 def _records():

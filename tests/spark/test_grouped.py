@@ -14,8 +14,9 @@ from pyspark.testing import assertDataFrameEqual
 
 import sparkbalance as sb
 from sparkbalance import strategies
-from sparkbalance.spark import grouped, sqlroute
-from sparkbalance.spark.df_keystats import key_stats
+from sparkbalance.spark.sql import grouped
+from sparkbalance.spark.sql import route as sqlroute
+from sparkbalance.spark.sql.keystats import key_stats
 
 N = 4
 STRATEGIES = list(strategies.KEY_GROUPING)
@@ -128,8 +129,8 @@ def test_one_exchange_and_no_helper_column(data, other, stats_k):
     assert _exchanges(out) == 1 and sqlroute.PID_COL not in out.columns
     other_g = sb.group_by(other, "k", num_partitions=N, strategy="hash")
     spark = data.sparkSession
-    from sparkbalance.spark.grouped import COPARTITION_CONF
-    from sparkbalance.spark.placement import has_repartition_by_id
+    from sparkbalance.spark.sql.grouped import COPARTITION_CONF
+    from sparkbalance.spark.sql.placement import has_repartition_by_id
     if not has_repartition_by_id(data):  # Spark 3.5/4.0: refused unless the conf allows it
         spark.conf.set(COPARTITION_CONF, "true")
         with pytest.raises(RuntimeError, match=COPARTITION_CONF):

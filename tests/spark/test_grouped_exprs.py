@@ -15,7 +15,7 @@ from pyspark.testing import assertDataFrameEqual
 
 import sparkbalance as sb
 from sparkbalance import strategies
-from sparkbalance.spark import grouped
+from sparkbalance.spark.sql import grouped
 
 N = 4
 STRATEGIES = list(strategies.KEY_GROUPING)

@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 
 from sparkbalance import strategies
-from sparkbalance.spark import rdd as sbr
-from sparkbalance.spark.keystats import exact_counts
+from sparkbalance.spark.rdd import adapters as sbr
+from sparkbalance.spark.rdd.keystats import exact_counts
 
 N = 4
 

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from sparkbalance.spark.bridge import bridge_available, class_available
-from sparkbalance.spark.jobs import JOB_DESCRIPTION_PROPERTY, JOB_GROUP_PROPERTY
-from sparkbalance.spark.jvm_recorder import JvmTaskMetricsListener
-from sparkbalance.spark.listener import (
+from sparkbalance.spark.session.bridge import bridge_available, class_available
+from sparkbalance.spark.session.jobs import JOB_DESCRIPTION_PROPERTY, JOB_GROUP_PROPERTY
+from sparkbalance.spark.metrics.jvm_recorder import JvmTaskMetricsListener
+from sparkbalance.spark.metrics.listener import (
     Recorder,
     TaskMetricsListener,
     open_listener,
     sparkbalance_job_group,
 )
-from sparkbalance.spark.py4j_listener import SPARK_LISTENER_INTERFACE_METHODS, Py4jSparkListener
+from sparkbalance.spark.metrics.py4j_listener import SPARK_LISTENER_INTERFACE_METHODS, Py4jSparkListener
 from sparkbalance.stats.timeweights import completion_times, seconds_per_record_by_partition
 
 GROUP = "sparkbalance-test-listener"
@@ -76,7 +76,7 @@ def test_all_recorders_agree_on_the_same_job(spark):
     if not bridge_available(spark):
         pytest.skip("bridge jar not on spark.jars (run jvm_bridge/build.sh)")
     sc = spark.sparkContext
-    from sparkbalance.spark.py4j_listener import _json_encoder
+    from sparkbalance.spark.metrics.py4j_listener import _json_encoder
     if _json_encoder(sc) is None:  # Spark 3.5: no JsonProtocolOptions; 'json' is refused
         with pytest.raises(RuntimeError, match="decode='json'"):
             TaskMetricsListener(spark, GROUP, decode="json")
@@ -181,9 +181,9 @@ def test_detach_is_clean_and_idempotent(spark):
 
 
 def test_open_listener_logs_one_line_naming_the_recorder(spark, caplog):
-    with caplog.at_level(logging.INFO, logger="sparkbalance.spark.listener"):
+    with caplog.at_level(logging.INFO, logger="sparkbalance.spark.metrics.listener"):
         lst = open_listener(spark)
-    lines = [r for r in caplog.records if r.name == "sparkbalance.spark.listener"]
+    lines = [r for r in caplog.records if r.name == "sparkbalance.spark.metrics.listener"]
     assert len(lines) == 1
     assert lst.kind == ("jvm" if bridge_available(spark) else "py4j")
     assert isinstance(lst, Recorder)
@@ -205,7 +205,7 @@ def test_no_py4j_object_reaches_the_user(spark):
 def test_fit_partitioner_time_weights_reads_the_listener(spark):
     # fit_partitioner(weights="time") calls timeweights.time_weighted_stats/completion_times
     # with our records: the slow partition must get the largest t_i (Yang et al., TAG).
-    fit_partitioner = pytest.importorskip("sparkbalance.spark.rdd").fit_partitioner
+    fit_partitioner = pytest.importorskip("sparkbalance.spark.rdd.adapters").fit_partitioner
     from sparkbalance.routing.hash import HashPartitioner
 
     sc = spark.sparkContext
@@ -234,7 +234,7 @@ def test_dropped_events_are_counted_and_reported(spark, caplog):
     conf.set(key, "4")
     try:
         lst = TaskMetricsListener(spark, decode="accessors")
-        with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.recorder"):
+        with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.metrics.recorder"):
             with lst:
                 spark.range(0, 200, 1, 200).write.format("noop").mode("overwrite").save()
     finally:

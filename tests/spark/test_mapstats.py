@@ -12,8 +12,8 @@ import pytest
 import numpy as np
 
 from sparkbalance.routing.keygroups import GroupMapPartitioner, key_group, key_groups
-from sparkbalance.spark import mapstats
-from sparkbalance.spark import rdd as sbr
+from sparkbalance.spark.rdd import mapstats
+from sparkbalance.spark.rdd import adapters as sbr
 
 N = 4
 

@@ -11,8 +11,9 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from sparkbalance.spark import dataframe as sbdf
-from sparkbalance.spark import df_join, placement
+from sparkbalance.spark.sql import dataframe as sbdf
+from sparkbalance.spark.sql import join as df_join
+from sparkbalance.spark.sql import placement
 
 
 def test_python_murmur3_equals_sparks_hash(spark):

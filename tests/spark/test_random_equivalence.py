@@ -22,9 +22,9 @@ import pytest
 
 import sparkbalance as sb
 from sparkbalance import strategies
-from sparkbalance.spark import rdd as sbr
-from sparkbalance.spark.df_join import join_df
-from sparkbalance.spark.keystats import exact_counts
+from sparkbalance.spark.rdd import adapters as sbr
+from sparkbalance.spark.sql.join import join_df
+from sparkbalance.spark.rdd.keystats import exact_counts
 
 N = 4
 SEEDS = [101, 202]

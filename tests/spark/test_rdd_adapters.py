@@ -8,8 +8,8 @@ import pytest
 
 from sparkbalance import strategies
 from sparkbalance.routing.pkg import pkg_candidates
-from sparkbalance.spark import rdd as sbr
-from sparkbalance.spark.keystats import exact_counts, gather_key_stats, spacesaving_summary
+from sparkbalance.spark.rdd import adapters as sbr
+from sparkbalance.spark.rdd.keystats import exact_counts, gather_key_stats, spacesaving_summary
 
 N = 3
 # The hot key: PKG's two hashes coincide for 1/N of the keys (then PKG cannot split the key,
@@ -170,7 +170,7 @@ def test_bad_arguments(sc, call, exc, match):
 def test_install_is_opt_in_and_idempotent(sc):
     from pyspark import RDD
 
-    from sparkbalance.spark.install import RDD_METHODS, install, uninstall
+    from sparkbalance.spark.rdd.install import RDD_METHODS, install, uninstall
     uninstall()
     assert not hasattr(RDD, "balancedReduceByKey")
     names = install()

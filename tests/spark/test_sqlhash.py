@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from sparkbalance import hashing
 from sparkbalance.routing import home_partition as py_home
 from sparkbalance.routing import key_group as py_group
-from sparkbalance.spark import sqlhash
+from sparkbalance.spark.sql import hash_columns as sqlhash
 
 INT_RANGES = {"tinyint": 2 ** 7, "smallint": 2 ** 15, "int": 2 ** 31, "bigint": 2 ** 63}
 

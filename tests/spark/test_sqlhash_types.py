@@ -16,7 +16,7 @@ import pytest
 from sparkbalance import hashing
 from sparkbalance.routing import home_partition as py_home
 from sparkbalance.routing import key_group as py_group
-from sparkbalance.spark import sqlhash
+from sparkbalance.spark.sql import hash_columns as sqlhash
 
 _DOUBLES = [0.0, -0.0, 1.5, -1.5, 0.1, -0.1, 1 / 3, 123.456, 1e-310, 5e-324, -5e-324,
             2.2250738585072014e-308, 2.225073858507201e-308, 0.5 ** 1022, 4503599627370495.5,

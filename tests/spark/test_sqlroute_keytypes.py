@@ -17,9 +17,9 @@ import pytest
 
 from sparkbalance.routing.hash import home_partition
 from sparkbalance.routing.table import RoutingTablePartitioner
-from sparkbalance.spark import dataframe as sdf
-from sparkbalance.spark import sqlroute
-from sparkbalance.spark.sqlroute import NULL_PARTITION, PID_COL, with_partition_id
+from sparkbalance.spark.sql import dataframe as sdf
+from sparkbalance.spark.sql import route as sqlroute
+from sparkbalance.spark.sql.route import NULL_PARTITION, PID_COL, with_partition_id
 from sparkbalance.stats import KeyStats
 
 N = 4

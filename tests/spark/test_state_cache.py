@@ -6,7 +6,7 @@ locality: the scheduler places partition ``i``'s tasks on the executor caching t
 block ``i``, on Spark 3.5 as on 4.x.
 
 The rebased state reads its cached blocks through the block manager, not as a dependency
-(:func:`sparkbalance.state.checkpoint.rebased`), so the scheduler would not see where they
+(:func:`sparkbalance.state.durability.checkpoint.rebased`), so the scheduler would not see where they
 are. Two preferences name them: ``Rebased.getPreferredLocations`` (Spark 4.x only: on 3.5
 the override matches nothing) and the files' index RDD (``StateFiles.parts`` with
 ``near``), which the scheduler finds by walking narrow dependencies on both lines. Checked
@@ -19,7 +19,7 @@ import operator
 
 import pytest
 
-from sparkbalance.state.frame_rdds import frame_ops
+from sparkbalance.state.frames.rdds import frame_ops
 from sparkbalance.state.operator import KeyedStateOperator
 
 N_PARTS = 3
@@ -42,9 +42,9 @@ def _block_holders(sc, rdd_id: int, i: int) -> set[str]:
 
 
 def test_the_scheduler_places_each_partition_where_its_block_is_cached(sc, tmp_path):
-    from sparkbalance.state.manifest import read_manifest
-    from sparkbalance.state.statefiles import read_parts
-    from sparkbalance.state.store import store_for
+    from sparkbalance.state.durability.manifest import read_manifest
+    from sparkbalance.state.durability.state_files import read_parts
+    from sparkbalance.state.durability.store import store_for
 
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner="none",
                             checkpoint_dir=tmp_path / "ck")

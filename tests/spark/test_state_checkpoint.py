@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkbalance.state.manifest import MANIFEST, CheckpointError
+from sparkbalance.state.durability.manifest import MANIFEST, CheckpointError
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
 
 def _stream(n, seed=11):
@@ -137,8 +137,8 @@ def test_foreach_batch_under_writestream_is_exactly_once_across_restart(spark, t
 def test_hadoop_store_commits_atomically_and_reports_missing_files(sc, tmp_path, scheme):
     """The Hadoop store over file://; "s3a" takes the object-store branch (one create with
     overwrite instead of a rename) on the same local file system."""
-    from sparkbalance.state import manifest as ck
-    from sparkbalance.state.store import HadoopStore
+    from sparkbalance.state.durability import manifest as ck
+    from sparkbalance.state.durability.store import HadoopStore
     st = HadoopStore(sc, f"file://{tmp_path}/h")
     st.scheme = scheme
     st.mkdirs()
@@ -167,7 +167,7 @@ def _reference(batches):
 def test_a_pending_migration_is_saved_unmoved_and_moved_by_the_resume(sc, tmp_path, planner):
     """Decide a migration, checkpoint, crash, resume: the resumed operator moves it in its
     first batch's shuffle, and state and outputs stay those of plain Python."""
-    from sparkbalance.state import manifest as mf
+    from sparkbalance.state.durability import manifest as mf
     batches = _stream(12)
     ref, outs = _reference(batches)
     first = _op(sc, tmp_path, planner)
@@ -196,7 +196,7 @@ def test_a_pending_migration_is_saved_unmoved_and_moved_by_the_resume(sc, tmp_pa
 
 
 def _jobs_per_batch(sc, op, batches):
-    from sparkbalance.spark.jobs import sparkbalance_job_group
+    from sparkbalance.spark.session.jobs import sparkbalance_job_group
     tracker = sc.statusTracker()
     jobs, decided = [], []
     for t, b in enumerate(batches):

@@ -15,7 +15,7 @@ import operator
 import pytest
 
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
 N_PARTS = 3
 N_BATCHES = 20
@@ -110,7 +110,7 @@ def test_riding_migration_reads_the_state_in_one_map_task(sc, planner):
     executor (one on local[n]) beside the batch's own, not by one per state partition
     (those were launched before any batch task, for their cached blocks, and the batch
     waited a wave); the result stays exact."""
-    from sparkbalance.state.frame_rdds import frame_ops
+    from sparkbalance.state.frames.rdds import frame_ops
     if not frame_ops(sc).jvm:
         pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
@@ -142,8 +142,8 @@ def test_untouched_frames_bypass_python(sc):
     """With the bridge jar, the merge reads only the frames of the groups the batch
     touches: the JVM's summary (``U`` frame) counts every other key, unread."""
     from sparkbalance.routing.keygroups import key_group
-    from sparkbalance.state import frames as fr
-    from sparkbalance.state.frame_rdds import frame_ops
+    from sparkbalance.state.frames import format as fr
+    from sparkbalance.state.frames.rdds import frame_ops
     if not frame_ops(sc).jvm:
         pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
     op = KeyedStateOperator(sc, 2, update=operator.add, initial=0, planner="none")
@@ -167,7 +167,7 @@ def test_untouched_frames_bypass_python(sc):
 def test_riding_migration_in_small_chunks_is_exact(sc, monkeypatch, planner):
     """The map task carrying a migration writes its items in bounded chunks (here after
     every frame it reads): every key still arrives once, the state exact."""
-    from sparkbalance.state import riding
+    from sparkbalance.state.frames import route_chunks as riding
     monkeypatch.setattr(riding, "CARRY_CHUNK", 1)
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
                             theta=0.02, trigger="paper")
@@ -184,7 +184,7 @@ def test_riding_migration_in_small_chunks_is_exact(sc, monkeypatch, planner):
 def test_steady_merge_is_one_python_pass(sc):
     """With the bridge jar a batch reaches the merge as its routing shuffle's chunks: the
     merge stage runs one Python pass (the merge), not a grouping pass before it."""
-    from sparkbalance.state.frame_rdds import frame_ops
+    from sparkbalance.state.frames.rdds import frame_ops
     if not frame_ops(sc).jvm:
         pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
     assert frame_ops(sc).chunks
@@ -205,7 +205,7 @@ def test_a_bridge_without_chunk_frames_is_detected(sc):
     """A bridge jar older than R frames (no ``StateFrames.protocol``) reads as protocol 1,
     so the state keeps grouping the batch in Python (else the JVM would set aside the
     state of the batch's groups)."""
-    from sparkbalance.state.frame_rdds import _protocol
+    from sparkbalance.state.frames.rdds import _protocol
     assert _protocol(sc._jvm.java.lang.Math) == 1
 
 
@@ -213,7 +213,7 @@ def test_a_bridge_without_chunk_frames_is_detected(sc):
 def test_riding_merge_is_one_python_pass(sc, planner):
     """A batch that carries a migration reaches the merge as chunks too (the batch's and
     the carried state's): one Python pass in its merge stage, the state exact."""
-    from sparkbalance.state.frame_rdds import frame_ops
+    from sparkbalance.state.frames.rdds import frame_ops
     if not frame_ops(sc).chunks:
         pytest.skip("bridge jar not on spark.jars (jvm_bridge/build.sh)")
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,

@@ -17,15 +17,15 @@ import time
 import pytest
 from pyspark import StorageLevel
 
-from sparkbalance.state import checkpoint as ck
-from sparkbalance.state import manifest as mf
-from sparkbalance.state.checkpoint import restore_checkpoint
-from sparkbalance.state.manifest import MANIFEST, CheckpointError
-from sparkbalance.state.frame_rdds import frame_ops
-from sparkbalance.state.lease import LeaseError
+from sparkbalance.state.durability import checkpoint as ck
+from sparkbalance.state.durability import manifest as mf
+from sparkbalance.state.durability.checkpoint import restore_checkpoint
+from sparkbalance.state.durability.manifest import MANIFEST, CheckpointError
+from sparkbalance.state.frames.rdds import frame_ops
+from sparkbalance.state.durability.lease import LeaseError
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
-from sparkbalance.state.store import store_for
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.state.durability.store import store_for
 from sparkbalance.state.streaming import ReplayError
 
 

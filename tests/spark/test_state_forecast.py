@@ -9,7 +9,7 @@ import operator
 import numpy as np
 import pytest
 
-from sparkbalance.spark.jobs import next_job_id
+from sparkbalance.spark.session.jobs import next_job_id
 from sparkbalance.state.operator import KeyedStateOperator
 
 N = 4

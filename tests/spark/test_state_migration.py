@@ -9,10 +9,10 @@ import random
 import pytest
 
 from sparkbalance.routing.table import RoutingTable
-from sparkbalance.state import frames as fr
-from sparkbalance.state.frame_rdds import as_frames, frame_ops
-from sparkbalance.state.layout import TableLayout
-from sparkbalance.state.migration import migrate
+from sparkbalance.state.frames import format as fr
+from sparkbalance.state.frames.rdds import as_frames, frame_ops
+from sparkbalance.state.control.layout import TableLayout
+from sparkbalance.state.frames.migration import migrate
 
 N, KEYS, G = 4, 3000, 16
 

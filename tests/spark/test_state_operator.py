@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 
 #: 12 batches: "mixed" migrates in 10 of them on this stream and its layouts beat hash by
 #: a wide margin from batch 8 on (mean imbalance 1.06 vs 1.44); 20 only repeated that.
@@ -282,7 +282,7 @@ def test_the_bridge_selects_frames_in_the_jvm(sc):
     for selection; the test session has the jar whenever it was built."""
     from pathlib import Path
 
-    from sparkbalance.state.frame_rdds import frame_ops
+    from sparkbalance.state.frames.rdds import frame_ops
     jar = Path(__file__).resolve().parents[2] / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
     assert frame_ops(sc).jvm == jar.exists()
 
@@ -291,7 +291,7 @@ def test_the_bridge_selects_frames_in_the_jvm(sc):
 def test_migration_reads_only_the_touched_frames(sc, planner):
     """Only the frames that can hold a moving key reach a Python worker. The keys move in
     the shuffle of the batch after the decision, so a migration's record appears then."""
-    from sparkbalance.state import frames as fr
+    from sparkbalance.state.frames import format as fr
     op = KeyedStateOperator(sc, N_PARTS, update=operator.add, initial=0, planner=planner,
                             theta=0.02, trigger="paper")
     layouts = [op.layout]          # layouts[t]: the layout batch t is routed with
@@ -315,7 +315,7 @@ def test_migration_reads_only_the_touched_frames(sc, planner):
 
 def test_python_fallback_gives_the_same_state(sc, monkeypatch):
     """Without the bridge jar the same frames are selected in Python: same results."""
-    from sparkbalance.state.frame_rdds import FrameOps
+    from sparkbalance.state.frames.rdds import FrameOps
     batches = _stream(n_batches=4)
     ops = FrameOps(sc, jvm=False)
     monkeypatch.setattr("sparkbalance.state.operator.frame_ops", lambda sc: ops)

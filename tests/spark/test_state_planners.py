@@ -29,7 +29,7 @@ import pytest
 from sparkbalance import KeyedStateOperator
 from sparkbalance.state import state_planners
 from sparkbalance.strategies import get as get_strategy
-from sparkbalance.state.shifting import shifting_zipf_counts
+from sparkbalance.bench.shifting import shifting_zipf_counts
 
 #: 12 batches: every planner has migrated by then (measured on this stream, first
 #: migration at batch 0-9, 1-7 migrations each; correlation last, once at batch 9); the
@@ -336,14 +336,14 @@ def _warm_workers(sc, n: int) -> None:
     """Import the state modules in the Python workers first, so that no timed merge task
     pays a worker's start-up imports (seconds on a loaded box)."""
     def _imp(it):
-        import sparkbalance.state.frame_merge  # noqa: F401  (and the frame format)
+        import sparkbalance.state.frames.merge  # noqa: F401  (and the frame format)
         return [0]
     sc.parallelize(range(n), n).mapPartitions(_imp).collect()
 
 
 def _listener_cases() -> list:
     """(recorder, planner): both recorders, and both layout kinds (routing table, key groups)."""
-    from sparkbalance.spark.bridge import bridge_jar_path
+    from sparkbalance.spark.session.bridge import bridge_jar_path
     no_jar = pytest.mark.skipif(bridge_jar_path() is None,
                                 reason="bridge jar not built (jvm_bridge/build.sh)")
     return [pytest.param("py4j", "mixed", id="py4j-mixed"),
@@ -358,7 +358,7 @@ def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, 
     sees the imbalance and moves the slow keys off that partition (leaving the *record*
     counts unbalanced on purpose); the state stays exact."""
     from sparkbalance import TaskMetricsListener, open_listener
-    from sparkbalance.spark.bridge import bridge_available
+    from sparkbalance.spark.session.bridge import bridge_available
 
     n = 3
     if kind == "jvm" and not bridge_available(spark):

@@ -14,11 +14,11 @@ import operator
 
 import pytest
 
-from sparkbalance.state.frame_rdds import frame_ops
-from sparkbalance.state.manifest import read_manifest
+from sparkbalance.state.frames.rdds import frame_ops
+from sparkbalance.state.durability.manifest import read_manifest
 from sparkbalance.state.operator import KeyedStateOperator
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
-from sparkbalance.state.store import store_for
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.state.durability.store import store_for
 
 N_PARTS = 3
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from sparkbalance.spark import balance_log as bl
+from sparkbalance.spark.report import balance_log as bl
 
 
 def test_log_assigns_ids_time_and_summaries():

@@ -9,7 +9,7 @@ import pytest
 
 from sparkbalance.bench.workloads import (RunResult, batch_loads, busy_count, busy_work,
                                           make_batches, shifting_batches, zipf_records)
-from sparkbalance.state.shifting import shifting_zipf_counts
+from sparkbalance.bench.shifting import shifting_zipf_counts
 
 
 def test_one_batch_per_interval_is_the_state_modules_stream():

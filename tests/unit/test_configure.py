@@ -8,9 +8,9 @@ import pytest
 
 import sparkbalance
 from sparkbalance.__main__ import main
-from sparkbalance.spark import bridge
-from sparkbalance.spark.bridge import PLUGIN_CLASS, configure, jar_has_class
-from sparkbalance.spark.submit import pyfiles_zip, submit_args
+from sparkbalance.spark.session import bridge
+from sparkbalance.spark.session.bridge import PLUGIN_CLASS, configure, jar_has_class
+from sparkbalance.spark.session.submit import pyfiles_zip, submit_args
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +58,7 @@ def test_configure_adds_no_plugin_the_jar_does_not_hold(monkeypatch, tmp_path):
 def test_configure_without_a_jar_warns_and_changes_nothing(monkeypatch, tmp_path, caplog):
     monkeypatch.delenv("SPARKBALANCE_BRIDGE_JAR", raising=False)
     monkeypatch.setattr(bridge, "_PACKAGE_DIR", tmp_path / "sparkbalance")
-    with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.bridge"):
+    with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.session.bridge"):
         assert configure(_Builder())._options == {}
     assert "jar not found" in caplog.text
     assert sparkbalance.bridge_jar() is None
@@ -67,7 +67,7 @@ def test_configure_without_a_jar_warns_and_changes_nothing(monkeypatch, tmp_path
 def test_the_pyfiles_zip_holds_the_package_sources_only(tmp_path):
     path = pyfiles_zip(tmp_path / "sb.zip")
     names = zipfile.ZipFile(path).namelist()
-    assert "sparkbalance/__init__.py" in names and "sparkbalance/spark/rdd.py" in names
+    assert "sparkbalance/__init__.py" in names and "sparkbalance/spark/rdd/adapters.py" in names
     assert not any("__pycache__" in n or n.endswith((".pyc", ".jar")) for n in names)
     assert zipfile.ZipFile(pyfiles_zip(tmp_path / "b.zip")).read("sparkbalance/__init__.py") \
         == zipfile.ZipFile(path).read("sparkbalance/__init__.py")

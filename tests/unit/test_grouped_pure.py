@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparkbalance.spark.diagnose import BALANCED_ENOUGH, evaluate
+from sparkbalance.spark.diagnose.skew_report import BALANCED_ENOUGH, evaluate
 from sparkbalance.stats.groupcost import fit_group_cost, group_cost_stats
 from sparkbalance.stats.keystats import KeyStats
 

@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 from sparkbalance.routing import HashPartitioner, PKGPartitioner
-from sparkbalance.spark.key_errors import KeyGuard, KeyRoutingError
+from sparkbalance.spark.rdd.key_errors import KeyGuard, KeyRoutingError
 
 
 @pytest.mark.parametrize("key, kind", [({1, 2}, "set"), (object(), "object"),
@@ -44,7 +44,7 @@ def test_what_the_adapters_hand_pyspark_is_a_bound_method_that_pickles_with_its_
     import cloudpickle
 
     from sparkbalance.routing import partition_func
-    from sparkbalance.state.frame_moves import Carry, RidePartitioner
+    from sparkbalance.state.frames.moves import Carry, RidePartitioner
     f = HashPartitioner(8)
     route = partition_func(KeyGuard.of(f))
     assert isinstance(route, types.MethodType) and route.__self__.f is f

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from sparkbalance.spark.keystats import TopCounts
+from sparkbalance.spark.rdd.keystats import TopCounts
 from sparkbalance.stats.keystats import KeyStats
 
 

@@ -5,10 +5,10 @@ import logging
 
 import pytest
 
-from sparkbalance.spark import bridge
-from sparkbalance.spark.bridge import bridge_jar_path, session_builder_with_bridge, spark_context
-from sparkbalance.spark.py4j_listener import SPARK_LISTENER_INTERFACE_METHODS, quiet_py4j_callbacks
-from sparkbalance.spark.records import (
+from sparkbalance.spark.session import bridge
+from sparkbalance.spark.session.bridge import bridge_jar_path, session_builder_with_bridge, spark_context
+from sparkbalance.spark.metrics.py4j_listener import SPARK_LISTENER_INTERFACE_METHODS, quiet_py4j_callbacks
+from sparkbalance.spark.metrics.records import (
     StageRecord,
     TaskRecord,
     parse_executor_rows,
@@ -101,7 +101,7 @@ def test_session_builder_keeps_the_users_jars(monkeypatch, tmp_path):
 def test_session_builder_without_a_jar_warns_and_changes_nothing(monkeypatch, tmp_path, caplog):
     monkeypatch.delenv("SPARKBALANCE_BRIDGE_JAR", raising=False)
     monkeypatch.setattr(bridge, "_PACKAGE_DIR", tmp_path / "sparkbalance")
-    with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.bridge"):
+    with caplog.at_level(logging.WARNING, logger="sparkbalance.spark.session.bridge"):
         b = session_builder_with_bridge(_Builder())
     assert b._options == {} and "jar not found" in caplog.text
 

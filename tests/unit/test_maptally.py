@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from sparkbalance.spark.maptally import (HEAVY_FACTOR, TOP_KEYS, GroupTally, heavy_in_buckets,
+from sparkbalance.spark.rdd.maptally import (HEAVY_FACTOR, TOP_KEYS, GroupTally, heavy_in_buckets,
                                          key_bound, zero_tally)
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.routing.table import RoutingTablePartitioner
-from sparkbalance.spark import balance_log as bl
-from sparkbalance.spark import plan_report as pr
-from sparkbalance.state import report
+from sparkbalance.spark.report import balance_log as bl
+from sparkbalance.spark.report import plan_report as pr
+from sparkbalance.state.control import report
 from sparkbalance.stats.keystats import KeyStats
 
 STATS = KeyStats.from_counts({"hot": 10, "a": 2, "b": 2, "c": 2})

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sparkbalance.routing import HashPartitioner
-from sparkbalance.spark.rdd import fit_partitioner
+from sparkbalance.spark.rdd.adapters import fit_partitioner
 from sparkbalance.stats import KeyStats
 
 
@@ -79,7 +79,7 @@ def test_refusals_come_before_any_job():
 
 def test_no_strategy_is_the_registry_default(monkeypatch):
     from sparkbalance import strategies
-    from sparkbalance.spark import rdd as sbr
+    from sparkbalance.spark.rdd import adapters as sbr
     stats, _, _ = _stats_and_tasks()
     f = fit_partitioner(None, 2, stats=stats)
     # "auto": Mixed's table where it cuts the slowest partition, else plain hash

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from sparkbalance import strategies
 from sparkbalance.planning.correlation import CorrelationPlanner, series_imbalance
-from sparkbalance.state.controller import Controller, Measurement
-from sparkbalance.state.planners import initial_layout
-from sparkbalance.state.layout import GroupLayout
+from sparkbalance.state.control.controller import Controller, Measurement
+from sparkbalance.state.control.planners import initial_layout
+from sparkbalance.state.control.layout import GroupLayout
 
 
 def _measure(layout: GroupLayout, cost: np.ndarray) -> Measurement:

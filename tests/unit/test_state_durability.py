@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from sparkbalance.state import manifest as ck
-from sparkbalance.state.lease import LEASE, Lease, LeaseError
-from sparkbalance.state.rollback import Snapshot
-from sparkbalance.state.statefiles import check_files, frames_digest, part_name
-from sparkbalance.state.store import LocalStore, error_cause
+from sparkbalance.state.durability import manifest as ck
+from sparkbalance.state.durability.lease import LEASE, Lease, LeaseError
+from sparkbalance.state.durability.rollback import Snapshot
+from sparkbalance.state.durability.state_files import check_files, frames_digest, part_name
+from sparkbalance.state.durability.store import LocalStore, error_cause
 from sparkbalance.state.streaming import ReplayError, check_on_replay, replayed
 
 
@@ -246,7 +246,7 @@ class _FakeSC:
 def test_a_truncation_keeps_lent_local_checkpoints_until_the_last_borrower_goes():
     import gc
 
-    from sparkbalance.state.caching import BatchCache
+    from sparkbalance.state.frames.caching import BatchCache
 
     class Outputs:
         pass

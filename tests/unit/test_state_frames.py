@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from sparkbalance.routing.keygroups import key_group
 from sparkbalance.routing.table import RoutingTable
-from sparkbalance.state import frame_moves as fm
-from sparkbalance.state import frames as fr
-from sparkbalance.state.blocks import merge_blocks
-from sparkbalance.state.frame_merge import merge_partition
-from sparkbalance.state.layout import GroupLayout, TableLayout
-from sparkbalance.state.window import StateFold
+from sparkbalance.state.frames import moves as fm
+from sparkbalance.state.frames import format as fr
+from sparkbalance.state.frames.blocks import merge_blocks
+from sparkbalance.state.frames.merge import merge_partition
+from sparkbalance.state.control.layout import GroupLayout, TableLayout
+from sparkbalance.state.frames.window import StateFold
 
 G = 8
 
@@ -215,7 +215,7 @@ def test_riding_state_in_chunks_merges_as_the_ride_block():
     ``Carry``, listing the groups of the entries they carry) merge exactly as the one
     ``(block, carried)`` B frame of :func:`frame_moves.ride_block`."""
     import pickle
-    from sparkbalance.state.framed import move_of
+    from sparkbalance.state.frames.framed_state import move_of
     src = TableLayout(2, 2)
     movers = [k for k in range(80) if src.fn(k) == 0][:12]
     dst = TableLayout(2, 2, RoutingTable({k: 1 for k in movers}))

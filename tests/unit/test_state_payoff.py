@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparkbalance.state.controller import Controller, Measurement
-from sparkbalance.state.layout import TableLayout
-from sparkbalance.state.payoff import PayoffModel
+from sparkbalance.state.control.controller import Controller, Measurement
+from sparkbalance.state.control.layout import TableLayout
+from sparkbalance.state.control.payoff import PayoffModel
 from sparkbalance.routing.table import RoutingTable
 
 
@@ -94,7 +94,7 @@ def test_hysteresis_and_payoff_keep_migrations_near_the_real_shifts(trigger):
     migration the plan leaves λ ≈ 1 + θ_plan. Merge time = 0.3 s + 4 ms per unit of the
     slowest load; a migration costs 0.2 s. The paper's trigger re-fires on noise; the payoff
     trigger fires about once per shift."""
-    from sparkbalance.state.controller import Decision
+    from sparkbalance.state.control.controller import Decision
     theta, rng = 0.08, np.random.default_rng(3)
     c = Controller("mixed", theta, trigger=trigger)
     migrations, balanced, residual = 0, False, 0.0

@@ -12,15 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkbalance.routing.table import RoutingTable
-from sparkbalance.state import manifest as ck
-from sparkbalance.state.blocks import group_block, merge_blocks
-from sparkbalance.state.controller import Controller
-from sparkbalance.state.planners import initial_layout, state_planners, state_strategy
+from sparkbalance.state.durability import manifest as ck
+from sparkbalance.state.frames.blocks import group_block, merge_blocks
+from sparkbalance.state.control.controller import Controller
+from sparkbalance.state.control.planners import initial_layout, state_planners, state_strategy
 from sparkbalance.state.inputs import check_pairs
-from sparkbalance.state.layout import GroupLayout, TableLayout
-from sparkbalance.state.shifting import batch_records, shifting_zipf_counts
+from sparkbalance.state.control.layout import GroupLayout, TableLayout
+from sparkbalance.bench.shifting import batch_records, shifting_zipf_counts
 from sparkbalance.state.streaming import already_applied, check_batch_id
-from sparkbalance.state.window import StateFold, check_window
+from sparkbalance.state.frames.window import StateFold, check_window
 
 
 # ----------------------------------------------------------------------------- window
@@ -281,7 +281,7 @@ def test_shifting_stream_shifts_the_hot_partition():
 
 
 def test_store_for_picks_local_or_hadoop_and_rejects_bad_dirs(tmp_path):
-    from sparkbalance.state.store import LocalStore, store_for
+    from sparkbalance.state.durability.store import LocalStore, store_for
     st = store_for(None, str(tmp_path / "c"))
     assert isinstance(st, LocalStore)
     st.mkdirs()
@@ -322,7 +322,7 @@ def test_a_format_3_manifest_still_reads(tmp_path):
 
 
 def test_pending_migration_round_trip_and_refusals(tmp_path):
-    from sparkbalance.state.controller import Decision
+    from sparkbalance.state.control.controller import Decision
     old = TableLayout(2, 2, RoutingTable({"a": 1}, version=1))
     new = TableLayout(2, 2, RoutingTable({"a": 0, "b": 1}, version=2))
     d = Decision(new, 1.0, 2, 30.0, 0.01, True, 2, frozenset({"a", "b"}))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkbalance.state.window import StateFold
+from sparkbalance.state.frames.window import StateFold
 
 # one key's batches: (present?, values) per batch seq
 _batches = st.lists(st.tuples(st.booleans(), st.lists(st.integers(-50, 50), min_size=1,

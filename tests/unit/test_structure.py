@@ -42,7 +42,7 @@ MAX_LINES = 400
 LONG_BECAUSE = re.compile(r"^\s*Long because:", re.MULTILINE)
 FORBIDDEN_CITATION = re.compile(r"\bseeds?\s+0\d*\b|\bissue[\s#-]*\d+\b", re.IGNORECASE)
 
-# The package is being restructured (registry package, spark/bridge.py, planning/split.py,
+# The package is being restructured (registry package, spark/session/bridge.py, planning/split.py,
 # bench/, ...); these marks record what fails before the restructuring branches merge.
 # The lead removes each mark once its check passes on main.
 

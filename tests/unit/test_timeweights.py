@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkbalance.spark.records import TaskRecord
+from sparkbalance.spark.metrics.records import TaskRecord
 from sparkbalance.stats.keystats import KeyStats
 from sparkbalance.stats.timeweights import (
     completion_times,

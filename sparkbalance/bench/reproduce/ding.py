@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...planning.intervals import (SSM, ConsistentHashing, MTMAware, StormDefault,
+from sparkbalance.planning.intervals import (SSM, ConsistentHashing, MTMAware, StormDefault,
                                    transition_matrix)
-from .common import format_rows, line_plot
+from sparkbalance.bench.reproduce.common import format_rows, line_plot
 
 __all__ = ["run", "scenario", "replay"]
 

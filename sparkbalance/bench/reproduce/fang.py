@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...planning import LLFD, MinTable, Mixed, Readj, Workload, compact
-from ...planning.synthetic import fluctuate, zipf_counts, zipf_workload
-from .common import format_rows, line_plot
+from sparkbalance.planning import LLFD, MinTable, Mixed, Readj, Workload, compact
+from sparkbalance.planning.synthetic import fluctuate, zipf_counts, zipf_workload
+from sparkbalance.bench.reproduce.common import format_rows, line_plot
 
 __all__ = ["run", "simulate", "hash_max_min", "compact_error"]
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ...routing.hash import HashPartitioner
-from ...routing.pkg import PKGPartitioner
-from ...routing.pkg_baselines import (OffGreedyPartitioner, OnGreedyPartitioner,
+from sparkbalance.routing.hash import HashPartitioner
+from sparkbalance.routing.pkg import PKGPartitioner
+from sparkbalance.routing.pkg_baselines import (OffGreedyPartitioner, OnGreedyPartitioner,
                                       PoTCPartitioner, ProbingPKGPartitioner)
-from .common import format_rows, line_plot
+from sparkbalance.bench.reproduce.common import format_rows, line_plot
 
 __all__ = ["run", "imbalance_fraction", "zipf_stream", "lognormal_stream", "PAPER_TABLE2"]
 

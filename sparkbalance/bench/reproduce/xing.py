@@ -25,14 +25,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...planning.correlation import (GlobalCorrelation, LLFPlacement, PairwiseCorrelation,
+from sparkbalance.planning.correlation import (GlobalCorrelation, LLFPlacement, PairwiseCorrelation,
                                      RandomPlacement)
-from ...planning.correlation.layout import Layout
-from ...planning.correlation.pairwise import redistribute
-from ...planning.correlation.simulate import (connected_assignment, on_off_workload,
+from sparkbalance.planning.correlation.layout import Layout
+from sparkbalance.planning.correlation.pairwise import redistribute
+from sparkbalance.planning.correlation.simulate import (connected_assignment, on_off_workload,
                                               random_assignment, simulate,
                                               square_wave_workload)
-from .common import format_rows, line_plot
+from sparkbalance.bench.reproduce.common import format_rows, line_plot
 
 __all__ = ["run", "PAPER_TABLE3", "PAPER_GLOBAL_SECONDS", "PAPER_PAIR_SECONDS"]
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ...routing.choices import ChoicesPartitioner
-from ...routing.hash import HashPartitioner
-from ...routing.pkg import PKGPartitioner
-from ...routing.tag import TimeAwarePartitioner
-from .common import format_rows, line_plot
-from .nasir import zipf_stream
+from sparkbalance.routing.choices import ChoicesPartitioner
+from sparkbalance.routing.hash import HashPartitioner
+from sparkbalance.routing.pkg import PKGPartitioner
+from sparkbalance.routing.tag import TimeAwarePartitioner
+from sparkbalance.bench.reproduce.common import format_rows, line_plot
+from sparkbalance.bench.reproduce.nasir import zipf_stream
 
 __all__ = ["run", "time_loads"]
 

@@ -24,7 +24,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * metrics system (after {@code DriverPlugin.init}); later registrations would not show.
  */
 public final class BalanceMetrics {
-  /** Listener queue of {@code sparkbalance.spark.listener} (its {@code LISTENER_QUEUE}). */
+  /** Listener queue of {@code sparkbalance.spark.metrics.listener} (its {@code LISTENER_QUEUE}). */
   public static final String LISTENER_QUEUE = "sparkbalance";
 
   private final Counter records, plans, migrations, keysMoved, bytesMoved;

@@ -9,7 +9,7 @@ import org.apache.spark.api.plugin.SparkPlugin;
 /**
  * The sparkbalance Spark plugin: a metrics source, a "Balance" UI tab and balance records in
  * the event log. Enable with {@code spark.plugins=io.sparkbalance.bridge.BalancePlugin} and the
- * bridge jar on {@code spark.jars} (Python: {@code sparkbalance.spark.balance_log.configure}).
+ * bridge jar on {@code spark.jars} (Python: {@code sparkbalance.spark.report.balance_log.configure}).
  *
  * <p>Python pushes one record per balanced operation with {@link #post(String)}: one py4j
  * call carrying the whole record as JSON (never one call per key or per partition). The driver
@@ -51,7 +51,7 @@ public class BalancePlugin implements SparkPlugin {
   /**
    * Record one balanced operation.
    *
-   * @param json one JSON object (the fields are listed in {@code sparkbalance/spark/balance_log.py});
+   * @param json one JSON object (the fields are listed in {@code sparkbalance/spark/report/balance_log.py});
    *     an {@code "id"} field is kept, a missing one is assigned
    * @return the record's id, or -1 when no SparkContext with the plugin is running
    * @throws IllegalArgumentException when {@code json} is not a JSON object

@@ -10,7 +10,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * Read-only view of one balance record (a JSON object written by
- * {@code sparkbalance/spark/balance_log.py}); absent fields read as null / empty.
+ * {@code sparkbalance/spark/report/balance_log.py}); absent fields read as null / empty.
  *
  * <p>Loads are in the planner's cost unit (records, or seconds when the listener turned counts
  * into time). {@code max_*}/{@code avg_*} default to the max and mean of {@code loads_*}, so

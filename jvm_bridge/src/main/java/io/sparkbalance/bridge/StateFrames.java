@@ -19,7 +19,7 @@ import scala.Tuple2;
  * JVM-side operations on the keyed state's frames, so that Spark never ships the
  * untouched state through a Python worker.
  *
- * <p>The keyed state ({@code sparkbalance/state/frames.py}) is an RDD of {@code byte[]}
+ * <p>The keyed state ({@code sparkbalance/state/frames/format.py}) is an RDD of {@code byte[]}
  * frames: byte 0 is a tag ({@code 'S'} state sub-block, {@code 'B'} batch block,
  * {@code 'O'} outputs, {@code 'T'} statistics), bytes 1-4 the key group (big-endian
  * int32), the rest Python data this class never reads. Both operations are narrow: no

@@ -19,11 +19,11 @@ import org.apache.spark.scheduler.TaskInfo;
 /**
  * Records finished tasks, stage attempts and executors as flat rows inside the JVM.
  *
- * <p>The Python facade ({@code sparkbalance.spark.jvm_recorder.JvmTaskMetricsListener}) reads
+ * <p>The Python facade ({@code sparkbalance.spark.metrics.jvm_recorder.JvmTaskMetricsListener}) reads
  * them as one tab-separated String per call ({@link #tasksSince(int)},
  * {@link #stagesTsv()}, {@link #executorsTsv()}), so a snapshot costs one py4j round
  * trip however many tasks ran (each element of a py4j array would be one trip).
- * Column order must match {@code sparkbalance/spark/records.py}. Strings are escaped
+ * Column order must match {@code sparkbalance/spark/metrics/records.py}. Strings are escaped
  * (backslash, tab, newline); a null string is written as {@code \N}.
  *
  * <p>Events of one listener-bus queue are delivered by one thread; readers run on

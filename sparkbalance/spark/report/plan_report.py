@@ -1,0 +1,351 @@
+"""One balance record and one log line per RDD or DataFrame plan.
+
+A balanced operation (``sb.repartition``, ``sb.group_by``, ``sb.join_df``, the RDD
+adapters, ``sb.fit_partitioner``) is wrapped by :func:`reported`: its Spark jobs carry a
+description naming it (:func:`sparkbalance.spark.session.jobs.operation_jobs`), and when it planned
+(:func:`fit` or :func:`plan_groups`, called where the adapters fit) one record goes to
+:func:`sparkbalance.spark.report.balance_log.post` (the Spark UI's "Balance" tab when the plugin
+runs) and one INFO line to the ``sparkbalance`` logger::
+
+    sparkbalance: repartition(user_id, 8, mixed): mixed (RoutingTablePartitioner),
+    imbalance 3.41 -> 1.02 (LB 1.00), table 17, 0 keys rerouted, plan 0.004 s, 0.9 s in all,
+    jobs [3]
+
+Loads are the planner's cost per key (records, or seconds with ``weights="time"``) summed
+per partition: *before* under the partition function in use (``current``, else Spark's
+stable hash), *after* under the fitted function. LB, the lower bound of Fang et al. §3
+for key grouping, is ``max(total / n, largest key cost)``: no plan that keeps a key on one
+partition can do better. A splitting strategy (Nasir et al.) routes records, not keys, so
+its record has no loads after and LB ``total / n``. Nested operations report once (the
+outermost). Keys rerouted (``keys_rerouted``) are the keys ``current`` and the new function
+place differently; they are not a state migration (no ``keys_moved``).
+"""
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from sparkbalance import strategies
+from sparkbalance.routing.base import PartitionFunction
+from sparkbalance.routing.hash import HashPartitioner
+from sparkbalance.spark.report.balance_log import post
+from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
+
+__all__ = ["reported", "fit", "plan_groups", "plan_split", "plan_record", "plan_log_line"]
+
+_LOG = logging.getLogger("sparkbalance")
+
+# What the running operation planned (filled by fit / plan_groups), None outside one.
+_FACTS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "sparkbalance_plan_facts", default=None)
+
+
+# ----------------------------------------------------------------------- planning hooks
+def fit(name: str, stats: Any, num_partitions: int, *, current: PartitionFunction | None = None,
+        **params: Any) -> PartitionFunction:
+    """:func:`sparkbalance.strategies.fit`, timed and noted for the running operation's record.
+
+    Examples
+    --------
+    >>> from sparkbalance.stats.keystats import KeyStats
+    >>> fit("mixed", KeyStats.from_counts({"a": 5, "b": 1}), 2).num_partitions
+    2
+    """
+    t0 = time.perf_counter()
+    f = strategies.fit(name, stats, num_partitions, current=current, **params)
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.update(strategy=name, f=f, stats=stats, current=current,
+                     plan_seconds=time.perf_counter() - t0)
+    return f
+
+
+def plan_groups(sizes: Any, num_partitions: int, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    """:func:`sparkbalance.strategies.auto.plan_groups` (the zero-pass plan of key groups
+    from map-output sizes), timed and noted for the running operation's record.
+
+    Examples
+    --------
+    >>> f, d = plan_groups([6, 6, 1, 1], 2)
+    >>> f.owner_of_group.tolist(), d["balanced"]
+    ([0, 1, 0, 1], True)
+    """
+    from sparkbalance.strategies.auto import plan_groups as plan
+
+    t0 = time.perf_counter()
+    f, info = plan(sizes, num_partitions, **kwargs)
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.update(strategy="auto", f=f, group_sizes=np.asarray(sizes, dtype=np.float64),
+                     plan_seconds=time.perf_counter() - t0,
+                     extra={"balanced": bool(info.get("balanced")),
+                            "predicted_gain": info.get("gain")})
+    return f, info
+
+
+def plan_split(stats: Any, num_partitions: int, **kwargs: Any) -> Any:
+    """:func:`sparkbalance.planning.split.plan_split` (the join's hot-key split), timed and
+    noted for the running operation's record: loads before under Spark's stable hash of the
+    same keys, loads after as planned, LB ``total / n`` (pieces of a key spread).
+
+    Examples
+    --------
+    >>> from sparkbalance.stats.keystats import KeyStats
+    >>> p = plan_split(KeyStats.from_counts({"a": 6, "b": 1, "c": 1}), 2, threshold=0.5)
+    >>> sorted(len(v) for v in p.pieces.values())[-1] > 1   # "a" is cut into pieces
+    True
+    """
+    from sparkbalance.planning.split import plan_split as plan
+
+    t0 = time.perf_counter()
+    p = plan(stats, num_partitions, **kwargs)
+    facts = _FACTS.get()
+    if facts is not None:
+        n = int(num_partitions)
+        cost = np.asarray(p.cost, dtype=np.float64)
+        split = sum(1 for v in p.pieces.values() if len(v) > 1)
+        facts.update(strategy="split", f=p.base, plan_seconds=time.perf_counter() - t0,
+                     record={"num_partitions": n, "planner": type(p).__name__,
+                             "table_size": len(p.pieces), "layout": p.summary(),
+                             "loads_before": _loads(p.base.assign(p.keys), cost, n),
+                             "loads_after": np.asarray(p.loads, dtype=np.float64).tolist(),
+                             "lower_bound": float(cost.sum()) / n,
+                             "keys_split": split})
+    return p
+
+
+# ----------------------------------------------------------------------- the record
+def _loads(assign: np.ndarray, cost: np.ndarray, n: int) -> list[float]:
+    return np.bincount(assign, weights=cost, minlength=n)[:n].tolist()
+
+
+def _table_size(f: Any) -> tuple[int, str | None]:
+    table = getattr(f, "table", None)
+    if table is not None:
+        return len(table), f"routing table, {len(table)} entries"
+    groups = getattr(f, "owner_of_group", None)
+    if groups is not None:
+        return len(groups), f"{len(groups)} key groups"
+    return 0, None
+
+
+def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
+                current: PartitionFunction | None = None,
+                group_sizes: np.ndarray | None = None) -> dict[str, Any]:
+    """Loads before/after, LB, table size and rerouted keys of a fitted ``f`` (record fields).
+
+    Parameters
+    ----------
+    f : the fitted partition function.
+    num_partitions : n.
+    stats : the KeyStats it was fitted on (None: a plan without statistics).
+    current : the partition function in use before (None: stable hash).
+    group_sizes : for a zero-pass plan, the measured size of each key group of ``f``.
+
+    Examples
+    --------
+    >>> from sparkbalance.stats.keystats import KeyStats
+    >>> s = KeyStats.from_counts({"a": 6, "b": 2, "c": 2})
+    >>> from sparkbalance.routing.table import RoutingTablePartitioner
+    >>> r = plan_record(RoutingTablePartitioner(2, {"a": 0, "b": 1, "c": 1}), 2, stats=s)
+    >>> r["loads_after"], r["lower_bound"], r["table_size"]
+    ([6.0, 4.0], 6.0, 3)
+    """
+    n = int(num_partitions)
+    size, layout = _table_size(f)
+    rec: dict[str, Any] = {"num_partitions": n, "planner": type(f).__name__,
+                           "table_size": size}
+    if layout is not None:
+        rec["layout"] = layout
+    if group_sizes is not None:  # zero-pass: records per key group, counted by the map tasks
+        w = np.asarray(group_sizes, dtype=np.float64)
+        from sparkbalance.strategies.auto import plain_owner
+        rec["loads_before"] = _loads(plain_owner(w.shape[0], n), w, n)  # hash placement
+        rec["loads_after"] = _loads(np.asarray(f.owner_of_group, dtype=np.int64), w, n)
+        rec["lower_bound"] = max(float(w.sum()) / n, float(w.max(initial=0.0)))
+        return rec
+    if stats is None or len(stats) == 0:
+        return rec
+    cost = np.asarray(stats.cost, dtype=np.float64)
+    before = current if current is not None and not current.splits_keys else HashPartitioner(n)
+    where_before = before.assign(stats.keys)
+    rec["loads_before"] = _loads(where_before, cost, before.num_partitions)
+    if f.splits_keys:  # records of one key spread at run time: LB of a perfect split
+        rec["lower_bound"] = float(cost.sum()) / n
+        return rec
+    where_after = f.assign(stats.keys)
+    rec["loads_after"] = _loads(where_after, cost, n)
+    rec["lower_bound"] = max(float(cost.sum()) / n, float(cost.max(initial=0.0)))
+    if current is not None and not current.splits_keys:
+        rec["keys_rerouted"] = int(np.count_nonzero(where_before != where_after))
+    return rec
+
+
+def _ratio(peak: Any, mean: Any) -> float | None:
+    return float(peak) / float(mean) if peak is not None and mean else None
+
+
+def plan_log_line(rec: dict[str, Any]) -> str:
+    """The INFO line of a plan record: strategy, imbalance before -> after, LB, table size,
+    keys rerouted or moved, seconds, Spark jobs.
+
+    Examples
+    --------
+    >>> plan_log_line({"operation": "repartition", "label": "repartition(k, 2, mixed)",
+    ...                "strategy": "mixed", "planner": "RoutingTablePartitioner",
+    ...                "max_before": 8.0, "avg_before": 5.0, "max_after": 6.0, "avg_after": 5.0,
+    ...                "lower_bound": 6.0, "table_size": 3, "plan_seconds": 0.002})
+    'sparkbalance: repartition(k, 2, mixed): mixed (RoutingTablePartitioner), imbalance 1.60 -> 1.20 (LB 1.20), table 3, plan 0.002 s'
+    """
+    def fmt(x: float | None) -> str:
+        return "?" if x is None else f"{x:.2f}"
+
+    mean = rec.get("avg_after") or rec.get("avg_before")
+    parts = [f"{rec.get('strategy')} ({rec.get('planner')})",
+             f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
+             f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))} "
+             f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})",
+             f"table {rec.get('table_size', 0)}"]
+    if rec.get("keys_rerouted") is not None:
+        parts.append(f"{rec['keys_rerouted']} keys rerouted")
+    if rec.get("keys_moved") is not None:
+        parts.append(f"{rec['keys_moved']} keys / {rec.get('bytes_moved', 0):.0f} B moved")
+    if rec.get("plan_seconds") is not None:
+        parts.append(f"plan {rec['plan_seconds']:.3g} s")
+    if rec.get("seconds") is not None:
+        parts.append(f"{rec['seconds']:.3g} s in all")
+    if rec.get("job_ids"):
+        parts.append(f"jobs {rec['job_ids']}")
+    label = rec.get("label") or rec.get("operation")
+    return f"{DESCRIPTION_PREFIX}{label}: " + ", ".join(parts)
+
+
+# ----------------------------------------------------------------------- the wrapper
+def _context(data: Any) -> Any:
+    for get in (lambda d: d.context, lambda d: d.sparkSession.sparkContext):
+        try:
+            sc = get(data)
+        except Exception:  # not an RDD / no SparkContext (Spark Connect)
+            continue
+        if getattr(sc, "_jsc", None) is not None:
+            return sc
+    return None
+
+
+def _strategy_name(data: Any, strategy: Any) -> str:
+    if isinstance(strategy, PartitionFunction):
+        return type(strategy).__name__
+    try:
+        from sparkbalance.spark.session import conf
+        return str(conf.resolve(data, "strategy", strategy))
+    except Exception:  # a bad name is the adapter's error to raise, with its message
+        return str(strategy)
+
+
+def _column_label(c: Any) -> str:
+    """A key column as the user wrote it: a name, or a ``Column``'s expression."""
+    if isinstance(c, str):
+        return c
+    jc = getattr(c, "_jc", None)
+    try:
+        return str(jc.toString()) if jc is not None else str(c)
+    except Exception:  # a Connect column has no _jc; its repr names it
+        return str(c)
+
+
+def _label(operation: str, kind: str, bound: inspect.BoundArguments) -> tuple[str, str, str]:
+    args = bound.arguments
+    data = next(iter(args.values()))
+    cols = args.get("cols") or args.get("on")
+    key = (", ".join(map(_column_label, cols)) if isinstance(cols, (list, tuple))
+           else _column_label(cols)) if cols else "key"
+    n = args.get("num_partitions")
+    if n is None and isinstance(args.get("strategy"), PartitionFunction):
+        n = args["strategy"].num_partitions
+    if n is None:
+        try:
+            from sparkbalance.spark.session import conf
+            n = (conf.default_partitions(data) if kind == "dataframe"
+                 else data._defaultReducePartitions())
+        except Exception:
+            n = "default"
+    strategy = _strategy_name(data, args.get("strategy"))
+    return f"{operation}({key}, {n}, {strategy})", key, strategy
+
+
+def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], Callable]:
+    """Decorate a balanced operation: label its jobs, post its plan's record, log one line.
+
+    The decorated function's first argument is the RDD or DataFrame; its ``num_partitions``,
+    ``strategy`` and key columns (``cols`` or ``on``) name the operation. A call inside
+    another reported operation is that operation's part (no record, no label of its own).
+
+    Parameters
+    ----------
+    operation : the name shown ("repartition", "reduce_by_key", ...).
+    kind : record kind, "rdd" or "dataframe"; None: by the first argument's type.
+
+    Examples
+    --------
+    >>> @reported("partition_by")
+    ... def partition_by(rdd, num_partitions, strategy=None):
+    ...     return rdd
+    >>> partition_by([("a", 1)], 2, "hash")
+    [('a', 1)]
+    """
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if current_operation() is not None:
+                return fn(*args, **kwargs)
+            try:
+                label, key, strategy = _label(operation, kind or "rdd",
+                                              sig.bind(*args, **kwargs))
+            except TypeError:  # bad arguments: the function raises its own error
+                return fn(*args, **kwargs)
+            sc = _context(args[0]) if args else None
+            kind_ = kind if kind is not None else (
+                "dataframe" if hasattr(args[0], "sparkSession") else "rdd")
+            first = next_job_id(sc) if sc is not None else None
+            facts: dict[str, Any] = {}
+            token = _FACTS.set(facts)
+            t0 = time.perf_counter()
+            description = f"{DESCRIPTION_PREFIX}key statistics for {label}"
+            try:
+                with operation_jobs(sc, label, description):  # sc None: the label only
+                    out = fn(*args, **kwargs)
+            finally:
+                _FACTS.reset(token)
+            if "f" in facts:
+                _report(sc, kind_, operation, label, key, facts, first, description,
+                        time.perf_counter() - t0)
+            return out
+        return run
+    return decorate
+
+
+def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dict[str, Any],
+            first: int | None, description: str, seconds: float) -> None:
+    f = facts["f"]
+    try:
+        rec = dict(facts["record"]) if "record" in facts else plan_record(f, f.num_partitions, stats=facts.get("stats"),
+                          current=facts.get("current"), group_sizes=facts.get("group_sizes"))
+    except Exception as exc:  # reporting must never fail the user's operation
+        _LOG.debug("no loads for the %s record: %r", label, exc)
+        rec = {"num_partitions": f.num_partitions, "planner": type(f).__name__}
+    last = next_job_id(sc) if first is not None else None
+    rec.update(facts.get("extra") or {})
+    rec.update(kind=kind, operation=operation, label=label, key=key,
+               strategy=facts["strategy"], plan_seconds=facts["plan_seconds"],
+               seconds=seconds, description=description,
+               job_ids=list(range(first, last)) if last is not None else [])
+    rec = post(sc, rec)
+    _LOG.info("%s", plan_log_line(rec))

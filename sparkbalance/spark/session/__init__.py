@@ -1,0 +1,2 @@
+"""Session plumbing: the JVM bridge jar, the ``spark.sparkbalance.*`` configuration, job labels
+and the ``spark-submit`` arguments."""

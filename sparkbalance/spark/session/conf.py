@@ -1,0 +1,243 @@
+"""The ``spark.sparkbalance.*`` configuration keys: names, defaults, parsing and resolution.
+
+One small table (:data:`KEYS`) maps a short name to its Spark conf key and default; every
+adapter (RDD, DataFrame, keyed state) resolves a setting the same way:
+
+    explicit argument  >  the session's conf key  >  the default of the table
+
+* ``strategy``: ``spark.sparkbalance.strategy``, default
+  :data:`sparkbalance.strategies.DEFAULT_STRATEGY` (RDD and DataFrame adapters);
+* ``planner``: ``spark.sparkbalance.planner``, the keyed state's planner, same default;
+* ``theta``: ``spark.sparkbalance.theta``, θ_max (Fang et al. §3), default 0.08;
+* ``max_table``: ``spark.sparkbalance.maxTable``, A_max (Fang et al. §4), default 3000;
+* ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics;
+* ``window``: ``spark.sparkbalance.window``, batches of state kept per key, unset: all;
+* ``max_keys``: ``spark.sparkbalance.maxKeys``, keys the statistics list with exact counts
+  (the rest are summed in totals), default 100,000; ``all`` lists every distinct key.
+
+``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
+routing-table planners) and to the keyed state; :func:`resolve_strategy` adds them to those
+strategies' parameters and refuses unknown parameters (``TypeError``) before any Spark job
+runs. ``docs/configuration.md`` has the table for users.
+
+Examples
+--------
+>>> resolve(None, "strategy", "hash")      # explicit wins, no session needed
+'hash'
+>>> resolve(None, "sample_fraction", None) is None
+True
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from sparkbalance import strategies
+from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
+
+__all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
+           "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "DEFAULT_MAX_KEYS",
+           "FROM_CONF", "read", "resolve", "resolve_strategy", "resolve_sample_fraction",
+           "resolve_max_keys", "default_partitions"]
+
+#: Keys the statistics list with exact counts unless told otherwise; the rest are summed,
+#: so the driver's memory is bounded whatever the number of distinct keys.
+DEFAULT_MAX_KEYS: int = 100_000
+
+
+def _number(value: str) -> float:
+    return float(value)
+
+
+def _count(value: str) -> int:
+    # "3000" and "3e3" both mean 3000 entries
+    return int(float(value))
+
+
+def _max_keys(value: str) -> int:
+    # "all": every distinct key (0 here, as None would read as "unset")
+    return 0 if value.strip().lower() == "all" else _count(value)
+
+
+class _FromConf:
+    """The default of a ``max_keys`` argument: the conf key, else :data:`DEFAULT_MAX_KEYS`."""
+
+    def __repr__(self) -> str:
+        return "FROM_CONF"
+
+
+#: Sentinel default: "read ``spark.sparkbalance.maxKeys``" (None already means every key).
+FROM_CONF: Any = _FromConf()
+
+
+@dataclass(frozen=True)
+class ConfKey:
+    """One ``spark.sparkbalance.*`` setting: its conf key, default and parser of the text."""
+
+    key: str
+    default: Any          # a value, or a zero-argument callable read at resolve time
+    parse: Callable[[str], Any]
+    doc: str
+
+
+KEYS: Mapping[str, ConfKey] = {
+    "strategy": ConfKey("spark.sparkbalance.strategy", lambda: strategies.DEFAULT_STRATEGY, str,
+                        "strategy of the RDD and DataFrame adapters when the caller names none"),
+    "planner": ConfKey("spark.sparkbalance.planner", "mixed", str,
+                       "planner of the keyed state (KeyedStateOperator) when not given"),
+    "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, _number,
+                     "θ_max, the imbalance tolerated before re-planning (Fang et al. §3)"),
+    "max_table": ConfKey("spark.sparkbalance.maxTable", DEFAULT_MAX_TABLE, _count,
+                         "A_max, the routing-table size bound (Fang et al. §4)"),
+    "sample_fraction": ConfKey("spark.sparkbalance.sampleFraction", None, _number,
+                               "statistics on a Bernoulli sample of this fraction "
+                               "(unset: exact)"),
+    "window": ConfKey("spark.sparkbalance.window", None, _count,
+                      "keyed state: batches of state kept per key (unset: all batches)"),
+    "max_keys": ConfKey("spark.sparkbalance.maxKeys", DEFAULT_MAX_KEYS, _max_keys,
+                        "statistics: the heaviest keys listed with exact counts, the rest "
+                        "summed ('all': every distinct key)"),
+}
+CONF_STRATEGY: str = KEYS["strategy"].key
+CONF_PLANNER: str = KEYS["planner"].key
+CONF_THETA: str = KEYS["theta"].key
+CONF_MAX_TABLE: str = KEYS["max_table"].key
+CONF_SAMPLE_FRACTION: str = KEYS["sample_fraction"].key
+CONF_WINDOW: str = KEYS["window"].key
+CONF_MAX_KEYS: str = KEYS["max_keys"].key
+#: Strategy parameters a table-kind strategy takes from the conf (parameter -> KEYS name).
+_TABLE_PARAMS = ("theta", "max_table")
+
+
+def _raw(spark_or_df: Any, key: str) -> str | None:
+    """The conf value of ``key`` (None when unset or empty, or when there is no session).
+
+    Accepts a DataFrame, a SparkSession, an RDD or a SparkContext; for the last two the
+    active session's runtime conf is read (``spark.conf.set`` lands there), else the
+    context's launch conf.
+    """
+    obj = spark_or_df
+    if obj is None:
+        return None
+    session = getattr(obj, "sparkSession", None)  # DataFrame
+    if session is None and hasattr(obj, "conf") and hasattr(obj, "sparkContext"):
+        session = obj  # SparkSession
+    try:
+        if session is None:
+            from pyspark.sql import SparkSession
+            session = SparkSession.getActiveSession()
+        if session is not None:
+            value = session.conf.get(key, None)
+        else:
+            sc = getattr(obj, "context", obj)  # RDD -> SparkContext
+            value = sc.getConf().get(key, None)
+    except Exception:  # pragma: no cover - conf access failures mean "unset"
+        return None
+    return None if value in (None, "") else value
+
+
+def _entry(name: str) -> ConfKey:
+    try:
+        return KEYS[name]
+    except KeyError:
+        raise ValueError(f"conf setting {name!r}; expected one of {', '.join(KEYS)}") from None
+
+
+def read(spark_or_df: Any, name: str) -> Any:
+    """The parsed conf value of setting ``name`` (see :data:`KEYS`), or None when unset.
+
+    Examples
+    --------
+    >>> spark.conf.set("spark.sparkbalance.theta", "0.1")   # doctest: +SKIP
+    >>> read(spark, "theta")                                # doctest: +SKIP
+    0.1
+    """
+    entry = _entry(name)
+    text = _raw(spark_or_df, entry.key)
+    if text is None:
+        return None
+    try:
+        return entry.parse(text)
+    except ValueError:
+        raise ValueError(f"{entry.key}={text!r}; expected a number") from None
+
+
+def resolve(spark_or_df: Any, name: str, explicit: Any = None) -> Any:
+    """``explicit`` if given, else the conf value of ``name``, else its default.
+
+    Examples
+    --------
+    >>> resolve(None, "strategy", None)     # no session: the registry default
+    'auto'
+    """
+    if explicit is not None:
+        return explicit
+    value = read(spark_or_df, name)
+    if value is None:
+        default = _entry(name).default
+        return default() if callable(default) else default   # the registry's, read now
+    return value
+
+
+def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str, Any]
+                     ) -> tuple[strategies.Strategy, dict[str, Any]]:
+    """The strategy record and its parameters, conf included, checked before any job.
+
+    Table-kind strategies take ``theta`` / ``max_table`` from the conf unless given;
+    unknown parameters raise ``TypeError`` (:func:`sparkbalance.strategies.check_params`),
+    unknown names ``ValueError``.
+
+    Examples
+    --------
+    >>> spec, params = resolve_strategy(None, "mintable", {"theta": 0.1})
+    >>> spec.kind, params
+    ('table', {'theta': 0.1})
+    """
+    spec = strategies.get(resolve(spark_or_df, "strategy", strategy))
+    params = dict(params)
+    if spec.kind == "table":
+        for name in _TABLE_PARAMS:
+            if name not in params:
+                value = read(spark_or_df, name)
+                if value is not None:
+                    params[name] = value
+    strategies.check_params(spec.name, params)
+    return spec, params
+
+
+def resolve_sample_fraction(spark_or_df: Any, explicit: float | None) -> float | None:
+    """The statistics sample fraction in ``(0, 1)``, or None for exact statistics.
+
+    Examples
+    --------
+    >>> resolve_sample_fraction(None, 0.25), resolve_sample_fraction(None, 1.0)
+    (0.25, None)
+    """
+    fraction = resolve(spark_or_df, "sample_fraction", explicit)
+    if fraction is None:
+        return None
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) \
+            or not 0.0 < float(fraction) <= 1.0:
+        raise ValueError(f"sample_fraction={fraction!r}; expected 0 < fraction <= 1")
+    return None if float(fraction) == 1.0 else float(fraction)
+
+
+def resolve_max_keys(spark_or_df: Any, explicit: Any = FROM_CONF) -> int | None:
+    """``max_keys`` for a statistics call: ``explicit`` unless it is :data:`FROM_CONF`, else
+    ``spark.sparkbalance.maxKeys`` (``all``: None, every key), else the default.
+
+    Examples
+    --------
+    >>> resolve_max_keys(None, 50), resolve_max_keys(None, None), resolve_max_keys(None)
+    (50, None, 100000)
+    """
+    if explicit is not FROM_CONF:
+        return explicit
+    value = resolve(spark_or_df, "max_keys")
+    return None if value == 0 else value
+
+
+def default_partitions(spark_or_df: Any) -> int:
+    """``spark.sql.shuffle.partitions`` (Spark's default 200 when unset)."""
+    return int(_raw(spark_or_df, "spark.sql.shuffle.partitions") or 200)

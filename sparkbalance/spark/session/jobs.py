@@ -1,0 +1,162 @@
+"""Labelling sparkbalance's own Spark jobs: job groups, descriptions, job ids.
+
+sparkbalance runs jobs of its own (statistics, planning probes, profiled batches, state
+migrations) under a job group, so the Spark UI names them and a task recorder created with
+that group (:func:`sparkbalance.spark.metrics.listener.open_listener`) records only them.
+
+Every such job also carries a description saying what it is for ("sparkbalance: key
+statistics for repartition(user_id, 64, mixed)"): a balanced operation runs inside
+:func:`operation_jobs`, which sets the description only (the caller's job group stays, so
+listeners filtering on the user's group keep seeing the shuffle's map stage) and names the
+operation; a job group opened inside it (:func:`sparkbalance_job_group`) appends that name
+to its own description. Both restore the caller's local properties on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Iterator
+
+from sparkbalance.spark.session.bridge import spark_context
+
+__all__ = ["JOB_GROUP_PROPERTY", "JOB_DESCRIPTION_PROPERTY", "DESCRIPTION_PREFIX",
+           "sparkbalance_job_group", "operation_jobs", "current_operation", "next_job_id"]
+
+#: Local property Spark uses for ``SparkContext.setJobGroup`` (SparkContext.SPARK_JOB_GROUP_ID).
+JOB_GROUP_PROPERTY = "spark.jobGroup.id"
+#: Local property holding the job description shown in the UI (SparkContext.SPARK_JOB_DESCRIPTION).
+JOB_DESCRIPTION_PROPERTY = "spark.job.description"
+# setJobGroup also sets this one (SparkContext.SPARK_JOB_INTERRUPT_ON_CANCEL); restored too.
+_JOB_INTERRUPT_PROPERTY = "spark.job.interruptOnCancel"
+#: Every description sparkbalance gives its jobs starts with this.
+DESCRIPTION_PREFIX = "sparkbalance: "
+
+# The balanced operation running in this thread/context (its label), None outside one.
+_OPERATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "sparkbalance_operation", default=None)
+
+
+def current_operation() -> str | None:
+    """Label of the balanced operation running in this context (None outside one).
+
+    Examples
+    --------
+    >>> current_operation() is None
+    True
+    """
+    return _OPERATION.get()
+
+
+def _describe(description: str) -> str:
+    """``description``, followed by "for <operation>" when one is running."""
+    op = _OPERATION.get()
+    return description if op is None or op in description else f"{description} for {op}"
+
+
+# id(JavaSparkContext) -> (it, the DAGScheduler's job counter) of each context read so far.
+_NEXT_JOB: dict[int, tuple[Any, Any]] = {}
+
+
+def next_job_id(sc: Any) -> int | None:
+    """The id the next Spark job of ``sc`` will get (None when it cannot be read).
+
+    Spark numbers jobs consecutively per application (``DAGScheduler.nextJobId``), so the
+    ids between two readings are the jobs submitted in between, known at once (the status
+    store learns of jobs asynchronously, through the listener bus).
+
+    Examples
+    --------
+    >>> next_job_id(None) is None
+    True
+    """
+    try:
+        sc = spark_context(sc)
+        counter = _NEXT_JOB.get(id(sc._jsc))
+        if counter is None or counter[0] is not sc._jsc:
+            value = sc._jsc.sc().dagScheduler().nextJobId()
+            if isinstance(value, int):   # py4j hands some versions an int: not kept
+                return value
+            # The scheduler's AtomicInteger (a py4j object on Spark 3.5 and 4.x), kept per
+            # context: reading it is then one py4j call, not four (twice per batch).
+            counter = _NEXT_JOB[id(sc._jsc)] = (sc._jsc, value)
+        return int(counter[1].get())
+    except Exception:  # no JVM (Spark Connect, a stopped context) or an internal API change
+        return None
+
+
+@contextlib.contextmanager
+def operation_jobs(sc: Any, label: str, description: str) -> Iterator[str]:
+    """Run the block as balanced operation ``label``; its jobs carry ``description``.
+
+    Sets the job description only (the caller's job group and interrupt flag stay) and
+    restores the caller's description on exit, also on an exception. Nested calls keep the
+    outer operation (its label and description).
+
+    Examples
+    --------
+    >>> with operation_jobs(spark, "repartition(k, 8, mixed)",
+    ...                     "key statistics for repartition(k, 8, mixed)"):  # doctest: +SKIP
+    ...     stats = key_stats(df, "k")
+    """
+    if _OPERATION.get() is not None:
+        yield _OPERATION.get()
+        return
+    token = _OPERATION.set(label)
+    try:
+        sc = spark_context(sc)
+        old = sc.getLocalProperty(JOB_DESCRIPTION_PROPERTY)
+    except Exception:  # Spark Connect: no SparkContext, nothing to label
+        sc = None
+    try:
+        if sc is not None:
+            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, _describe(description))
+        yield label
+    finally:
+        _OPERATION.reset(token)
+        if sc is not None:
+            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, old)
+
+
+@contextlib.contextmanager
+def sparkbalance_job_group(sc: Any, name: str, description: str | None = None) -> Iterator[str]:
+    """Label the jobs run inside the block with job group ``name``; restore the old label after.
+
+    The caller's own job group, description and interrupt flag are put back on exit (also
+    on an exception). Local properties are per thread in PySpark (pinned thread mode), so
+    this labels the calling thread only.
+
+    Parameters
+    ----------
+    sc : SparkContext or SparkSession
+    name : str
+        Job group id (non-empty).
+    description : str, optional
+        Job description shown in the Spark UI (defaults to ``name``); inside
+        :func:`operation_jobs` followed by "for <operation>". sparkbalance's own
+        descriptions start with :data:`DESCRIPTION_PREFIX`.
+
+    Yields
+    ------
+    str
+        ``name``.
+
+    Examples
+    --------
+    >>> with sparkbalance_job_group(spark, "sparkbalance-stats"):  # doctest: +SKIP
+    ...     rdd.count()
+    >>> spark.sparkContext.getLocalProperty(JOB_GROUP_PROPERTY) is None  # doctest: +SKIP
+    True
+    """
+    if not name:
+        raise ValueError(f"name={name!r}; expected a non-empty job group id")
+    sc = spark_context(sc)
+    keys = (JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY, _JOB_INTERRUPT_PROPERTY)
+    old = {k: sc.getLocalProperty(k) for k in keys}
+    sc.setJobGroup(name, _describe(description if description is not None else name))
+    try:
+        yield name
+    finally:
+        for k, v in old.items():
+            # setLocalProperty(k, None) removes the property on the JVM side.
+            sc.setLocalProperty(k, v)

@@ -1,0 +1,209 @@
+"""Per-key statistics of a DataFrame, by one Spark SQL aggregation (no Python UDF).
+
+The DataFrame counterpart of :mod:`sparkbalance.spark.rdd.keystats` (the RDD one): distinct
+non-null keys and their record counts, exact or on a Bernoulli sample scaled up by
+``1 / fraction`` (Horvitz-Thompson). A multi-column key is the Python tuple of its values,
+a BINARY value is ``bytes``, so the keys hash exactly as the rows do in
+:mod:`sparkbalance.spark.sql.hash_columns`. Rows with a null key column are left out: they cannot be
+hashed and always go to one fixed partition.
+
+The driver's memory is bounded independently of the number of keys: the aggregation runs in
+the JVM and only the ``max_keys`` heaviest keys come back (Spark's ``TakeOrderedAndProject``:
+each task keeps its own top ``max_keys``, the driver merges those). Their counts are exact
+(sampled: estimated); the records of all other keys and the number of distinct keys come back
+as two totals (:attr:`KeyStats.tail_count`, :attr:`KeyStats.num_distinct`), computed only when
+the key space exceeds ``max_keys``, by a second job that scans the keys without a shuffle
+(a row count and Spark's HyperLogLog++ ``approx_count_distinct``, relative error
+:data:`DISTINCT_RSD`).
+
+Examples
+--------
+>>> s = key_stats(df, "user")                                   # doctest: +SKIP
+>>> s.top(3)                                                    # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+
+import numpy as np
+
+from sparkbalance.stats.keystats import KeyStats
+from sparkbalance.spark.sql import hash_columns as sqlhash
+# DEFAULT_MAX_KEYS (100,000; spark.sparkbalance.maxKeys): beyond that a routing table would
+# not fit a SQL literal anyway, and the tail of a larger key space hashes evenly.
+from sparkbalance.spark.session.conf import DEFAULT_MAX_KEYS, FROM_CONF, resolve_max_keys
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "KeyCounts", "SAMPLE_SEED",
+           "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
+
+#: Seed of sampled statistics: the same sample, hence the same plan, on every run.
+SAMPLE_SEED: int = 17
+#: Relative standard deviation of the distinct-key count of a truncated listing.
+DISTINCT_RSD: float = 0.01
+_N = "__sb_n"
+
+
+class KeyCounts(NamedTuple):
+    """What one statistics aggregation returns: listed keys, their counts, the rest."""
+
+    keys: list
+    counts: np.ndarray
+    #: Records of the keys not listed (0 when every key is).
+    tail_count: float
+    #: Distinct non-null keys (of the sample, when sampled; approximate when truncated).
+    num_distinct: float
+
+
+def _check_max_keys(max_keys: int | None) -> int | None:
+    if max_keys is None:
+        return None
+    if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
+        raise ValueError(f"max_keys={max_keys!r}; expected an int >= 1 or None (every key)")
+    return max_keys
+
+
+def _py_value(v: Any) -> Any:
+    """A collected key value as a hashable Python key: ARRAY values come back as lists
+    (tuples here, as the routing takes them), BINARY as bytearray (bytes)."""
+    if isinstance(v, bytearray):
+        return bytes(v)
+    if isinstance(v, list):
+        return tuple(_py_value(x) for x in v)
+    if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
+        return tuple(_py_value(x) for x in v)  # a struct (Row) holding arrays
+    return v
+
+
+def key_array(keys: list) -> np.ndarray:
+    """Keys as the array :class:`KeyStats` takes: ``int64`` when all are ints, else objects.
+
+    Examples
+    --------
+    >>> key_array([(1, "a"), (2, "b")])[0]
+    (1, 'a')
+    """
+    if keys and all(type(k) is int for k in keys):
+        return np.asarray(keys, dtype=np.int64)
+    out = np.empty(len(keys), dtype=object)
+    for i, k in enumerate(keys):  # element-wise: tuples must stay tuples
+        out[i] = k
+    return out
+
+
+def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | None = None,
+               max_keys: int | None = FROM_CONF) -> KeyCounts:
+    """The heaviest ``max_keys`` non-null keys of ``df`` over ``cols``, their record counts
+    and the totals of the rest (one job; a second, shuffle-free one when there are more keys).
+
+    ``max_keys=None`` collects every distinct key (driver memory grows with the key space).
+    Keys come heaviest first, ties in key order, so the listing is deterministic.
+
+    Examples
+    --------
+    >>> key_counts(spark.createDataFrame([(1,), (1,)], "k int"), ["k"])   # doctest: +SKIP
+    KeyCounts(keys=[1], counts=array([2.]), tail_count=0.0, num_distinct=1.0)
+    """
+    from pyspark.sql import functions as F
+    cols = sqlhash.check_key_columns(df, cols)
+    max_keys = _check_max_keys(resolve_max_keys(df, max_keys))
+    src = df.select(*cols).where(~sqlhash.any_null(df, cols))
+    if sample_fraction is not None:
+        src = src.sample(withReplacement=False, fraction=sample_fraction, seed=SAMPLE_SEED)
+    agg = src.groupBy(*cols).agg(F.count(F.lit(1)).alias(_N))
+    if max_keys is None:
+        rows = agg.collect()
+    else:
+        # One more than asked: fewer than max_keys + 1 rows means every key is listed.
+        rows = agg.orderBy(F.col(_N).desc(), *cols).limit(max_keys + 1).collect()
+    truncated = max_keys is not None and len(rows) > max_keys
+    rows = rows[:max_keys] if truncated else rows
+    single = len(cols) == 1
+    keys = [(_py_value(r[0]) if single else tuple(_py_value(v) for v in r[:-1])) for r in rows]
+    counts = np.fromiter((r[-1] for r in rows), dtype=np.float64, count=len(rows))
+    tail, distinct = 0.0, float(len(rows))
+    if truncated:
+        refs = [sqlhash.column_ref(src, c) for c in cols]
+        key = refs[0] if single else F.struct(*refs)
+        total = src.agg(F.count(F.lit(1)).alias("records"),
+                        F.approx_count_distinct(key, DISTINCT_RSD).alias("keys")).first()
+        tail = max(0.0, float(total["records"]) - float(counts.sum()))
+        distinct = max(float(total["keys"]), float(len(rows)) + 1.0)
+    if sample_fraction is not None:
+        # Horvitz-Thompson scale-up to the whole data (the distinct count stays the sample's:
+        # a lower bound of the data's)
+        counts = counts / sample_fraction
+        tail = tail / sample_fraction
+    return KeyCounts(keys, counts, tail, distinct)
+
+
+def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
+              max_keys: int | None = FROM_CONF) -> KeyStats:
+    """Per-key record counts of ``df`` over key ``cols`` (null keys left out).
+
+    One aggregation over the data (or over a Bernoulli sample of ``sample_fraction``, with
+    counts scaled by ``1 / sample_fraction``). A multi-column key is a Python tuple. Only the
+    ``max_keys`` heaviest keys are listed; the others are summed in ``tail_count`` and
+    ``num_distinct`` counts all (see :func:`key_counts`).
+
+    Examples
+    --------
+    >>> s = key_stats(spark.createDataFrame([(1,), (1,), (2,)], "k int"), "k")  # doctest: +SKIP
+    >>> sorted(s.as_dict().items())                                            # doctest: +SKIP
+    [(1, 2.0), (2, 1.0)]
+    """
+    kc = key_counts(df, cols, sample_fraction, max_keys)
+    return KeyStats(key_array(kc.keys), kc.counts, tail_count=kc.tail_count,
+                    num_distinct=kc.num_distinct)
+
+
+def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
+               sample_fraction: float | None = None, max_keys: int | None = FROM_CONF
+               ) -> KeyStats:
+    """Keys of both join sides; counts = left + right rows, cost = those + output rows.
+
+    The output of key k is ``left(k) * right(k)`` rows, the work a skewed join piles on one
+    partition; two aggregation jobs (one per side). With bounded statistics a key listed on
+    one side only is in the other side's tail there: it counts that tail's mean rows per key,
+    capped at the lightest key listed on that side (0 when that side lists every key), so a
+    hot key of one side still carries its output estimate.
+
+    Examples
+    --------
+    >>> s = join_stats(clicks, users, ["user"])     # doctest: +SKIP
+    >>> s.cost[0] == s.counts[0] + l0 * r0          # doctest: +SKIP
+    """
+    lk, lc, lt, ld = key_counts(left, on, sample_fraction, max_keys)
+    rk, rc, rt, rd = key_counts(right, on, sample_fraction, max_keys)
+    index: dict[Any, int] = {}
+    keys: list = []
+    for k in lk + rk:
+        if k not in index:
+            index[k] = len(keys)
+            keys.append(k)
+    lv = np.full(len(keys), tail_mean(lc, lt, ld))
+    rv = np.full(len(keys), tail_mean(rc, rt, rd))
+    lv[[index[k] for k in lk]] = lc
+    rv[[index[k] for k in rk]] = rc
+    return KeyStats(key_array(keys), lv + rv, cost=lv + rv + lv * rv, tail_count=lt + rt)
+
+
+def tail_mean(counts: np.ndarray, tail_count: float, num_distinct: float) -> float:
+    """Estimated rows of one unlisted key: the tail's mean, at most the lightest listed key.
+
+    Examples
+    --------
+    >>> tail_mean(np.array([9.0, 5.0]), 12.0, 6.0)
+    3.0
+    >>> tail_mean(np.array([9.0, 2.0]), 12.0, 3.0)
+    2.0
+    >>> tail_mean(np.array([9.0]), 0.0, 1.0)
+    0.0
+    """
+    unlisted = num_distinct - len(counts)
+    if tail_count <= 0 or unlisted <= 0:
+        return 0.0
+    mean = tail_count / unlisted
+    return float(min(mean, counts.min())) if len(counts) else float(mean)

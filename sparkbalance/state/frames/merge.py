@@ -1,0 +1,221 @@
+"""The merge of one batch into one partition of the keyed state, frame by frame.
+
+A partition's state frames (:mod:`sparkbalance.state.frames.format`) and the batch's ``B`` frame
+meet in one Python task; only the key groups the batch touches, whose window expires,
+which hold several frames, or which a riding migration
+(:class:`~sparkbalance.state.frames.moves.Move`) changes are decoded and re-pickled —
+every other frame passes through as bytes. The fold itself is :func:`sparkbalance.state.frames.blocks.merge_blocks`.
+
+Pure Python (no pyspark): runs inside executors and in unit tests.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from sparkbalance.routing.keygroups import key_groups
+from sparkbalance.state.frames.blocks import merge_blocks
+from sparkbalance.state.frames.moves import Move, gather
+from sparkbalance.state.frames.format import (TAG_BATCH, TAG_CHUNK, TAG_GROUPS, TAG_OUTPUTS, TAG_STATE, TAG_STATS,
+                     Header, chunk_records, data_frame, frame_block, frame_index,
+                     frame_payload, header, state_frame, union_block)
+from sparkbalance.state.frames.window import StateFold
+
+__all__ = ["merge_partition"]
+
+
+def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
+                    num_groups: int, per_group: bool, watch: frozenset | None = None,
+                    move: Move | None = None, chunked: bool = False) -> Iterator[bytes]:
+    """Merge the batch block into the state frames of partition ``pid``.
+
+    ``frames``: the partition's ``S`` frames and exactly one ``B`` frame (the batch,
+    ``{key: [values]}``, or ``(block, carried)`` from :func:`ride_block` when a migration
+    rides in the batch's shuffle). Yields the new ``S`` frames, then one ``O`` frame (the
+    ``(key, output)`` list) and one ``T`` frame: statistics ``(pid, keys, cost, memory,
+    nkeys, total_bytes, moved_out, moved_in, bytes_in)`` per key, or ``(pid, None,
+    cost[g], memory[g], ...)`` per group when ``per_group``. Per key, only the keys of the
+    batch and the keys in ``watch`` (the routing table's: a planner may move them with zero
+    cost) are listed; ``None`` lists every key. A group is re-pickled only when the batch
+    has keys of it, its window expires, it has several frames, or state left or arrived;
+    any other frame passes through as it is (its index is read only if it may hold a
+    watched key).
+
+    ``chunked``: the batch arrives as the ``R`` frames of its routing shuffle (any
+    number, none when no record was routed here) instead of one ``B`` frame; they are
+    grouped here, values of a key in the order they arrive, and the items of a riding
+    migration among them (keyed by :class:`~.frame_moves.Carry`) are the carried ones.
+
+    ``move`` (a migration riding in this batch): the entries (frames) of the marked frames
+    that leave ``pid`` are dropped (``moved_out``), the carried ones arriving here are
+    taken in (``moved_in`` keys of ``bytes_in`` Σ S(k), counted before the batch folds into
+    them). Both counts come from this result-stage task, so a retried task is counted once.
+
+    Examples
+    --------
+    >>> f = StateFold(update=lambda s, v: s + v, initial=0)
+    >>> out = list(merge_partition(0, [data_frame(TAG_BATCH, {"a": [1, 2]})], f, 0, 4, False))
+    >>> [chr(x[0]) for x in out], frame_payload(out[1])
+    (['S', 'O', 'T'], [('a', 3)])
+    """
+    by_group: dict[int, list[tuple[bytes, Header]]] = defaultdict(list)
+    batch: dict | None = {} if chunked else None
+    carried: list = []
+    for f in frames:
+        h = header(f)
+        if h.tag == TAG_STATE:
+            by_group[h.group].append((f, h))
+        elif h.tag == TAG_CHUNK and chunked:
+            gather(chunk_records(f, h), batch, carried)   # records, and riding state
+        elif h.tag == TAG_BATCH and not chunked:
+            if batch is not None:
+                raise RuntimeError(f"partition {pid} received two batch blocks; expected one")
+            batch = frame_payload(f)
+            if isinstance(batch, tuple):
+                batch, carried = batch
+        elif h.tag == TAG_GROUPS:
+            continue          # for the JVM's divert; the Python fallback sees it too
+        else:
+            raise RuntimeError(f"partition {pid} holds a {chr(h.tag)!r} frame in its state")
+    if batch is None:
+        raise RuntimeError(f"partition {pid} received no batch block; expected exactly one")
+    # Entries decoded in this pass outside the batch fold: the stays of frames that lost
+    # entries, and the arrivals (routing table). Their groups are re-pickled.
+    extra: dict[int, dict] = {}
+    moved_out = moved_in = 0
+    bytes_in = 0.0
+    if move is not None:
+        for g in [g for g in by_group if move.marked(pid, g)]:
+            kept: list[tuple[bytes, Header]] = []
+            for f, h in by_group[g]:
+                if move.g2p is not None:
+                    if int(move.g2p[g]) != pid:
+                        moved_out += h.nkeys
+                    else:
+                        kept.append((f, h))
+                    continue
+                block = frame_block(f, h)
+                if move.leaving is not None:
+                    n = len(block)
+                    for k in move.leaving.get((pid, g), ()):
+                        block.pop(k, None)
+                    stays = block
+                    moved_out += n - len(stays)
+                else:
+                    fn = move.fn
+                    stays = {k: e for k, e in block.items() if fn(k) == pid}
+                    moved_out += len(block) - len(stays)
+                _add_entries(extra, g, stays, pid)
+            if kept:
+                by_group[g] = kept
+            else:
+                del by_group[g]
+        arrivals: dict = {}
+        for item in carried:
+            if item[0] == "f":
+                f = item[1]
+                h = header(f)
+                by_group[h.group].append((f, h))
+                moved_in += h.nkeys
+                bytes_in += h.nbytes
+            else:
+                _, k, e = item
+                if k in arrivals:
+                    raise RuntimeError(f"key {k!r} arrived twice at partition {pid}; the "
+                                       "migration is inconsistent")
+                arrivals[k] = e
+                moved_in += 1
+                bytes_in += float(e[1])
+        if arrivals:
+            akeys = list(arrivals)
+            for k, g in zip(akeys, key_groups(akeys, num_groups).tolist()):
+                _add_entries(extra, g, {k: arrivals[k]}, pid)
+    elif carried:
+        raise RuntimeError(f"partition {pid} received {len(carried)} migrating items but no "
+                           "migration rides in this batch")
+    bkeys = list(batch)
+    bgroups = key_groups(bkeys, num_groups).tolist() if bkeys else []
+    batch_of: dict[int, dict] = defaultdict(dict)
+    for k, g in zip(bkeys, bgroups):
+        batch_of[g][k] = batch[k]
+    expire_before = None if fold.window is None else seq - fold.window
+    watch_groups = None
+    if watch is not None and not per_group:
+        watch_groups = set(key_groups(list(watch), num_groups).tolist()) if watch else set()
+    outputs: list = []
+    s_keys: list = []
+    s_cost: list = []
+    s_mem: list = []
+    g_cost = np.zeros(num_groups) if per_group else None
+    g_mem = np.zeros(num_groups) if per_group else None
+    nkeys, total = 0, 0.0
+    for g in sorted(set(by_group) | set(batch_of) | set(extra)):
+        fhs = by_group.get(g, [])
+        fs = [f for f, _ in fhs]
+        bsub = batch_of.get(g)
+        expiring = expire_before is not None and any(0 <= h.oldest <= expire_before
+                                                     for _, h in fhs)
+        if bsub is None and not expiring and len(fs) == 1 and g not in extra:
+            h = fhs[0][1]
+            yield fs[0]
+            nkeys += h.nkeys
+            total += h.nbytes
+            if per_group:
+                g_mem[g] += h.nbytes
+            elif watch_groups is None or g in watch_groups:
+                keys, sizes = frame_index(fs[0], h)
+                if watch_groups is not None:
+                    sel = [i for i, k in enumerate(keys) if k in watch]
+                    keys, sizes = [keys[i] for i in sel], sizes[sel]
+                s_keys.extend(keys)
+                s_cost.append(np.zeros(len(keys)))
+                s_mem.append(sizes)
+            continue
+        block = union_block(fs, g) if fs else {}
+        more = extra.get(g)
+        if more:
+            both = block.keys() & more.keys()
+            if both:
+                raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} are stored twice in "
+                                   f"key group {g} of partition {pid}; the state layout is "
+                                   "inconsistent")
+            block.update(more)
+        block, outs, (_, keys, c, mem, nk) = merge_blocks(pid, block, bsub or {}, fold, seq)
+        outputs.extend(outs)
+        if block:
+            yield state_frame(g, block)
+        nkeys += nk
+        total += float(mem.sum())
+        if per_group:
+            g_cost[g] += c.sum()
+            g_mem[g] += mem.sum()
+        else:
+            if watch is not None:
+                sel = [i for i, k in enumerate(keys) if c[i] > 0 or k in watch]
+                keys, c, mem = [keys[i] for i in sel], c[sel], mem[sel]
+            s_keys.extend(keys)
+            s_cost.append(c)
+            s_mem.append(mem)
+    yield data_frame(TAG_OUTPUTS, outputs, nkeys=len(outputs))
+    moved = (moved_out, moved_in, bytes_in)
+    if per_group:
+        stats = (pid, None, g_cost, g_mem, nkeys, total) + moved
+    else:
+        stats = (pid, s_keys, np.concatenate(s_cost) if s_cost else np.zeros(0),
+                 np.concatenate(s_mem) if s_mem else np.zeros(0), nkeys, total) + moved
+    yield data_frame(TAG_STATS, stats, nkeys=nkeys)
+
+
+def _add_entries(extra: dict[int, dict], g: int, entries: dict, pid: int) -> None:
+    """Add decoded entries of group ``g``; a key seen twice is a broken layout."""
+    have = extra.get(g)
+    if have is None:
+        extra[g] = dict(entries)
+        return
+    both = have.keys() & entries.keys()
+    if both:
+        raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} are stored twice in key "
+                           f"group {g} of partition {pid}; the state layout is inconsistent")
+    have.update(entries)

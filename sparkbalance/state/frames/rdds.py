@@ -1,0 +1,215 @@
+"""Spark side of the state frames: RDDs of raw ``bytes`` frames, selected and concatenated
+without passing untouched frames through Python.
+
+Every frame RDD uses PySpark's ``NoOpSerializer``: one Python ``bytes`` object is exactly
+one JVM ``byte[]`` element, so the JVM can read a frame's tag and group
+(:mod:`sparkbalance.state.frames.format`). Two narrow operations:
+
+- :func:`select` keeps the frames of a tag whose (partition, group) is in a mask;
+- :func:`concat` puts partition ``i`` of one RDD after partition ``i`` of another
+  (a ``ZippedPartitionsRDD2``).
+
+and one shuffle, :meth:`FrameOps.shuffle_frames`, that sends frames to new partitions
+as bytes and counts them from their headers, with no Python worker after the map side.
+
+They run in the JVM (``io.sparkbalance.bridge.StateFrames`` from ``jvm_bridge/``) when the
+bridge jar is on the classpath (``spark.jars``; ``make`` builds it), else in Python with
+the same results — correct but every frame then crosses into a Python worker. The choice
+is made once per SparkContext and logged.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from sparkbalance.spark.session.bridge import STATE_FRAMES_CLASS, class_available
+from sparkbalance.state.frames import format as fr
+
+__all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
+
+_LOG = logging.getLogger(__name__)
+
+
+def _routed(pair: tuple[int, bytes]) -> tuple[bytes, bytes]:
+    """A moving frame as ``StateFrames.moveFrames`` reads it: its destination (big-endian
+    int32) then the frame."""
+    return struct.pack(">i", pair[0]), pair[1]
+
+
+def as_frames(rdd: Any) -> Any:
+    """``rdd`` (a Python RDD whose elements are frames) serialised one ``bytes`` per
+    element (pipelined into the producing stage: no extra pass)."""
+    from pyspark.serializers import NoOpSerializer
+    return rdd._reserialize(NoOpSerializer())
+
+
+def mask_of(pairs: Iterable[tuple[int, int]], num_physical: int, num_groups: int) -> bytes:
+    """Mask marking ``(partition, group)`` pairs: byte ``partition * num_groups + group``.
+
+    Examples
+    --------
+    >>> list(mask_of([(1, 0)], 2, 2))
+    [0, 0, 1, 0]
+    """
+    m = np.zeros(num_physical * num_groups, dtype=np.uint8)
+    for p, g in pairs:
+        m[p * num_groups + g] = 1
+    return m.tobytes()
+
+
+def summaries(rdd: Any) -> list[tuple[int, int, float]]:
+    """``(pid, keys, Σ S(k))`` per partition of a frames RDD, from the frame headers."""
+    return rdd.mapPartitionsWithIndex(lambda pid, it: [fr.frames_summary(pid, it)]).collect()
+
+
+class FrameOps:
+    """``select``/``concat`` over frame RDDs of one SparkContext (JVM or Python)."""
+
+    def __init__(self, sc: Any, jvm: bool) -> None:
+        self.sc = sc
+        self.jvm = jvm
+        self._cls = sc._jvm.io.sparkbalance.bridge.StateFrames if jvm else None
+        #: The JVM reads ``R`` frames (protocol 2): a batch reaches the merge as its routing
+        #: shuffle's chunks, with no Python pass grouping it first.
+        self.chunks = jvm and _protocol(self._cls) >= 2
+
+    def wrap(self, jrdd: Any) -> Any:
+        from pyspark import RDD
+        from pyspark.serializers import NoOpSerializer
+        return RDD(jrdd, self.sc, NoOpSerializer())
+
+    def select(self, rdd: Any, tag: int, mask: bytes | None = None, num_groups: int = 0,
+               member: bool = True) -> Any:
+        """Frames of ``tag`` whose (partition, group) is marked (``member``) or unmarked
+        in ``mask`` (None: all frames of ``tag``). Narrow."""
+        if self.jvm:
+            return self.wrap(self._cls.select(rdd._jrdd, tag, mask, int(num_groups), member))
+
+        def _keep(pid: int, it: Iterable[bytes]) -> Iterable[bytes]:
+            for f in it:
+                if f[0] != tag:
+                    continue
+                if mask is None:
+                    yield f
+                    continue
+                g = fr.header(f).group
+                at = pid * num_groups + g
+                if (at < len(mask) and mask[at] != 0) == member:
+                    yield f
+
+        return as_frames(rdd.mapPartitionsWithIndex(_keep, preservesPartitioning=True))
+
+    def concat(self, a: Any, b: Any) -> Any:
+        """Partition ``i``: the frames of ``a``'s partition ``i`` then ``b``'s. Narrow."""
+        if a.getNumPartitions() != b.getNumPartitions():
+            raise ValueError(f"concat of {a.getNumPartitions()} and {b.getNumPartitions()} "
+                             "partitions; expected equal counts")
+        if self.jvm:
+            return self.wrap(self._cls.concat(a._jrdd, b._jrdd))
+        pa = a.mapPartitions(lambda it: [list(it)])
+        pb = b.mapPartitions(lambda it: [list(it)])
+        return as_frames(pa.zip(pb).flatMap(lambda t: t[0] + t[1]))
+
+    def merge_around(self, state: Any, batch: Any, mask: bytes | None, num_groups: int,
+                     expire_before: int | None, merge: Callable) -> Any:
+        """The merge ``merge(pid, frames)`` of ``batch``'s frames (each partition a ``G``
+        frame then its ``B`` frame, or ``R`` chunk frames) into ``state``'s, feeding Python
+        only the state frames it must read (JVM): those of the groups the ``G`` or ``R``
+        frames list, the groups marked in ``mask`` (``partition * num_groups + group``)
+        and the frames whose window expires (``oldest <= expire_before``); the others are
+        appended after the merge's output, unread, with one ``U`` frame summarising them. A chain of three narrow
+        RDDs in one task (divert, the Python merge, rejoin). Without the bridge jar every
+        frame goes through ``merge`` (the same result, no ``U`` frame)."""
+        if not self.jvm:
+            return self.map_frames(self.concat(state, batch), merge)
+        import uuid
+        tag = uuid.uuid4().hex
+        low = -(2 ** 63) if expire_before is None else int(expire_before)
+        diverted = self.wrap(self._cls.divert(self.concat(batch, state)._jrdd, mask,
+                                              int(num_groups), low, tag))
+        return self.wrap(self._cls.rejoin(self.map_frames(diverted, merge)._jrdd, tag))
+
+    def shuffle_frames(self, moving: Any, num_partitions: int
+                       ) -> tuple[Any, Callable[[], tuple[int, float]]]:
+        """``moving``'s ``(new pid, frame)`` pairs shuffled to their partitions (the frames
+        as bytes, never decoded), and ``counts()``: the keys and Σ S(k) of the frames that
+        arrived, from their headers, once the result is computed in one job (as its result
+        stage: counted once per partition). JVM: after the map side that makes ``moving``,
+        no Python worker — the JVM routes the frames and reads their headers. Python:
+        ``partitionBy`` and a Python pass (a second Python stage)."""
+        P = int(num_partitions)
+        if self.jvm:
+            jsc = self.sc._jsc.sc()
+            keys, nbytes = jsc.longAccumulator(), jsc.doubleAccumulator()
+            routed = as_frames(moving.flatMap(_routed))
+            out = self.wrap(self._cls.moveFrames(routed._jrdd, P, keys, nbytes))
+            return out, lambda: (int(keys.value()), float(nbytes.value()))
+        nk_acc, nb_acc = self.sc.accumulator(0), self.sc.accumulator(0.0)
+
+        def _arrived(it: Iterable[tuple[int, bytes]]) -> Iterable[bytes]:
+            for _, f in it:
+                h = fr.header(f)
+                nk_acc.add(h.nkeys)
+                nb_acc.add(h.nbytes)
+                yield f
+
+        out = as_frames(moving.partitionBy(P, _same).mapPartitions(
+            _arrived, preservesPartitioning=True))
+        return out, lambda: (int(nk_acc.value), float(nb_acc.value))
+
+    def empty(self, num_partitions: int) -> Any:
+        """An RDD of ``num_partitions`` empty partitions (frames)."""
+        return as_frames(self.sc.parallelize([], num_partitions))
+
+    def pad(self, rdd: Any, num_partitions: int) -> Any:
+        """``rdd`` extended with empty partitions to ``num_partitions`` (a narrow
+        ``UnionRDD``: partition ``i < n`` is still ``rdd``'s partition ``i``)."""
+        have = rdd.getNumPartitions()
+        if have > num_partitions:
+            raise ValueError(f"cannot shrink {have} physical partitions to {num_partitions} "
+                             "narrowly")
+        if have == num_partitions:
+            return rdd
+        return self.sc.union([rdd, self.empty(num_partitions - have)])
+
+    def map_frames(self, rdd: Any, f: Callable[[int, Iterable[bytes]], Iterable[bytes]]
+                   ) -> Any:
+        """A Python pass ``f(pid, frames) -> frames`` (kept partitioning, bytes out)."""
+        return as_frames(rdd.mapPartitionsWithIndex(f, preservesPartitioning=True))
+
+
+def _protocol(cls: Any) -> int:
+    """The frame protocol of the bridge's ``StateFrames`` (1 for a jar before ``R``
+    frames, which has no ``protocol`` method)."""
+    from py4j.protocol import Py4JError
+    try:
+        return int(cls.protocol())
+    except Py4JError:
+        return 1
+
+
+def _same(pid: int) -> int:
+    return pid
+
+
+_OPS: dict[int, FrameOps] = {}
+
+
+def frame_ops(sc: Any, prefer_jvm: bool = True) -> FrameOps:
+    """The :class:`FrameOps` of ``sc``: JVM when the bridge class loads, else Python."""
+    key = id(sc._jsc)
+    ops = _OPS.get(key)
+    if ops is None or (ops.jvm and not prefer_jvm):
+        jvm = False
+        if prefer_jvm:
+            jvm = class_available(sc, STATE_FRAMES_CLASS)
+        ops = FrameOps(sc, jvm)
+        if prefer_jvm:
+            _LOG.info("sparkbalance keyed state: %s", "frames selected in the JVM (bridge jar)"
+                      if jvm else "bridge jar not on spark.jars; frames selected in Python "
+                      "(correct, slower migrations: every frame crosses into Python)")
+            _OPS[key] = ops
+    return ops
