@@ -13,17 +13,17 @@ import numpy as np
 from ..routing.table import RoutingDelta, RoutingTable
 from ..stats.workload import Workload, imbalance
 
-__all__ = ["Move", "Plan", "realise_plan"]
+__all__ = ["KeyMove", "Plan", "realise_plan"]
 
 
 @dataclass(frozen=True)
-class Move:
+class KeyMove:
     """One key whose destination changes: its state (``bytes`` = S(k)) goes ``src -> dst``.
 
     Examples
     --------
-    >>> Move("hot", 3, 1, 120.0)
-    Move(key='hot', src=3, dst=1, bytes=120.0)
+    >>> KeyMove("hot", 3, 1, 120.0)
+    KeyMove(key='hot', src=3, dst=1, bytes=120.0)
     """
 
     key: Any
@@ -67,7 +67,7 @@ class Plan:
 
     table: RoutingTable
     delta: RoutingDelta
-    moves: tuple[Move, ...]
+    moves: tuple[KeyMove, ...]
     migration_cost: float
     loads_before: np.ndarray
     loads_after: np.ndarray
@@ -199,7 +199,7 @@ def realise_plan(workload: Workload, table: RoutingTable, assignment: np.ndarray
     src = w.current[moved].tolist()
     dst = a[moved].tolist()
     size = w.memory[moved].tolist()
-    moves = tuple(Move(k, s, d, b) for k, s, d, b in zip(keys_moved, src, dst, size))
+    moves = tuple(KeyMove(k, s, d, b) for k, s, d, b in zip(keys_moved, src, dst, size))
     routed = np.flatnonzero(a != w.home)
     routes = dict(kept_stale)
     routes.update(zip(w.keys[routed].tolist(), a[routed].tolist()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparkbalance.planning import (LLFD, MinMig, MinTable, Mixed, MixedBF, Move, Plan,
+from sparkbalance.planning import (LLFD, KeyMove, MinMig, MinTable, Mixed, MixedBF, Plan,
                                    Readj, Workload, llfd_assign)
 from sparkbalance.routing.table import RoutingTable, RoutingTablePartitioner
 
@@ -123,7 +123,7 @@ def check_plan_invariants(w: Workload, table: RoutingTable, p: Plan, theta: floa
     # moves are exactly the keys whose destination changed; M = Σ S(k) of moved keys
     moved = np.flatnonzero(a != w.current)
     assert len(p.moves) == moved.size
-    assert all(isinstance(m, Move) for m in p.moves)
+    assert all(isinstance(m, KeyMove) for m in p.moves)
     assert p.migration_cost == pytest.approx(float(w.memory[moved].sum()), rel=1e-12, abs=1e-9)
     assert sorted(m.key for m in p.moves) == sorted(w.keys[moved].tolist())
     assert all(m.src == w.current[i] and m.dst == a[i] for m, i in

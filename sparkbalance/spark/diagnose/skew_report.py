@@ -41,8 +41,8 @@ from sparkbalance.spark.session.conf import FROM_CONF, resolve_max_keys
 from sparkbalance.spark.diagnose.loads import df_loads, rdd_loads
 from sparkbalance.spark.sql.route import NULL_PARTITION
 
-__all__ = ["SkewReport", "Placement", "diagnose", "evaluate", "fit_all", "report", "TOP_KEYS",
-           "TIE_TOLERANCE", "BALANCED_ENOUGH", "KEEP", "add_cli", "run_cli"]
+__all__ = ["SkewReport", "PartitionLoads", "diagnose", "evaluate", "fit_all", "report",
+           "TOP_KEYS", "TIE_TOLERANCE", "BALANCED_ENOUGH", "KEEP", "add_cli", "run_cli"]
 
 #: Keys listed in the report.
 TOP_KEYS = 10
@@ -57,7 +57,7 @@ _PREFERENCE = ("hash", "keygroups", "mixed", "mintable", "minmig", "mixedbf", "r
 
 
 @dataclass(frozen=True)
-class Placement:
+class PartitionLoads:
     """Rows per partition under one placement, and its max/avg."""
 
     name: str
@@ -81,7 +81,7 @@ class SkewReport:
     top : ``[(key, rows, share)]`` of the hottest keys.
     lower_bound : ``max(1, max c / L̄)``.
     spark : the placement of plain Spark's hash partitioning.
-    placements : ``{strategy: Placement}`` of the key-grouping strategies.
+    placements : ``{strategy: PartitionLoads}`` of the key-grouping strategies.
     partitioners : ``{strategy: PartitionFunction}`` they were fitted to.
     recommended, reason : the advice: a strategy name, or :data:`KEEP` ("spark").
     """
@@ -93,14 +93,14 @@ class SkewReport:
     distinct_keys: int
     top: list[tuple[Any, int, float]]
     lower_bound: float
-    spark: Placement
-    placements: dict[str, Placement]
+    spark: PartitionLoads
+    placements: dict[str, PartitionLoads]
     partitioners: dict[str, PartitionFunction] = field(repr=False)
     recommended: str
     reason: str
 
     @property
-    def chosen(self) -> Placement:
+    def chosen(self) -> PartitionLoads:
         """The recommended placement (``"spark"``: keep plain Spark's)."""
         return self.spark if self.recommended == KEEP else self.placements[self.recommended]
 
@@ -259,15 +259,16 @@ def report(stats: KeyStats, spark_loads: np.ndarray, loads: dict[str, np.ndarray
     if null_rows:
         top = sorted(top + [(None, int(null_rows), null_rows / total)], key=lambda t: -t[1])
         top = top[:TOP_KEYS]
-    placements = {name: Placement(name, np.asarray(x, dtype=float)) for name, x in loads.items()}
-    spark_p = Placement("spark", spark_loads)
+    placements = {name: PartitionLoads(name, np.asarray(x, dtype=float))
+                  for name, x in loads.items()}
+    spark_p = PartitionLoads("spark", spark_loads)
     best, reason = _recommend(spark_p, placements, bound, top)
     distinct = int(round(stats.distinct)) + (1 if null_rows else 0)
     return SkewReport(list(keys), n, int(round(total)), int(null_rows), distinct, top, bound,
                       spark_p, placements, fitted, best, reason)
 
 
-def _recommend(spark: Placement, placements: dict[str, Placement], bound: float,
+def _recommend(spark: PartitionLoads, placements: dict[str, PartitionLoads], bound: float,
                top: list) -> tuple[str, str]:
     lowest = min(p.max_over_avg for p in placements.values())
     ranked = sorted(placements, key=lambda s: (_PREFERENCE.index(s) if s in _PREFERENCE
