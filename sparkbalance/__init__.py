@@ -1,10 +1,28 @@
 """sparkbalance: keep keyed work on Apache Spark balanced when keys are skewed and shift.
 
-Public API (imported lazily, so ``import sparkbalance`` does not start or import Spark)::
+The public API, one name per idea, grouped by what you do with it (imported lazily, so
+``import sparkbalance`` neither imports nor starts Spark)::
 
     import sparkbalance as sb
-    balanced = sb.partition_by(rdd, 32, strategy="mixed")
+    balanced = sb.partition_by(rdd, 32, strategy="mixed")         # balance an RDD
     totals = sb.reduce_by_key(rdd, operator.add, 32, strategy="pkg")
+    counts = sb.group_by(df, "user", num_partitions=32).count()   # balance a DataFrame
+    joined = sb.join(clicks, users, "user", strategy="split")     # RDDs or DataFrames
+    op = sb.KeyedStateOperator(spark, 8, update=lambda s, v: s + v, initial=0)  # keyed state
+    print(sb.diagnose(df, "user", 32))                           # observe
+
+Lower levels live in their sub-packages: partition functions in :mod:`sparkbalance.routing`
+(``HashPartitioner``, ``RoutingTablePartitioner``, ``PKGPartitioner``, ...), planners in
+:mod:`sparkbalance.planning` (``Mixed``, ``MinTable``, ``SSM``, ``GlobalCorrelation``, ...),
+statistics in :mod:`sparkbalance.stats`, the strategy registry in
+:mod:`sparkbalance.strategies`, the Spark side's parts (listeners, key statistics, DataFrame
+methods) in :mod:`sparkbalance.spark` and the keyed state's in :mod:`sparkbalance.state`.
+
+Examples
+--------
+>>> import sparkbalance as sb
+>>> "join" in sb.__all__ and "join_df" not in sb.__all__
+True
 """
 from __future__ import annotations
 
@@ -12,102 +30,46 @@ from sparkbalance._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it. Append one line per public name.
+# public name -> module that defines it, grouped by what a user does. A new public name
+# joins one of these groups; a lower-level one belongs in its sub-package's __init__ instead.
 _EXPORTS: dict[str, str] = {
-    # hashing
-    "stable_hash": "sparkbalance.hashing",
-    "stable_hash_array": "sparkbalance.hashing",
-    "hash_family": "sparkbalance.hashing",
-    "hash_family_array": "sparkbalance.hashing",
-    # routing
-    "PartitionFunction": "sparkbalance.routing.base",
-    "partition_func": "sparkbalance.routing.base",
-    "HashPartitioner": "sparkbalance.routing.hash",
-    "RoutingTable": "sparkbalance.routing.table",
-    "RoutingDelta": "sparkbalance.routing.table",
-    "RoutingTablePartitioner": "sparkbalance.routing.table",
-    "KeyGroupPartitioner": "sparkbalance.routing.keygroups",
-    "GroupMapPartitioner": "sparkbalance.routing.keygroups",
-    "save_plan": "sparkbalance.routing.persist",
-    "load_plan": "sparkbalance.routing.persist",
-    "PKGPartitioner": "sparkbalance.routing.pkg",
-    "ChoicesPartitioner": "sparkbalance.routing.choices",
-    "TimeAwarePartitioner": "sparkbalance.routing.tag",
-    # stats
-    "KeyStats": "sparkbalance.stats.keystats",
-    "Workload": "sparkbalance.stats.workload",
-    "SpaceSaving": "sparkbalance.stats.spacesaving",
-    "heavy_hitters": "sparkbalance.stats.heavy",
-    # strategies
-    "fit": "sparkbalance.strategies",
-    "DEFAULT_STRATEGY": "sparkbalance.strategies",
-    "fit_keygroups": "sparkbalance.strategies.keygroups",
-    # spark adapters (RDD)
+    # balance an RDD (drop-ins for the pyspark.RDD methods of the same meaning)
     "partition_by": "sparkbalance.spark.rdd.adapters",
     "reduce_by_key": "sparkbalance.spark.rdd.adapters",
     "aggregate_by_key": "sparkbalance.spark.rdd.adapters",
     "group_by_key": "sparkbalance.spark.rdd.adapters",
-    "join": "sparkbalance.spark.rdd.adapters",
+    # balance a DataFrame (routed inside the JVM, no Python UDF)
+    "repartition": "sparkbalance.spark.sql.dataframe",
+    "group_by": "sparkbalance.spark.sql.dataframe",
+    # either: a pair RDD or DataFrame columns
+    "join": "sparkbalance.spark.joins",
     "fit_partitioner": "sparkbalance.spark.fit",
-    "install": "sparkbalance.spark.rdd.install",
-    # listener
-    "TaskMetricsListener": "sparkbalance.spark.metrics.py4j_listener",
+    "install": "sparkbalance.spark.rdd.install",   # rdd.balancedReduceByKey, df.balancedGroupBy...
+    # keyed state across batches
+    "KeyedStateOperator": "sparkbalance.state.operator",
+    "CheckpointError": "sparkbalance.state.durability.manifest",
+    "LeaseError": "sparkbalance.state.durability.lease",
+    "ReplayError": "sparkbalance.state.streaming",
+    # observe: skew before, task times during, the balance records after
+    "diagnose": "sparkbalance.spark.diagnose.skew_report",
+    "SkewReport": "sparkbalance.spark.diagnose.skew_report",
     "open_listener": "sparkbalance.spark.metrics.listener",
     "sparkbalance_job_group": "sparkbalance.spark.session.jobs",
     "TaskRecord": "sparkbalance.spark.metrics.records",
-    "Recorder": "sparkbalance.spark.metrics.recorder",
-    "session_builder_with_bridge": "sparkbalance.spark.session.bridge",
-    "bridge_jar": "sparkbalance.spark.session.bridge",
-    "configure": "sparkbalance.spark.session.bridge",
-    "submit_args": "sparkbalance.spark.session.submit",
-    "pyfiles_zip": "sparkbalance.spark.session.submit",
-    "time_weighted_stats": "sparkbalance.stats.timeweights",
-    # dataframe
-    "repartition": "sparkbalance.spark.sql.dataframe",
-    "group_by": "sparkbalance.spark.sql.dataframe",
-    "join_df": "sparkbalance.spark.sql.join",
-    "install_dataframe_methods": "sparkbalance.spark.sql.install",
-    "balanced_repartition": "sparkbalance.spark.sql.install",
-    "balanced_agg": "sparkbalance.spark.sql.install",
-    "balanced_join": "sparkbalance.spark.sql.install",
-    "group_cost_stats": "sparkbalance.spark.sql.grouped",
-    "diagnose": "sparkbalance.spark.diagnose.skew_report",
-    "SkewReport": "sparkbalance.spark.diagnose.skew_report",
-    # Spark UI plugin and the balance records
     "balance_log": "sparkbalance.spark.report.balance_log",
     "BalanceLog": "sparkbalance.spark.report.balance_log",
-    # keyed state
-    "KeyedStateOperator": "sparkbalance.state.operator",
-    # interval planners (Ding et al.)
-    "SSM": "sparkbalance.planning.intervals",
-    "SimpleSSM": "sparkbalance.planning.intervals",
-    "OMS": "sparkbalance.planning.intervals",
-    "MTMAware": "sparkbalance.planning.intervals",
-    "IntervalPlan": "sparkbalance.planning.intervals",
-    "ConsistentHashing": "sparkbalance.planning.intervals",
-    "StormDefault": "sparkbalance.planning.intervals",
-    "transition_matrix": "sparkbalance.planning.intervals",
-    # correlation-based placement (Xing et al.)
-    "GlobalCorrelation": "sparkbalance.planning.correlation",
-    "PairwiseCorrelation": "sparkbalance.planning.correlation",
-    "LLFPlacement": "sparkbalance.planning.correlation",
-    "RandomPlacement": "sparkbalance.planning.correlation",
-    "Placement": "sparkbalance.planning.correlation",
-    "LoadWindow": "sparkbalance.planning.correlation",
-    "correlation": "sparkbalance.planning.correlation",
-    "load_statistics": "sparkbalance.planning.correlation",
-    # routing-table planners (Fang et al.)
-    "Plan": "sparkbalance.planning",
-    "Move": "sparkbalance.planning",
-    "Planner": "sparkbalance.planning",
-    "LLFD": "sparkbalance.planning",
-    "MinTable": "sparkbalance.planning",
-    "MinMig": "sparkbalance.planning",
-    "Mixed": "sparkbalance.planning",
-    "MixedBF": "sparkbalance.planning",
-    "Readj": "sparkbalance.planning",
-    "compact": "sparkbalance.planning",
-    "hlhe": "sparkbalance.planning",
+    # session and shipping: the bridge jar on the driver, the package on the executors
+    "configure": "sparkbalance.spark.session.bridge",
+    "bridge_jar": "sparkbalance.spark.session.bridge",
+    "submit_args": "sparkbalance.spark.session.submit",
+    "pyfiles_zip": "sparkbalance.spark.session.submit",
+    # plan: the core values a plan is made of and from, and a plan kept across runs
+    "KeyStats": "sparkbalance.stats.keystats",
+    "Workload": "sparkbalance.stats.workload",
+    "PartitionFunction": "sparkbalance.routing.base",
+    "Plan": "sparkbalance.planning.plan",
+    "save_plan": "sparkbalance.routing.persist",
+    "load_plan": "sparkbalance.routing.persist",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

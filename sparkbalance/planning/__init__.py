@@ -1,7 +1,18 @@
-"""Routing-table planners (Fang et al.): LLFD, MinTable, MinMig, Mixed, MixedBF, Readj.
+"""Planners: pure numpy, never import pyspark; a plan is a value that never touches data.
 
-Pure numpy, never imports pyspark. Every planner has the call shape
-``Planner(theta=0.08, max_table=3000, beta=1.5).plan(workload, table=None) -> Plan``.
+* Routing-table planners (Fang et al.), here: LLFD, MinTable, MinMig, Mixed, MixedBF,
+  Readj, with the call shape
+  ``Planner(theta=0.08, max_table=3000, beta=1.5).plan(workload, table=None) -> Plan``
+  (a :class:`Plan` lists its :class:`KeyMove` s).
+* Interval planners (Ding et al.) in :mod:`.intervals`, exported here too: SSM,
+  SimpleSSM, OMS, MTMAware, baselines ConsistentHashing and StormDefault
+  (``plan(...) -> IntervalPlan``).
+* Correlation planners (Xing et al.) in :mod:`.correlation`, exported here too:
+  GlobalCorrelation, PairwiseCorrelation, CorrelationPlanner, baselines LLFPlacement and
+  RandomPlacement (``plan(series, n) -> Placement``).
+* The hot-key split of a DataFrame join (:mod:`.split`): SplitPlan.
+
+The interval, correlation and split names load on first use.
 
 Our readings of, and departures from, Fang et al. (each explained where it is implemented):
 
@@ -55,15 +66,31 @@ from .llfd_planner import LLFD
 from .minmig import MinMig
 from .mintable import MinTable
 from .mixed import Mixed, MixedBF
-from .plan import Move, Plan
+from .plan import KeyMove, Plan
 
-__all__ = ["Workload", "Plan", "Move", "Planner", "LLFD", "MinTable", "MinMig", "Mixed",
+__all__ = ["Workload", "Plan", "KeyMove", "Planner", "LLFD", "MinTable", "MinMig", "Mixed",
            "MixedBF", "Readj", "compact", "hlhe", "hlhe_representatives", "Records",
            "llfd_assign", "selection_criterion", "CRITERIA", "DEFAULT_THETA",
-           "DEFAULT_MAX_TABLE", "DEFAULT_BETA", "DEFAULT_DEGREE"]
+           "DEFAULT_MAX_TABLE", "DEFAULT_BETA", "DEFAULT_DEGREE",
+           "SSM", "SimpleSSM", "OMS", "MTMAware", "IntervalPlan", "ConsistentHashing",
+           "StormDefault", "transition_matrix",
+           "GlobalCorrelation", "PairwiseCorrelation", "CorrelationPlanner", "LLFPlacement",
+           "RandomPlacement", "Placement", "LoadWindow",
+           "SplitPlan"]
 
+_INTERVALS = "sparkbalance.planning.intervals"
+_CORRELATION = "sparkbalance.planning.correlation"
+# Names of other modules, imported on first use: the interval and correlation planners
+# are packages of their own that a routing-table user need not load.
 _LAZY = {
     "Readj": "sparkbalance.planning.readj",
+    **{name: _INTERVALS for name in ("SSM", "SimpleSSM", "OMS", "MTMAware", "IntervalPlan",
+                                     "ConsistentHashing", "StormDefault",
+                                     "transition_matrix")},
+    **{name: _CORRELATION for name in ("GlobalCorrelation", "PairwiseCorrelation",
+                                       "CorrelationPlanner", "LLFPlacement",
+                                       "RandomPlacement", "Placement", "LoadWindow")},
+    "SplitPlan": "sparkbalance.planning.split",
 }
 
 
