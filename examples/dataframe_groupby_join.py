@@ -3,7 +3,7 @@
 What it shows
     ``sb.group_by(df, "user", num_partitions=8).agg(...)`` places the rows with a fitted
     skew-aware partition function (computed inside the JVM, no Python UDF) and aggregates
-    with a single exchange. ``sb.join_df(clicks, users, "user", strategy="split")`` cuts the
+    with a single exchange. ``sb.join(clicks, users, "user", strategy="split")`` cuts the
     hot key of the big side into pieces on several partitions and copies the matching rows
     of the small side to each piece; the result is exactly ``clicks.join(users, "user")``.
 
@@ -62,11 +62,11 @@ def main(spark=None) -> dict:
         print("group_by(...).agg(...): same", totals.count(), "rows as groupBy().agg()")
         totals.orderBy(F.desc("clicks")).show(3)
 
-        joined = sb.join_df(clicks, users, "user", strategy="split",
-                            num_partitions=NUM_PARTITIONS)
+        joined = sb.join(clicks, users, "user", strategy="split",
+                         num_partitions=NUM_PARTITIONS)
         assertDataFrameEqual(joined, clicks.join(users, "user"))
-        print("join_df(..., strategy='split'): same", joined.count(), "rows as join()")
-        return {"group_by": totals.count(), "join_df": joined.count()}
+        print("join(..., strategy='split'): same", joined.count(), "rows as join()")
+        return {"group_by": totals.count(), "join": joined.count()}
     finally:
         if own:
             spark.stop()

@@ -22,6 +22,7 @@ import sys
 import time
 
 import sparkbalance as sb
+from sparkbalance.routing import HashPartitioner
 
 NUM_PARTITIONS = 4
 SLOW_PARTITION = 1
@@ -54,7 +55,7 @@ def main(spark=None):
     try:
         sc = spark.sparkContext
         pairs = sc.parallelize([(k % 40, 1) for k in range(800)], 2)
-        current = sb.HashPartitioner(NUM_PARTITIONS)      # how the stage is routed today
+        current = HashPartitioner(NUM_PARTITIONS)         # how the stage is routed today
 
         with sb.open_listener(spark, JOB_GROUP) as listener, \
                 sb.sparkbalance_job_group(sc, JOB_GROUP):

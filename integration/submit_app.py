@@ -65,7 +65,7 @@ def main(out_path: str) -> None:
     dim = spark.createDataFrame([(k, f"n{k}") for k in range(-2, 9)], "k int, name string")
     got = sorted(sb.group_by(df, "k", num_partitions=4).agg(F.sum("v").alias("s")).collect())
     want = sorted(df.groupBy("k").agg(F.sum("v").alias("s")).collect())
-    jgot = sorted(sb.join_df(df, dim, "k", num_partitions=4).collect())
+    jgot = sorted(sb.join(df, dim, "k", num_partitions=4).collect())
     jwant = sorted(df.join(dim, "k").collect())
     out["dataframe"] = {"group_by": got == want, "join": jgot == jwant}
     _step("dataframe done")

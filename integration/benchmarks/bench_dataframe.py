@@ -10,7 +10,7 @@ keygroups).
 Join: a skewed fact table joined with a dimension table (one row per key), then a costly
 per-row expression on the joined rows. Plain Spark with AQE's skew-join handling on (its
 byte thresholds lowered to 1 KB so that only its factor rule decides; broadcast joins off
-so both sides shuffle) vs ``sparkbalance.join_df(strategy="split")`` (hot-key split).
+so both sides shuffle) vs ``sparkbalance.join(strategy="split")`` (hot-key split).
 In both benchmarks AQE's partition coalescing is off (every method keeps n partitions):
 on this small data AQE would merge all n partitions into one or two tasks and the
 comparison would measure that instead of skew.
@@ -222,10 +222,10 @@ def bench_join(spark, args, out):
         stats_s = time.perf_counter() - t0
         methods = {
             "plain SMJ, AQE skew-join": (lambda: costly(left.join(right, "k")), 0.0),
-            "ours split (inner)": (lambda: costly(sb.join_df(
+            "ours split (inner)": (lambda: costly(sb.join(
                 left, right, "k", num_partitions=n, strategy="split", stats=stats)), stats_s),
             "plain left outer, AQE": (lambda: costly(left.join(right, "k", "left")), 0.0),
-            "ours split (left outer)": (lambda: costly(sb.join_df(
+            "ours split (left outer)": (lambda: costly(sb.join(
                 left, right, "k", "left", num_partitions=n, strategy="split", stats=stats)),
                 stats_s),
         }

@@ -14,7 +14,7 @@ Methods (the same function, the same result):
           comparison would measure that instead of skew; AQE never splits a group).
   count : sb.group_by(df, "k", num_partitions=n).applyInPandas(...)  (default strategy, key
           weights = rows; its statistics pass and planning are inside the wall time).
-  time  : the same, keys priced by sb.group_cost_stats from the task times a listener
+  time  : the same, keys priced by group_cost_stats from the task times a listener
           measured on one earlier `count` run (that measuring run is not timed).
 
 Figures (medians over REPEATS interleaved runs): slowest task = longest run time of the
@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import sparkbalance as sb  # noqa: E402
+from sparkbalance.spark import group_cost_stats  # noqa: E402
 from sparkbalance.spark.sql.keystats import key_stats  # noqa: E402
 from sparkbalance.spark.metrics.listener import open_listener, sparkbalance_job_group  # noqa: E402
 
@@ -132,8 +133,8 @@ def bench(slots: int, quick: bool) -> list[dict]:
         # one measured (untimed) count-weighted run: its task times price the groups
         g0 = sb.group_by(df, "k", num_partitions=slots, stats=stats)
         _, _, lst = run(spark, "measure", lambda: g0.applyInPandas(f, SCHEMA))
-        priced, model = sb.group_cost_stats(df, "k", listener=lst, current=g0.partitioner,
-                                            stats=stats)
+        priced, model = group_cost_stats(df, "k", listener=lst, current=g0.partitioner,
+                                         stats=stats)
         methods = {
             "plain": lambda: df.groupBy("k").applyInPandas(f, SCHEMA),
             "count": lambda: sb.group_by(df, "k", num_partitions=slots).applyInPandas(

@@ -58,10 +58,10 @@ def _ops(spark, sc):
     return [
         ("repartition", lambda: sb.repartition(df, 4, "user_id", strategy="mixed")),
         ("group_by", lambda: sb.group_by(df, "user_id", num_partitions=4, strategy="mixed")),
-        ("join_df", lambda: sb.join_df(df, users, "user_id", num_partitions=4,
-                                       strategy="keygroups")),
-        ("join_df", lambda: sb.join_df(df, users, "user_id", num_partitions=4,
-                                       strategy="split")),
+        ("join_df", lambda: sb.join(df, users, "user_id", num_partitions=4,
+                                    strategy="keygroups")),
+        ("join_df", lambda: sb.join(df, users, "user_id", num_partitions=4,
+                                    strategy="split")),
         ("fit_partitioner", lambda: sb.fit_partitioner(df, 4, "user_id", strategy="mixed")),
         ("partition_by", lambda: sb.partition_by(pairs, 4, "mixed")),
         ("reduce_by_key", lambda: sb.reduce_by_key(pairs, operator.add, 4, "mixed")),
@@ -96,7 +96,7 @@ def test_every_plan_posts_one_record_with_the_tab_fields(spark, sc):
 
 def test_split_join_record_names_the_split_keys(spark):
     df, users = _skewed(spark), spark.createDataFrame([(0, "a")], "user_id long, name string")
-    sb.join_df(df, users, "user_id", num_partitions=4, strategy="split")
+    sb.join(df, users, "user_id", num_partitions=4, strategy="split")
     r = bl.balance_log().last()
     assert r["strategy"] == "split" and r["planner"] == "SplitPlan"
     assert r["keys_split"] >= 1 and "split into" in r["layout"]   # key 0: 400 of 580 rows

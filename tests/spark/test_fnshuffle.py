@@ -7,6 +7,7 @@ import operator
 import pytest
 
 import sparkbalance as sb
+from sparkbalance.routing import HashPartitioner, PKGPartitioner
 from sparkbalance.spark.rdd import shuffle as fnshuffle
 
 
@@ -52,14 +53,14 @@ def test_reduce_and_aggregate_equal_pyspark(sc):
 def test_a_late_bad_key_is_named_after_the_memo_switched_off(sc):
     rdd = sc.parallelize([(i, i) for i in range(5000)] + [(frozenset({1}), 0)], 1)
     with pytest.raises(Exception) as info:
-        sb.partition_by(rdd, 2, sb.HashPartitioner(2)).count()
+        sb.partition_by(rdd, 2, HashPartitioner(2)).count()
     assert "KeyRoutingError: sparkbalance: key of type frozenset in input partition 0" \
         in str(info.value)
 
 
 def test_functions_that_are_not_inlinable_keep_pysparks_path(sc):
     from sparkbalance.routing.pkg_baselines import PoTCPartitioner
-    assert not fnshuffle.inlinable(sb.PKGPartitioner(2))
+    assert not fnshuffle.inlinable(PKGPartitioner(2))
     assert not fnshuffle.inlinable(PoTCPartitioner(2))  # its own __call__: stateful choice
     with pytest.raises(ValueError, match="cannot be routed inline"):
         fnshuffle.partition_by_function(sc.parallelize([(1, 1)]), PoTCPartitioner(2))

@@ -14,6 +14,7 @@ from pyspark.testing import assertDataFrameEqual
 
 import sparkbalance as sb
 from sparkbalance import strategies
+from sparkbalance.routing import HashPartitioner
 from sparkbalance.spark.sql import grouped
 from sparkbalance.spark.sql import route as sqlroute
 from sparkbalance.spark.sql.keystats import key_stats
@@ -161,7 +162,7 @@ def test_cogroup_equals_plain_spark(data, other, stats_k, plain_co_rows, strateg
 
 
 def test_cogroup_places_both_sides_by_one_function(data, other):
-    f = sb.HashPartitioner(N)
+    f = HashPartitioner(N)
     left = sb.group_by(data, "k", num_partitions=N, partitioner=f)
     right = sb.group_by(other, "k", num_partitions=N, partitioner=f)
     assert left.cogroup(right).partitioner is f       # shared: the placements are reused

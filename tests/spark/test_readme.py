@@ -22,7 +22,7 @@ def test_readme_has_snippets():
 
 
 #: The DataFrame adapters place rows with ``DataFrame.repartitionById`` (Spark >= 4.1).
-NEEDS_REPARTITION_BY_ID = ("sb.group_by(", "sb.join_df(", "sb.repartition(")
+NEEDS_REPARTITION_BY_ID = ("sb.group_by(", "sb.join(", "sb.repartition(")
 
 
 @pytest.mark.parametrize("source", SNIPPETS, ids=[f"block{i}" for i in range(len(SNIPPETS))])

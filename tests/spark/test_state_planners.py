@@ -357,7 +357,8 @@ def test_listener_time_drives_rebalancing_where_record_counts_do_not(spark, sc, 
     task-metrics listener attached the loads are measured task seconds, so the operator
     sees the imbalance and moves the slow keys off that partition (leaving the *record*
     counts unbalanced on purpose); the state stays exact."""
-    from sparkbalance import TaskMetricsListener, open_listener
+    from sparkbalance import open_listener
+    from sparkbalance.spark import TaskMetricsListener
     from sparkbalance.spark.session.bridge import bridge_available
 
     n = 3
