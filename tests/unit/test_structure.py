@@ -259,3 +259,54 @@ def test_pure_layers_do_not_import_pyspark_at_module_level():
            if _layer(mod.name) is not None and mod.name.split(".")[1] in PURE
            for node in _module_level_imports(mod.tree) if _imports_pyspark(node)]
     assert bad == []
+
+
+# ------------------------------------------------------------------ the public API's shape
+#: Most names ``import sparkbalance`` may export: one name per idea, the rest in sub-packages.
+MAX_PUBLIC_NAMES = 70
+#: Most modules one package folder may hold (its ``__init__`` not counted); more wants a
+#: sub-package that names their shared concept.
+MAX_MODULES_PER_FOLDER = 15
+#: Packages whose ``__all__`` is a public surface: the top level and the layers' packages.
+PUBLIC_PACKAGES = ("sparkbalance", "sparkbalance.hashing", "sparkbalance.routing",
+                   "sparkbalance.stats", "sparkbalance.planning", "sparkbalance.strategies",
+                   "sparkbalance.spark", "sparkbalance.state")
+
+
+def test_the_public_api_fits_in_a_head():
+    import sparkbalance
+    assert len(sparkbalance.__all__) < MAX_PUBLIC_NAMES, sorted(sparkbalance.__all__)
+    assert len(set(sparkbalance.__all__)) == len(sparkbalance.__all__)
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_every_exported_name_resolves(package):
+    import importlib
+    module = importlib.import_module(package)
+    missing = []
+    for name in getattr(module, "__all__", ()):
+        try:
+            getattr(module, name)
+        except (AttributeError, ImportError) as e:   # a lazy name's module may be gone
+            missing.append(f"{name}: {e}")
+    assert missing == [], f"{package}.__all__ names what it does not have"
+
+
+def test_no_folder_holds_more_than_its_share_of_modules():
+    per_folder: dict[Path, list[str]] = {}
+    for mod in MODULES.values():
+        if not mod.is_package:
+            per_folder.setdefault(mod.path.parent, []).append(mod.path.stem)
+    crowded = {str(folder.relative_to(ROOT)): len(names)
+               for folder, names in per_folder.items() if len(names) > MAX_MODULES_PER_FOLDER}
+    assert crowded == {}, f"more than {MAX_MODULES_PER_FOLDER} modules in one folder"
+
+
+def test_each_public_class_name_means_one_thing():
+    where: dict[str, list[str]] = {}
+    for mod in MODULES.values():
+        for node in mod.tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(mod.name)
+    twice = {name: mods for name, mods in where.items() if len(mods) > 1}
+    assert twice == {}, "one class name, two classes: rename one"
