@@ -9,7 +9,7 @@ The public API, one name per idea, grouped by what you do with it (imported lazi
     counts = sb.group_by(df, "user", num_partitions=32).count()   # balance a DataFrame
     joined = sb.join(clicks, users, "user", strategy="split")     # RDDs or DataFrames
     op = sb.KeyedStateOperator(spark, 8, update=lambda s, v: s + v, initial=0)  # keyed state
-    print(sb.diagnose(df, "user", 32))                           # observe
+    print(sb.diagnose(df, "user", num_partitions=32))            # observe
 
 Lower levels live in their sub-packages: partition functions in :mod:`sparkbalance.routing`
 (``HashPartitioner``, ``RoutingTablePartitioner``, ``PKGPartitioner``, ...), planners in
