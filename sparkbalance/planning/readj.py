@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Planner, PlanningContext, Trial
+from .base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner, PlanningContext, Trial
 from .units import Units
 
 __all__ = ["Readj", "DEFAULT_SIGMA", "DEFAULT_MAX_STEPS"]
@@ -52,7 +52,8 @@ class Readj(Planner):
     name = "Readj"
     criterion = "c"
 
-    def __init__(self, theta: float = 0.08, max_table=3000, beta: float = 1.5, *,
+    def __init__(self, theta: float = DEFAULT_THETA, max_table=DEFAULT_MAX_TABLE,
+                 beta: float = DEFAULT_BETA, *,
                  sigma: float = DEFAULT_SIGMA, max_steps: int = DEFAULT_MAX_STEPS,
                  **kwargs) -> None:
         super().__init__(theta, max_table, beta, **kwargs)
