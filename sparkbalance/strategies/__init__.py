@@ -366,15 +366,25 @@ def _check_values(spec: Strategy, params: Mapping[str, Any]) -> None:
 
 
 def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
-        current: "PartitionFunction | None" = None, **params: Any) -> "PartitionFunction":
+        current: "PartitionFunction | None" = None, resolved: ResolvedStrategy | None = None,
+        **params: Any) -> "PartitionFunction":
     """Fit strategy ``name`` on ``stats`` and return its partition function.
+
+    ``resolved``: the record of the caller's one :func:`resolve` (what
+    :meth:`ResolvedStrategy.fit` passes, with its checked ``params``); the name is then
+    neither looked up nor its parameters checked again. Without it, ``name`` and
+    ``params`` are resolved here.
 
     Examples
     --------
     >>> fit("hash", None, 4).num_partitions
     4
     """
-    return resolve(name, params).fit(stats, num_partitions, current=current)
+    if resolved is None:
+        return resolve(name, params).fit(stats, num_partitions, current=current)
+    if resolved.spec.needs_stats and stats is None:
+        raise ValueError(f"strategy {resolved.name!r} needs key statistics; got stats=None")
+    return resolved.spec.load()(stats, num_partitions, current=current, **params)
 
 
 def planner_class(name: str) -> type:

@@ -106,23 +106,29 @@ class ResolvedStrategy:
         """The planner class the registry names for this strategy (None: it plans nothing)."""
         return self.spec.planner_class() if self.spec is not None else None
 
-    def planner(self, **overrides: Any) -> Any:
-        """A planner built from the record's parameters, ``overrides`` winning.
+    def planner(self, **defaults: Any) -> Any:
+        """A planner built from the record's parameters; ``defaults`` fill in the ones the
+        record does not set (the keyed state's θ aimed at, its A_max...).
 
         Examples
         --------
         >>> from sparkbalance import strategies
-        >>> strategies.resolve("mintable", {"theta": 0.2}).planner(max_table=10).max_table
-        10
+        >>> p = strategies.resolve("mintable", {"theta": 0.2}).planner(theta=0.5, max_table=10)
+        >>> p.theta, p.max_table
+        (0.2, 10)
         """
         cls = self.planner_class()
         if cls is None:
             raise ValueError(f"strategy {self.name!r} has no planner")
-        return cls(**{**self.params, **overrides})
+        return cls(**{**defaults, **self.params})
 
     def fit(self, stats: "KeyStats | None", num_partitions: int, *,
-            current: "PartitionFunction | None" = None) -> "PartitionFunction":
+            current: "PartitionFunction | None" = None, **measured: Any
+            ) -> "PartitionFunction":
         """The partition function of this strategy on ``stats`` (the fitted one as given).
+
+        ``measured`` are inputs measured for this fit, not parameters the caller chose
+        (TAG's ``completion_times`` from the task times of ``weights="time"``).
 
         Examples
         --------
@@ -132,6 +138,6 @@ class ResolvedStrategy:
         """
         if self.function is not None:
             return self.function
-        if self.spec.needs_stats and stats is None:
-            raise ValueError(f"strategy {self.name!r} needs key statistics; got stats=None")
-        return self.spec.load()(stats, num_partitions, current=current, **self.params)
+        from sparkbalance import strategies   # the registry's one fitting entry point
+        return strategies.fit(self.name, stats, num_partitions, current=current, resolved=self,
+                              **{**self.params, **measured})

@@ -37,7 +37,7 @@ import numpy as np
 from sparkbalance.hashing import GROUP_HASH, P, family_constants, raw_hash
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.routing.keygroups import GroupMapPartitioner
-from sparkbalance.strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
+from sparkbalance.strategies.auto import DEFAULT_MIN_GAIN
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from sparkbalance.spark.report.plan_report import plan_groups
 from sparkbalance.spark.session.bridge import class_available, spark_context
@@ -47,7 +47,7 @@ from sparkbalance.spark.rdd.shuffle import combine_over, next_batch
 from sparkbalance.spark.rdd.key_errors import bad_record_error
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
-           "combine_by_groups", "zero_pass_options", "fitted_function", "MAX_GROUPS"]
+           "combine_by_groups", "loaded", "fitted_function", "MAX_GROUPS"]
 
 _LOG = logging.getLogger("sparkbalance")
 
@@ -71,10 +71,6 @@ _MEMO_CAP = 1 << 14
 _MEMO_PROBE = 1 << 10
 #: ``stats=MAP_OUTPUT`` asks an RDD adapter for the zero-pass statistics explicitly.
 MAP_OUTPUT = "map-output"
-#: Parameters the zero-pass path takes (the rest of "auto"'s are Mixed's, for stats paths).
-_ZERO_PASS_PARAMS = ("min_gain", "num_groups", "balance")
-#: Parameters that ask for a statistics pass (precomputed stats, sampling, measured times...).
-_STATS_PARAMS = ("stats", "sample_fraction", "current", "weights", "listener", "stats_method")
 _NO_RECORD = object()
 _available: dict[int, bool] = {}
 _warned = [False]
@@ -291,54 +287,24 @@ def fitted_function(rdd: Any) -> GroupMapPartitioner | None:
     return f if isinstance(f, GroupMapPartitioner) else None
 
 
-def zero_pass_options(rdd: Any, strategy: Any, params: dict[str, Any]) -> dict[str, Any] | None:
-    """The keyword arguments of :func:`shuffle_by_groups` when an adapter call takes the
-    zero-pass path, else None (the caller fits a partition function as before).
+def loaded(rdd: Any) -> bool:
+    """Whether the zero-pass shuffle can run on ``rdd``'s context (the bridge's class is in
+    the JVM); without it, one WARNING per process and the adapters gather statistics.
 
-    The path applies to strategy "auto" (the default, ``strategy=None``) without a
-    statistics parameter, or to any call with ``stats="map-output"``. The zero-pass keys
-    (``min_gain``, ``num_groups``, ``balance``) are popped from ``params``. Without the
-    bridge jar it logs one WARNING per process and returns None (the statistics pass).
+    The strategy resolver (:func:`sparkbalance.strategies.resolve`, ``map_output=``) asks
+    this only for a call that would take the zero-pass path.
 
     Examples
     --------
-    >>> zero_pass_options(rdd, "mixed", {})  # doctest: +SKIP
+    >>> loaded(sc.parallelize([(1, 2)]))  # doctest: +SKIP
+    True
     """
-    from sparkbalance import strategies
-    asked = params.get("stats") == MAP_OUTPUT
-    if asked:
-        params.pop("stats")
-    if not isinstance(strategy, (str, type(None))):
-        if asked:
-            raise ValueError("stats='map-output' plans key groups itself; it takes a strategy "
-                             f"name ('auto' or None), not a fitted {type(strategy).__name__}")
-        return None
-    spec = strategies.get(strategies.DEFAULT_STRATEGY if strategy is None else strategy)
-    if spec.name != "auto":
-        if asked:
-            raise ValueError(f"stats='map-output' plans key groups from the shuffle's sizes: "
-                             f"strategy must be 'auto' or None; got {strategy!r}")
-        return None
-    if any(params.get(k) is not None for k in _STATS_PARAMS):
-        if asked:
-            bad = sorted(k for k in _STATS_PARAMS if params.get(k) is not None)
-            raise TypeError(f"stats='map-output' reads no other statistics; got {bad}")
-        return None
-    other = sorted(k for k in params if k not in _ZERO_PASS_PARAMS)
-    if other:
-        if asked:
-            raise TypeError(f"stats='map-output' takes {', '.join(_ZERO_PASS_PARAMS)}; got "
-                            f"{other}")
-        return None  # Mixed's parameters given: the user wants the statistics path
-    if not available(rdd.context):
-        if not _warned[0]:
-            _warned[0] = True
-            _LOG.warning("sparkbalance: the JVM bridge (%s) is not loaded, so strategy 'auto' "
-                         "gathers key statistics in an extra pass; load the jar "
-                         "(sparkbalance.spark.session.bridge.session_builder_with_bridge) for "
-                         "zero-pass statistics", MAPSTATS_CLASS)
-        return None
-    options = {k: params.pop(k) for k in _ZERO_PASS_PARAMS if k in params}
-    if "min_gain" in options:  # refused before the map stage runs, not after
-        check_min_gain(options["min_gain"])
-    return options
+    if available(rdd.context):
+        return True
+    if not _warned[0]:
+        _warned[0] = True
+        _LOG.warning("sparkbalance: the JVM bridge (%s) is not loaded, so strategy 'auto' "
+                     "gathers key statistics in an extra pass; load the jar "
+                     "(sparkbalance.spark.session.bridge.session_builder_with_bridge) for "
+                     "zero-pass statistics", MAPSTATS_CLASS)
+    return False
