@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from sparkbalance.planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA
-from sparkbalance.strategies.resolved import ResolvedStrategy, frozen
+from sparkbalance.strategies.resolved import (MAP_OUTPUT_PARAMS, ResolvedStrategy, check_values,
+                                              frozen, map_output_options)
 
 if TYPE_CHECKING:
     from ..routing.base import PartitionFunction
@@ -250,8 +251,6 @@ def check_params(name: str, params: Mapping[str, Any]) -> None:
                         f"{', '.join(repr(b) for b in bad)}; valid: {', '.join(valid) or 'none'}")
 
 
-#: Parameters of the zero-pass path of the RDD adapters (the rest of "auto"'s are Mixed's).
-MAP_OUTPUT_PARAMS = ("min_gain", "num_groups", "balance")
 #: Parameters of routing-table strategies a session may set (``spark.sparkbalance.theta``,
 #: ``spark.sparkbalance.maxTable``) when the call does not.
 SESSION_PARAMS = ("theta", "max_table")
@@ -314,7 +313,7 @@ def resolve(strategy: Any = None, params: Mapping[str, Any] | None = None, *,
         raise ValueError(f"strategy={spec.name!r} splits keys over partitions; the DataFrame "
                          f"adapter needs a key-grouping strategy, one of "
                          f"{', '.join(KEY_GROUPING)}")
-    zero_pass = _map_output(spec, params, map_output, asked)
+    zero_pass = map_output_options(spec, params, map_output, asked)
     if zero_pass is not None:
         return ResolvedStrategy(spec, frozen({}), map_output=frozen(zero_pass))
     if spec.kind == "table" and setting is not None:
@@ -324,45 +323,9 @@ def resolve(strategy: Any = None, params: Mapping[str, Any] | None = None, *,
                 if value is not None:
                     params[name] = value
     check_params(spec.name, params)
-    _check_values(spec, params)
+    check_values(spec, params)
     return ResolvedStrategy(spec, frozen(params),
                             sample_fraction=sample_fraction if spec.needs_stats else None)
-
-
-def _map_output(spec: Strategy, params: dict[str, Any], loaded: Callable[[], bool] | None,
-                asked: bool) -> dict[str, Any] | None:
-    """The zero-pass options (popped from ``params``) when the call takes that path: strategy
-    "auto" with only its zero-pass parameters, or ``stats="map-output"``; else None."""
-    if loaded is None and not asked:
-        return None
-    if spec.name != "auto":
-        if asked:
-            raise ValueError("stats='map-output' plans key groups from the shuffle's sizes: "
-                             f"strategy must be 'auto' or None; got {spec.name!r}")
-        return None
-    other = sorted(k for k in params if k not in MAP_OUTPUT_PARAMS)
-    if other:
-        if asked:
-            raise TypeError(f"stats='map-output' takes {', '.join(MAP_OUTPUT_PARAMS)}; got "
-                            f"{other}")
-        return None  # Mixed's parameters given: the user wants the statistics path
-    if loaded is None or not loaded():
-        return None   # no bridge: the statistics pass (the caller warned)
-    options = {k: params.pop(k) for k in MAP_OUTPUT_PARAMS if k in params}
-    if "min_gain" in options:  # refused before the map stage runs, not after
-        from .auto import check_min_gain
-        check_min_gain(options["min_gain"])
-    return options
-
-
-def _check_values(spec: Strategy, params: Mapping[str, Any]) -> None:
-    """Refuse bad parameter values before any job: a routing-table strategy's are its
-    planner's (its constructor only checks and stores them); "auto"'s ``min_gain``."""
-    if spec.kind == "table" and spec.planner is not None and not spec.state_only:
-        spec.planner_class()(**params)
-    elif spec.name == "auto":
-        from .auto import check_min_gain
-        check_min_gain(params.get("min_gain", spec.defaults["min_gain"]))
 
 
 def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,

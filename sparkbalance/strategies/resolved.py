@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:  # annotations only
     from sparkbalance.routing.base import PartitionFunction
     from sparkbalance.stats.keystats import KeyStats
     from sparkbalance.strategies import Strategy
 
-__all__ = ["ResolvedStrategy", "frozen"]
+__all__ = ["ResolvedStrategy", "frozen", "map_output_options", "check_values",
+           "MAP_OUTPUT_PARAMS"]
+
+#: Parameters of the zero-pass path of the RDD adapters (the rest of "auto"'s are Mixed's).
+MAP_OUTPUT_PARAMS = ("min_gain", "num_groups", "balance")
 
 
 def frozen(params: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -141,3 +145,39 @@ class ResolvedStrategy:
         from sparkbalance import strategies   # the registry's one fitting entry point
         return strategies.fit(self.name, stats, num_partitions, current=current, resolved=self,
                               **{**self.params, **measured})
+
+
+def map_output_options(spec: "Strategy", params: dict[str, Any],
+                       loaded: Callable[[], bool] | None, asked: bool) -> dict[str, Any] | None:
+    """The zero-pass options (popped from ``params``) when the call takes that path: strategy
+    "auto" with only its zero-pass parameters, or ``stats="map-output"``; else None."""
+    if loaded is None and not asked:
+        return None
+    if spec.name != "auto":
+        if asked:
+            raise ValueError("stats='map-output' plans key groups from the shuffle's sizes: "
+                             f"strategy must be 'auto' or None; got {spec.name!r}")
+        return None
+    other = sorted(k for k in params if k not in MAP_OUTPUT_PARAMS)
+    if other:
+        if asked:
+            raise TypeError(f"stats='map-output' takes {', '.join(MAP_OUTPUT_PARAMS)}; got "
+                            f"{other}")
+        return None  # Mixed's parameters given: the user wants the statistics path
+    if loaded is None or not loaded():
+        return None   # no bridge: the statistics pass (the caller warned)
+    options = {k: params.pop(k) for k in MAP_OUTPUT_PARAMS if k in params}
+    if "min_gain" in options:  # refused before the map stage runs, not after
+        from sparkbalance.strategies.auto import check_min_gain
+        check_min_gain(options["min_gain"])
+    return options
+
+
+def check_values(spec: "Strategy", params: Mapping[str, Any]) -> None:
+    """Refuse bad parameter values before any job: a routing-table strategy's are its
+    planner's (its constructor only checks and stores them); "auto"'s ``min_gain``."""
+    if spec.kind == "table" and spec.planner is not None and not spec.state_only:
+        spec.planner_class()(**params)
+    elif spec.name == "auto":
+        from sparkbalance.strategies.auto import check_min_gain
+        check_min_gain(params.get("min_gain", spec.defaults["min_gain"]))
