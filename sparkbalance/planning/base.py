@@ -8,17 +8,19 @@ it likes; each trial works on a fresh copy of the units).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..routing.table import RoutingTable
 from ..stats.workload import Workload
+from .checks import check_real
 from .compact import DEFAULT_DEGREE, Records, compact as make_records, realise_records
 from .limit import better, enforce_limit
 from .llfd import run_llfd
 from .plan import Plan, realise_plan
+from .trial import Trial
 from .units import Units
 
 __all__ = ["Planner", "Trial", "PlanningContext", "DEFAULT_THETA", "DEFAULT_MAX_TABLE",
@@ -59,27 +61,6 @@ def selection_criterion(c: np.ndarray, S: np.ndarray, criterion: str, beta: floa
     out[~pos] = np.inf
     out[c <= 0] = 0.0
     return out
-
-
-@dataclass
-class Trial:
-    """One run of Phases I–III for a given n_back."""
-
-    units: Units
-    n_back: int
-    table_size: int
-    stale_dropped: int
-    est_loads: np.ndarray
-    est_migration: float
-    counters: Mapping[str, int]
-    balanced: bool
-    criterion: str = "gamma"
-
-    def fits(self, max_table: int | None) -> bool:
-        return max_table is None or self.table_size <= max_table
-
-    def feasible(self, max_table: int | None) -> bool:
-        return self.balanced and self.fits(max_table)
 
 
 class PlanningContext:
@@ -218,10 +199,7 @@ class Planner:
                  beta: float = DEFAULT_BETA, *, criterion: str | None = None,
                  compact: bool | float = False, phase2: str = "paper",
                  allow_overflow: bool = False) -> None:
-        if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
-            raise TypeError(f"theta={theta!r}; expected a number >= 0")
-        if not np.isfinite(theta) or theta < 0:
-            raise ValueError(f"theta={theta!r}; expected a finite number >= 0")
+        theta = check_real(theta, "theta")
         if isinstance(max_table, str):
             if max_table != "default":
                 raise ValueError(f"max_table={max_table!r}; expected an int >= 0 or None")
@@ -232,10 +210,7 @@ class Planner:
             if max_table < 0:
                 raise ValueError(f"max_table={max_table}; expected >= 0 or None")
             max_table = int(max_table)
-        if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)):
-            raise TypeError(f"beta={beta!r}; expected a number >= 0")
-        if not np.isfinite(beta) or beta < 0:
-            raise ValueError(f"beta={beta!r}; expected a finite number >= 0")
+        beta = check_real(beta, "beta")
         if criterion is not None:
             if criterion not in CRITERIA:
                 raise ValueError(f"criterion={criterion!r}; expected one of {CRITERIA}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..stats.workload import Workload
+from .checks import check_real
 
 __all__ = ["Records", "compact", "hlhe", "hlhe_representatives", "realise_records",
            "DEFAULT_DEGREE", "HLHE_JUNCTION"]
@@ -54,11 +55,7 @@ HLHE_ORDER: str = "exp-lin"
 
 
 def _check_degree(degree: float) -> float:
-    if isinstance(degree, bool) or not isinstance(degree, (int, float, np.integer, np.floating)):
-        raise TypeError(f"degree={degree!r}; expected a number >= 1")
-    if not np.isfinite(degree) or degree < 1:
-        raise ValueError(f"degree={degree!r}; expected a finite number >= 1")
-    return float(degree)
+    return check_real(degree, "degree", 1)
 
 
 def hlhe_representatives(vmax: float, degree: float = DEFAULT_DEGREE,

@@ -6,20 +6,41 @@ unless the caller opts in (``Planner(allow_overflow=True)``). When none of its t
 :func:`enforce_limit` returns the best-balanced plan within the limit and says so.
 
 Functions over a :class:`~sparkbalance.planning.base.PlanningContext` and its trials; the
-planners' base class calls them (this module imports no planner).
+planners' base class calls them (this module imports no planner: the two protocols below
+name what it reads of them).
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # annotations only: base imports this module
-    from .base import Planner, PlanningContext, Trial
+from .trial import Trial
+
+
+class _Context(Protocol):
+    """What the limit reads of a planner's context
+    (:class:`sparkbalance.planning.base.PlanningContext`, which imports this module)."""
+
+    stale: Any
+    table_entries: int
+    cap_theta: float
+    tol: float
+    trials: list[Trial]
+
+    def trial(self, n_back: int, criterion: str | None = None) -> Trial: ...
+
+
+class _Planner(Protocol):
+    """What the limit reads of a planner (:class:`sparkbalance.planning.base.Planner`)."""
+
+    max_table: int | None
+    controls_table: bool
+    allow_overflow: bool
 
 __all__ = ["better", "within_limit", "enforce_limit"]
 
 
-def better(a: "Trial", b: "Trial", max_table: int | None, tol: float) -> bool:
+def better(a: Trial, b: Trial, max_table: int | None, tol: float) -> bool:
     """Trial ``a`` beats ``b``: it fits A_max when ``b`` does not, else (same fit) it has a
     lower maximum load by more than ``tol``.
 
@@ -38,7 +59,7 @@ def better(a: "Trial", b: "Trial", max_table: int | None, tol: float) -> bool:
     return float(a.est_loads.max()) < float(b.est_loads.max()) - tol
 
 
-def _retally(ctx: "PlanningContext", t: "Trial", note: str) -> "Trial":
+def _retally(ctx: _Context, t: Trial, note: str) -> Trial:
     """A new trial over ``t.units`` after they were changed in place."""
     u = t.units
     loads = u.loads()
@@ -51,7 +72,7 @@ def _retally(ctx: "PlanningContext", t: "Trial", note: str) -> "Trial":
     return out
 
 
-def within_limit(ctx: "PlanningContext", max_table: int) -> "Trial":
+def within_limit(ctx: _Context, max_table: int) -> Trial:
     """Best-balanced plan with |R'| <= ``max_table`` built from MinTable's trial.
 
     MinTable's trial (full cleaning, highest c first: the smallest table the heuristics
@@ -69,8 +90,8 @@ def within_limit(ctx: "PlanningContext", max_table: int) -> "Trial":
     return min((cut, empty), key=lambda t: float(t.est_loads.max()))
 
 
-def enforce_limit(planner: "Planner", ctx: "PlanningContext", t: "Trial"
-                  ) -> tuple["Trial", str]:
+def enforce_limit(planner: _Planner, ctx: _Context, t: Trial
+                  ) -> tuple[Trial, str]:
     """The trial to realise and a status for ``Plan.info["max_table_status"]``.
 
     "within" when ``t`` fits; for planners that do not control the table (LLFD, MinMig)

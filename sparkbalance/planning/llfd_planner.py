@@ -18,10 +18,8 @@ class LLFD(Planner):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sparkbalance.planning import Workload
-    >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
-    ...              home=[0, 1, 1, 1, 1, 1], current=[0, 0, 0, 1, 1, 1], num_partitions=2)
+    >>> from sparkbalance.planning.synthetic import fig4_workload
+    >>> w = fig4_workload()
     >>> p = LLFD(theta=0.0).plan(w)
     >>> p.loads_after.tolist(), p.table_size
     ([10.0, 10.0], 4)

@@ -33,10 +33,8 @@ class Mixed(Planner):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sparkbalance.planning import Workload
-    >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
-    ...              home=[0, 1, 1, 1, 1, 1], current=[0, 0, 0, 1, 1, 1], num_partitions=2)
+    >>> from sparkbalance.planning.synthetic import fig4_workload
+    >>> w = fig4_workload()
     >>> p = Mixed(theta=0.0, max_table=2).plan(w)
     >>> p.loads_after.tolist(), p.table_size <= 2, p.feasible
     ([10.0, 10.0], True, True)
@@ -74,10 +72,8 @@ class MixedBF(Planner):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sparkbalance.planning import Workload
-    >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
-    ...              home=[0, 1, 1, 1, 1, 1], current=[0, 0, 0, 1, 1, 1], num_partitions=2)
+    >>> from sparkbalance.planning.synthetic import fig4_workload
+    >>> w = fig4_workload()
     >>> p = MixedBF(theta=0.0, max_table=2).plan(w)
     >>> p.loads_after.tolist(), p.feasible
     ([10.0, 10.0], True)

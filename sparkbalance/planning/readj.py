@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Planner, PlanningContext, Trial
+from .base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner, PlanningContext, Trial
+from .checks import check_real
 from .units import Units
 
 __all__ = ["Readj", "DEFAULT_SIGMA", "DEFAULT_MAX_STEPS"]
@@ -40,10 +41,8 @@ class Readj(Planner):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sparkbalance.planning import Workload
-    >>> w = Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
-    ...              home=[0, 0, 0, 1, 1, 1], current=[0, 0, 0, 1, 1, 1], num_partitions=2)
+    >>> from sparkbalance.planning.synthetic import fig4_workload
+    >>> w = fig4_workload(routed=False)
     >>> p = Readj(theta=0.0, sigma=0.1).plan(w)
     >>> p.loads_after.tolist()
     [10.0, 10.0]
@@ -52,15 +51,12 @@ class Readj(Planner):
     name = "Readj"
     criterion = "c"
 
-    def __init__(self, theta: float = 0.08, max_table=3000, beta: float = 1.5, *,
+    def __init__(self, theta: float = DEFAULT_THETA, max_table=DEFAULT_MAX_TABLE,
+                 beta: float = DEFAULT_BETA, *,
                  sigma: float = DEFAULT_SIGMA, max_steps: int = DEFAULT_MAX_STEPS,
                  **kwargs) -> None:
         super().__init__(theta, max_table, beta, **kwargs)
-        if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer,
-                                                             np.floating)):
-            raise TypeError(f"sigma={sigma!r}; expected a number > 0")
-        if not np.isfinite(sigma) or sigma <= 0:
-            raise ValueError(f"sigma={sigma!r}; expected a finite number > 0")
+        check_real(sigma, "sigma", strict=True)
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) \
                 or max_steps < 0:
             raise ValueError(f"max_steps={max_steps!r}; expected an int >= 0")

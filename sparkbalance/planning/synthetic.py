@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats.workload import Workload
+from .base import DEFAULT_THETA
 
-__all__ = ["zipf_counts", "zipf_workload", "fluctuate", "FLUCTUATION_REF"]
+__all__ = ["zipf_counts", "zipf_workload", "fluctuate", "fig4_workload", "FLUCTUATION_REF"]
 
 #: θ_ref of the fluctuation threshold above (Fang et al. default θ_max).
-FLUCTUATION_REF: float = 0.08
+FLUCTUATION_REF: float = DEFAULT_THETA
 
 
 def zipf_counts(num_keys: int, z: float = 0.85, tuples_per_key: float = 20.0,
@@ -98,3 +99,21 @@ def fluctuate(cost: np.ndarray, assignment: np.ndarray, num_partitions: int, f: 
             if np.abs(L - L0).sum() >= target:
                 break
     return c
+
+
+def fig4_workload(routed: bool = True) -> Workload:
+    """The six keys of Fang et al. Fig. 4 on two partitions: costs 7, 4, 5, 2, 1, 1 (total
+    20), keys 0-2 on partition 0 (load 16 against 4). ``routed``: keys 1 and 2 are there by
+    the routing table, their hash home is partition 1 (Fig. 4's table); else by hash.
+
+    Examples
+    --------
+    >>> w = fig4_workload()
+    >>> w.home.tolist(), w.current.tolist(), float(w.cost.sum())
+    ([0, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1], 20.0)
+    """
+    current = [0, 0, 0, 1, 1, 1]
+    return Workload(keys=np.arange(6), cost=[7., 4., 5., 2., 1., 1.], memory=np.ones(6),
+                    home=[0, 1, 1, 1, 1, 1] if routed else current, current=current,
+                    num_partitions=2)
+

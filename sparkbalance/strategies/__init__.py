@@ -23,11 +23,16 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from sparkbalance.planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA
+from sparkbalance.strategies.resolved import (MAP_OUTPUT_PARAMS, ResolvedStrategy, check_values,
+                                              frozen, map_output_options)
+
 if TYPE_CHECKING:
     from ..routing.base import PartitionFunction
     from ..stats.keystats import KeyStats
 
-__all__ = ["Strategy", "fit", "fit_hash", "get", "resolve", "available",
+__all__ = ["Strategy", "ResolvedStrategy", "fit", "fit_hash", "get", "resolve", "available",
+           "planner_class", "MAP_OUTPUT_PARAMS", "SESSION_PARAMS",
            "check_params", "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING",
            "KINDS"]
 
@@ -92,9 +97,9 @@ _T = "sparkbalance.strategies.tables"
 _K = "sparkbalance.strategies.keygroups"
 _X = "sparkbalance.strategies.splitting"
 _AUTO = "sparkbalance.strategies.auto"
-#: θ = 0.08, A_max = 3000 (Fang et al. Table 2), β = 1.5 (Fang et al. §3.2, Appendix C);
-#: literal here so the registry imports no planner (a unit test checks the fitters agree).
-_TABLE = {"theta": 0.08, "max_table": 3000, "beta": 1.5}
+#: θ, A_max (Fang et al. Table 2) and β (Fang et al. §3.2, Appendix C): the planners'
+#: defaults, defined once in :mod:`sparkbalance.planning.base`.
+_TABLE = {"theta": DEFAULT_THETA, "max_table": DEFAULT_MAX_TABLE, "beta": DEFAULT_BETA}
 _R: tuple[Strategy, ...] = (
     # Gives a hash or a table partition function: key-grouping either way ("table" kind).
     _S("auto", "table", f"{_AUTO}:fit_auto", True,
@@ -152,6 +157,8 @@ _R: tuple[Strategy, ...] = (
        doc="time-aware grouping (Yang et al.)"),
 )
 _REGISTRY: dict[str, Strategy] = {s.name: s for s in _R}
+#: Planners no strategy runs but benchmarks plan with by name: LLFD (Fang et al. §3.1).
+_BASELINE_PLANNERS: dict[str, str] = {"llfd": f"{_P}:LLFD"}
 _ALIASES: dict[str, str] = {a: s.name for s in _R for a in s.aliases}
 
 KEY_GROUPING = tuple(s.name for s in _R if s.kind != "split" and not s.state_only)
@@ -234,7 +241,7 @@ def check_params(name: str, params: Mapping[str, Any]) -> None:
     >>> check_params("mixed", {"theta": 0.1})
     >>> check_params("mixed", {"thetaa": 0.1})
     Traceback (most recent call last):
-    TypeError: strategy 'mixed' got an unknown parameter 'thetaa'; valid: beta, compact, criterion, max_table, phase2, theta
+    TypeError: strategy 'mixed' got an unknown parameter 'thetaa'; valid: allow_overflow, beta, compact, criterion, max_table, phase2, theta
     """
     valid = accepted_params(name)
     bad = sorted(k for k in params if k not in valid)
@@ -244,36 +251,121 @@ def check_params(name: str, params: Mapping[str, Any]) -> None:
                         f"{', '.join(repr(b) for b in bad)}; valid: {', '.join(valid) or 'none'}")
 
 
-def resolve(name: str | None, params: Mapping[str, Any] | None = None) -> Strategy:
-    """The record an adapter fits: ``name`` (None: :data:`DEFAULT_STRATEGY`), checked.
+#: Parameters of routing-table strategies a session may set (``spark.sparkbalance.theta``,
+#: ``spark.sparkbalance.maxTable``) when the call does not.
+SESSION_PARAMS = ("theta", "max_table")
 
-    Everything the registry can refuse without data is refused here, so adapters call it
-    before any Spark job: an unknown name (``ValueError``), an unknown parameter
-    (``TypeError``, :func:`check_params`), a state-only strategy (``ValueError``).
+
+def resolve(strategy: Any = None, params: Mapping[str, Any] | None = None, *,
+            setting: Callable[[str], Any] | None = None, sample_fraction: float | None = None,
+            key_grouping: bool = False, state: bool = False,
+            map_output: Callable[[], bool] | None = None, asked: bool = False
+            ) -> ResolvedStrategy:
+    """The one resolution of a call's strategy: looked up, settings merged, parameters checked.
+
+    Every adapter calls this once per call (through
+    :func:`sparkbalance.spark.session.conf.resolve_record`, which supplies the session's
+    settings) and passes the record down; nothing below looks the name up again.
+    Everything the registry can refuse without data is refused here, before any Spark job:
+    an unknown name (``ValueError``), an unknown parameter (``TypeError``,
+    :func:`check_params`), a state-only strategy outside the keyed state (``ValueError``),
+    a splitting one where a key needs one home (``key_grouping``, ``ValueError``), and bad
+    routing-table parameter values (the planner's own check, Fang et al. §4).
+
+    Parameters
+    ----------
+    strategy : a registry name; None: the ``"strategy"`` setting, else
+        :data:`DEFAULT_STRATEGY`; or an already fitted partition function (no parameters).
+    params : the strategy's parameters.
+    setting : ``setting(name)`` -> the session's value of ``spark.sparkbalance.<name>``
+        (None when unset); None: no session.
+    sample_fraction : the statistics' sample fraction, already checked.
+    key_grouping : refuse strategies that split keys (DataFrame adapters).
+    state : accept the strategies only the keyed state runs ("mtm", "correlation").
+    map_output : for the RDD adapters, ``map_output()`` says whether the zero-pass shuffle
+        can run (the bridge is loaded); None: the caller has no zero-pass path.
+    asked : the call asked for the zero-pass path (``stats="map-output"``).
 
     Examples
     --------
     >>> resolve(None).name, resolve("none", {}).name
     ('auto', 'hash')
+    >>> resolve(None, {"theta": 0.1}, setting={"strategy": "mintable"}.get).params["theta"]
+    0.1
     """
-    spec = get(DEFAULT_STRATEGY if name is None else name)
-    check_params(spec.name, params or {})
-    if spec.state_only:
+    from sparkbalance.routing.base import PartitionFunction
+    params = dict(params or {})
+    if isinstance(strategy, PartitionFunction):   # an already fitted function
+        if asked:
+            raise ValueError("stats='map-output' plans key groups itself; it takes a strategy "
+                             f"name ('auto' or None), not a fitted {type(strategy).__name__}")
+        if params:
+            raise TypeError("a fitted partition function takes no parameters; got "
+                            f"{sorted(params)}")
+        return ResolvedStrategy(None, frozen({}), function=strategy)
+    if strategy is None and setting is not None:
+        strategy = setting("strategy")
+    spec = get(DEFAULT_STRATEGY if strategy is None else strategy)
+    if spec.state_only and not state:
         raise ValueError(f"strategy {spec.name!r} plans the keyed state only "
                          f"(KeyedStateOperator(planner={spec.name!r})); use 'keygroups' here")
-    return spec
+    if key_grouping and spec.splits_keys:
+        raise ValueError(f"strategy={spec.name!r} splits keys over partitions; the DataFrame "
+                         f"adapter needs a key-grouping strategy, one of "
+                         f"{', '.join(KEY_GROUPING)}")
+    zero_pass = map_output_options(spec, params, map_output, asked)
+    if zero_pass is not None:
+        return ResolvedStrategy(spec, frozen({}), map_output=frozen(zero_pass))
+    if spec.kind == "table" and setting is not None:
+        for name in SESSION_PARAMS:
+            if name not in params:
+                value = setting(name)
+                if value is not None:
+                    params[name] = value
+    check_params(spec.name, params)
+    check_values(spec, params)
+    return ResolvedStrategy(spec, frozen(params),
+                            sample_fraction=sample_fraction if spec.needs_stats else None)
 
 
 def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
-        current: "PartitionFunction | None" = None, **params: Any) -> "PartitionFunction":
+        current: "PartitionFunction | None" = None, resolved: ResolvedStrategy | None = None,
+        **params: Any) -> "PartitionFunction":
     """Fit strategy ``name`` on ``stats`` and return its partition function.
+
+    ``resolved``: the record of the caller's one :func:`resolve` (what
+    :meth:`ResolvedStrategy.fit` passes, with its checked ``params``); the name is then
+    neither looked up nor its parameters checked again. Without it, ``name`` and
+    ``params`` are resolved here.
 
     Examples
     --------
     >>> fit("hash", None, 4).num_partitions
     4
     """
-    spec = resolve(name, params)
-    if spec.needs_stats and stats is None:
-        raise ValueError(f"strategy {spec.name!r} needs key statistics; got stats=None")
-    return spec.load()(stats, num_partitions, current=current, **params)
+    if resolved is None:
+        return resolve(name, params).fit(stats, num_partitions, current=current)
+    if resolved.spec.needs_stats and stats is None:
+        raise ValueError(f"strategy {resolved.name!r} needs key statistics; got stats=None")
+    return resolved.spec.load()(stats, num_partitions, current=current, **params)
+
+
+def planner_class(name: str) -> type:
+    """The planner class a registry name plans with (the routing-table planners, plus the
+    LLFD baseline, Fang et al. §3.1, which no strategy runs but benchmarks plan with).
+
+    Examples
+    --------
+    >>> planner_class("mixed").__name__, planner_class("llfd").__name__
+    ('Mixed', 'LLFD')
+    """
+    path = _BASELINE_PLANNERS.get(name.lower()) if isinstance(name, str) else None
+    if path is None:
+        try:
+            path = get(name).planner
+        except ValueError:
+            path = None
+    if path is None:
+        valid = [s.name for s in _R if s.planner] + list(_BASELINE_PLANNERS)
+        raise ValueError(f"planner={name!r}; expected one of {', '.join(valid)}")
+    return _load(path)

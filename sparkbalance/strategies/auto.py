@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA
 from ..planning.intervals.model import min_max_partition
 from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.hash import HashPartitioner, home_partitions
@@ -214,8 +215,8 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
 
 def fit_auto(stats: KeyStats | None, num_partitions: int, *,
              current: PartitionFunction | None = None, min_gain: float = DEFAULT_MIN_GAIN,
-             theta: float = 0.08, max_table: int | None = 3000,
-             beta: float = 1.5) -> PartitionFunction:
+             theta: float = DEFAULT_THETA, max_table: int | None = DEFAULT_MAX_TABLE,
+             beta: float = DEFAULT_BETA) -> PartitionFunction:
     """Fit Mixed on ``stats`` and keep it only if it cuts the slowest partition by ``min_gain``.
 
     Parameters

@@ -12,42 +12,22 @@ homes, empty table). When the partition count changes, planning starts from plai
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Planner
-from ..planning.llfd_planner import LLFD
-from ..planning.minmig import MinMig
-from ..planning.mintable import MinTable
-from ..planning.mixed import Mixed, MixedBF
 from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.table import RoutingTable, RoutingTablePartitioner
 from ..stats.keystats import KeyStats
 from ..stats.workload import Workload
 
 __all__ = ["fit_mixed", "fit_mintable", "fit_minmig", "fit_readj", "fit_mixedbf",
-           "fit_planner", "plan_from_stats", "PLANNERS"]
+           "fit_planner", "plan_from_stats"]
 
 
-def _readj_cls():
-    from ..planning.readj import Readj
-    return Readj
-
-
-#: registry name -> planner class (Readj loaded lazily)
-PLANNERS: dict[str, Any] = {"mixed": Mixed, "mixedbf": MixedBF, "mintable": MinTable,
-                            "minmig": MinMig, "llfd": LLFD, "readj": _readj_cls}
-
-
-def _planner_cls(name: str) -> type[Planner]:
-    if name not in PLANNERS:
-        raise ValueError(f"planner={name!r}; expected one of {', '.join(PLANNERS)}")
-    cls = PLANNERS[name]
-    return cls() if cls is _readj_cls else cls
-
-
-def plan_from_stats(name: str, stats: KeyStats, num_partitions: int, *,
+def plan_from_stats(name: str | type[Planner], stats: KeyStats, num_partitions: int, *,
                     current: PartitionFunction | None = None, **params: Any):
-    """Plan with planner ``name`` on ``stats`` starting from ``current``; returns the Plan.
+    """Plan with planner ``name`` (a registry name, or a planner class) on ``stats``
+    starting from ``current``; returns the Plan.
 
     Examples
     --------
@@ -72,25 +52,40 @@ def plan_from_stats(name: str, stats: KeyStats, num_partitions: int, *,
     if start is not None and not isinstance(start, RoutingTablePartitioner):
         # another key-grouping function (e.g. key groups): its routes become table entries
         table = None
-    planner = _planner_cls(name)(**params)
-    return planner.plan(workload, table)
+    if isinstance(name, str):  # the class the registry lists under that name
+        from . import planner_class
+        name = planner_class(name)
+    return name(**params).plan(workload, table)
 
 
-def fit_planner(name: str, stats: KeyStats | None, num_partitions: int, *,
+def fit_planner(name: str | type[Planner], stats: KeyStats | None, num_partitions: int, *,
                 current: PartitionFunction | None = None, **params: Any
                 ) -> RoutingTablePartitioner:
-    """Fit a :class:`RoutingTablePartitioner` with planner ``name``."""
+    """Fit a :class:`RoutingTablePartitioner` with planner ``name`` (name or class)."""
     if stats is None:
-        raise ValueError(f"strategy {name!r} needs key statistics; got stats=None")
+        label = name if isinstance(name, str) else name.__name__.lower()
+        raise ValueError(f"strategy {label!r} needs key statistics; got stats=None")
     plan = plan_from_stats(name, stats, num_partitions, current=current, **params)
     return RoutingTablePartitioner(num_partitions, plan.table)
 
 
-def fit_mixed(stats: KeyStats | None, num_partitions: int, *,
-              current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
-              max_table: int | None = DEFAULT_MAX_TABLE, beta: float = DEFAULT_BETA,
-              **params: Any) -> RoutingTablePartitioner:
-    """Mixed (Fang et al. Algorithm 4).
+def _fitter(name: str, doc: str, max_table_default: int | None = DEFAULT_MAX_TABLE
+            ) -> Callable[..., RoutingTablePartitioner]:
+    """The registry fitter of routing-table strategy ``name``: θ, A_max and β as keywords
+    (their defaults are the registry record's, a unit test checks) and the planner's other
+    parameters passed on."""
+    def fit(stats: KeyStats | None, num_partitions: int, *,
+            current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
+            max_table: int | None = max_table_default, beta: float = DEFAULT_BETA,
+            **params: Any) -> RoutingTablePartitioner:
+        return fit_planner(name, stats, num_partitions, current=current, theta=theta,
+                           max_table=max_table, beta=beta, **params)
+    fit.__name__ = fit.__qualname__ = f"fit_{name}"
+    fit.__doc__ = doc
+    return fit
+
+
+fit_mixed = _fitter("mixed", """Mixed (Fang et al. Algorithm 4).
 
     Examples
     --------
@@ -98,42 +93,9 @@ def fit_mixed(stats: KeyStats | None, num_partitions: int, *,
     >>> f = fit_mixed(s, 4, theta=0.1)
     >>> type(f).__name__, f.num_partitions
     ('RoutingTablePartitioner', 4)
-    """
-    return fit_planner("mixed", stats, num_partitions, current=current, theta=theta,
-                       max_table=max_table, beta=beta, **params)
-
-
-def fit_mixedbf(stats: KeyStats | None, num_partitions: int, *,
-                current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
-                max_table: int | None = DEFAULT_MAX_TABLE, beta: float = DEFAULT_BETA,
-                **params: Any) -> RoutingTablePartitioner:
-    """MixedBF (every n_back, cheapest feasible)."""
-    return fit_planner("mixedbf", stats, num_partitions, current=current, theta=theta,
-                       max_table=max_table, beta=beta, **params)
-
-
-def fit_mintable(stats: KeyStats | None, num_partitions: int, *,
-                 current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
-                 max_table: int | None = DEFAULT_MAX_TABLE, beta: float = DEFAULT_BETA,
-                 **params: Any) -> RoutingTablePartitioner:
-    """MinTable (Fang et al. Algorithm 2)."""
-    return fit_planner("mintable", stats, num_partitions, current=current, theta=theta,
-                       max_table=max_table, beta=beta, **params)
-
-
-def fit_minmig(stats: KeyStats | None, num_partitions: int, *,
-               current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
-               max_table: int | None = None, beta: float = DEFAULT_BETA,
-               **params: Any) -> RoutingTablePartitioner:
-    """MinMig (Fang et al. Algorithm 3; table size not enforced)."""
-    return fit_planner("minmig", stats, num_partitions, current=current, theta=theta,
-                       max_table=max_table, beta=beta, **params)
-
-
-def fit_readj(stats: KeyStats | None, num_partitions: int, *,
-              current: PartitionFunction | None = None, theta: float = DEFAULT_THETA,
-              max_table: int | None = DEFAULT_MAX_TABLE, beta: float = DEFAULT_BETA,
-              **params: Any) -> RoutingTablePartitioner:
-    """Readj baseline (Gedik 2014)."""
-    return fit_planner("readj", stats, num_partitions, current=current, theta=theta,
-                       max_table=max_table, beta=beta, **params)
+    """)
+fit_mixedbf = _fitter("mixedbf", "MixedBF (every n_back, cheapest feasible; Fang et al. §3.3).")
+fit_mintable = _fitter("mintable", "MinTable (Fang et al. Algorithm 2).")
+fit_minmig = _fitter("minmig", "MinMig (Fang et al. Algorithm 3; table size not enforced).",
+                     max_table_default=None)
+fit_readj = _fitter("readj", "Readj baseline (Gedik 2014).")

@@ -36,6 +36,7 @@ import numpy as np
 
 from sparkbalance import strategies as registry
 from sparkbalance.routing.base import PartitionFunction, check_num_partitions
+from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.stats.keystats import KeyStats
 from sparkbalance.spark.session.conf import FROM_CONF, resolve_max_keys
 from sparkbalance.spark.diagnose.loads import df_loads, rdd_loads
@@ -220,14 +221,23 @@ def fit_all(stats: KeyStats, num_partitions: int, names: Sequence[str] | None = 
     >>> sorted(fs), fs["mixed"].num_partitions
     (['hash', 'mixed'], 2)
     """
-    n = check_num_partitions(num_partitions)
-    fitted = {}
+    return _fit(stats, check_num_partitions(num_partitions), _resolved(names, params))
+
+
+def _resolved(names: Sequence[str] | None, params: dict[str, Any]) -> list[Any]:
+    """Each strategy to compare resolved once (before any job), with the parameters it
+    accepts."""
+    records = []
     for name in (registry.KEY_GROUPING if names is None else names):
-        spec = registry.get(name)
-        mine = {k: v for k, v in params.items() if k in registry.accepted_params(spec.name)}
-        fitted[spec.name] = registry.fit(spec.name if len(stats) else "hash", stats, n,
-                                         **(mine if len(stats) else {}))
-    return fitted
+        valid = registry.accepted_params(name)
+        records.append(registry.resolve(name, {k: v for k, v in params.items()
+                                               if k in valid}))
+    return records
+
+
+def _fit(stats: KeyStats, n: int, records: Sequence[Any]) -> dict[str, PartitionFunction]:
+    # With no key to plan, every strategy is the hash (nothing to plan, as group_by does).
+    return {r.name: r.fit(stats, n) if len(stats) else HashPartitioner(n) for r in records}
 
 
 def report(stats: KeyStats, spark_loads: np.ndarray, loads: dict[str, np.ndarray],
@@ -323,8 +333,9 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
             raise ValueError("diagnose(df, *keys): name at least one key column")
         n = conf.default_partitions(data) if num_partitions is None else num_partitions
         n = check_num_partitions(n)
+        records = _resolved(strategies, params)
         stats = key_stats(data, *keys, max_keys=max_keys)
-        fitted = fit_all(stats, n, strategies, **params)
+        fitted = _fit(stats, n, records)
         spark, loads, nulls = df_loads(data, keys, n, fitted)
         names = list(keys)
     else:
@@ -334,10 +345,11 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
                              "element; name key columns for a DataFrame only")
         n = check_num_partitions(data.getNumPartitions() if num_partitions is None
                                  else num_partitions)
+        records = _resolved(strategies, params)
         live = data.filter(lambda kv: kv[0] is not None)
         max_keys = resolve_max_keys(data, max_keys)
         stats = top_counts(live, max_keys) if max_keys is not None else exact_counts(live)
-        fitted = fit_all(stats, n, strategies, **params)
+        fitted = _fit(stats, n, records)
         spark, loads, nulls = rdd_loads(data, n, fitted)
         names = ["key"]
     return report(stats, spark, loads, fitted, null_rows=nulls, keys=names)

@@ -21,9 +21,13 @@ special case per name:
 
 A strategy is a registry name (None: ``spark.sparkbalance.strategy`` of the session, else
 :data:`sparkbalance.strategies.DEFAULT_STRATEGY`, the default of every adapter; see
-:mod:`sparkbalance.spark.session.conf`) or an already fitted partition function. Names and parameters
-are checked against the registry before any Spark job runs. Statistics are gathered only when
-the strategy needs them (``spec.needs_stats``), under the job group ``sparkbalance-stats``.
+:mod:`sparkbalance.spark.session.conf`) or an already fitted partition function. Each call
+resolves it once (:func:`sparkbalance.spark.session.conf.resolve_record`, before any Spark
+job: names and parameters checked against the registry) and passes the record down;
+statistics are gathered only when the strategy needs them (``record.needs_stats``,
+:func:`sparkbalance.spark.fit.fit_rdd`), under the job group ``sparkbalance-stats``. The
+choice between the zero-pass, inline, plain and split shuffles is made in one place
+(``_combine``).
 
 **Zero-pass statistics.** Strategy "auto" (the default) with no statistics parameter, or
 any call with ``stats="map-output"``, gathers no statistics at all: the shuffle itself routes
@@ -34,127 +38,37 @@ WARNING and the statistics pass). The adapters then return an RDD whose ``partit
 :class:`~sparkbalance.routing.keygroups.GroupMapPartitioner` (``mapstats.fitted_function``),
 which can be saved and reused as a fixed plan.
 
-Long because: five adapters, each with its zero-pass branch and its splitting merge step,
-share the same resolution helpers.
+Long because: five adapters share one resolution step, one four-way choice and the
+splitting merge step.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterator
 
-import numpy as np
-
-from sparkbalance import strategies
 from sparkbalance.routing.base import PartitionFunction, check_num_partitions, partition_func
 from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.stats.keystats import KeyStats
+from sparkbalance.strategies import ResolvedStrategy
+from sparkbalance.spark.fit import fit_partitioner, fit_rdd
 from sparkbalance.spark.rdd import shuffle as fnshuffle
 from sparkbalance.spark.rdd import mapstats
 from sparkbalance.spark.session import conf
-from sparkbalance.spark.report.plan_report import fit as fit_and_note, reported
+from sparkbalance.spark.report.plan_report import reported
 from sparkbalance.spark.rdd.key_errors import KeyGuard, check_pairs
-from sparkbalance.spark.rdd.keystats import gather_key_stats, measured_tasks
 
 __all__ = ["partition_by", "reduce_by_key", "aggregate_by_key", "group_by_key", "join",
            "fit_partitioner"]
 
-_WEIGHTS = ("count", "time")
+#: Adapter keywords that say how to fit (statistics given, sampled, measured...), not
+#: which strategy: any of them given means a statistics path, not the zero-pass shuffle.
+_FIT_OPTIONS = ("stats", "sample_fraction", "current", "weights", "listener", "stats_method")
 
 
 # ---------------------------------------------------------------------------------------
-# Fitting
+# Resolution and fitting: once per call
 # ---------------------------------------------------------------------------------------
-def _timeweights_module() -> Any:
-    try:
-        from sparkbalance.stats import timeweights
-    except ModuleNotFoundError as exc:
-        if exc.name != "sparkbalance.stats.timeweights":
-            raise
-        raise NotImplementedError("weights='time' needs sparkbalance.stats.timeweights, "
-                                  "which is not installed") from exc
-    return timeweights
-
-
-def _time_weighted(stats: KeyStats, tasks: list[Any], current: PartitionFunction | None,
-                   num_partitions: int, strategy: str, params: dict[str, Any]) -> KeyStats:
-    """Counts -> seconds with the task times of the last measured stage.
-
-    The measured stage must have been routed by ``current`` (default: stable hash); for
-    strategy "tag" the same measurement also gives the completion times t_i.
-    """
-    timeweights = _timeweights_module()
-    measured = current if current is not None else HashPartitioner(num_partitions)
-    if measured.splits_keys:
-        raise ValueError("weights='time' needs the key-grouping partition function the measured "
-                         f"stage ran with as current=; got a splitting {type(measured).__name__}")
-    key_partition = measured.assign(stats.keys)
-    weighted = timeweights.time_weighted_stats(stats, tasks, key_partition,
-                                               num_partitions=measured.num_partitions)
-    if strategy == "tag" and "completion_times" not in params \
-            and measured.num_partitions == num_partitions:
-        records = np.bincount(key_partition, weights=stats.counts, minlength=num_partitions)
-        params["completion_times"] = timeweights.completion_times(
-            tasks, num_partitions, records=records, normalize=True)
-    return weighted
-
-
-@reported("fit_partitioner")
-def fit_partitioner(rdd: Any, num_partitions: int, *, strategy: str | None = None,
-                    weights: str = "count", listener: Any = None,
-                    sample_fraction: float | None = None,
-                    current: PartitionFunction | None = None, stats: KeyStats | None = None,
-                    stats_method: str | None = None, **params: Any) -> PartitionFunction:
-    """Fit ``strategy`` on ``rdd``'s keys; gathers statistics only when the strategy needs them.
-
-    The strategy name and its parameters are checked against the registry before any Spark
-    job runs: an unknown name raises ``ValueError``, an unknown parameter ``TypeError``
-    (naming it and the valid ones).
-
-    Parameters
-    ----------
-    rdd : pair RDD.
-    num_partitions : int >= 1.
-    strategy : a name of :func:`sparkbalance.strategies.available`; None (default) reads
-        ``spark.sparkbalance.strategy``, else :data:`sparkbalance.strategies.DEFAULT_STRATEGY`.
-    weights : {"count", "time"}
-        Key cost = records, or records x measured seconds per record ("time": needs
-        ``listener`` holding the task records of the previous run of this stage, routed by
-        ``current``; see :func:`sparkbalance.stats.timeweights.time_weighted_stats`).
-    listener : a :class:`~sparkbalance.spark.metrics.listener.TaskMetricsListener` (``weights="time"``).
-    sample_fraction : fraction of records the statistics job reads (None:
-        ``spark.sparkbalance.sampleFraction``, else all).
-    current : the partition function in use today (planners minimise migration from it).
-    stats : KeyStats, optional
-        Precomputed statistics (skips the statistics job).
-    stats_method : how to gather statistics
-        (:func:`sparkbalance.spark.rdd.keystats.gather_key_stats`).
-    **params : the strategy's parameters (:func:`sparkbalance.strategies.accepted_params`).
-
-    Examples
-    --------
-    >>> f = fit_partitioner(rdd, 8, strategy="mixed", theta=0.1)  # doctest: +SKIP
-    >>> partition_by(rdd, 8, f)            # or rdd.partitionBy(8, sb.partition_func(f))  # doctest: +SKIP
-    """
-    n = check_num_partitions(num_partitions)
-    # Name, parameters and weights are checked before any job: a typo costs no stage.
-    # Unset settings come from spark.sparkbalance.* (conf), as in the DataFrame adapters.
-    spec, params = conf.resolve_strategy(rdd, strategy, params)
-    spec = strategies.resolve(spec.name, params)
-    sample_fraction = conf.resolve_sample_fraction(rdd, sample_fraction)
-    if weights not in _WEIGHTS:
-        raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
-    if spec.needs_stats or weights == "time":
-        # Read the measured tasks before our own statistics job adds stages of its own.
-        tasks = measured_tasks(listener) if weights == "time" else None
-        if weights == "time":
-            _timeweights_module()
-        if stats is None:
-            stats = gather_key_stats(rdd, method=stats_method, sample_fraction=sample_fraction)
-        if tasks is not None:
-            stats = _time_weighted(stats, tasks, current, n, spec.name, params)
-    return fit_and_note(spec.name, stats if spec.needs_stats else None, n, current=current,
-                        **params)
-
-
 def _num_partitions(rdd: Any, num_partitions: int | None) -> int:
     if num_partitions is None:
         try:
@@ -174,22 +88,51 @@ def _pairs_checked(rdd: Any) -> Any:
     return rdd.mapPartitionsWithIndex(check_pairs, preservesPartitioning=True)
 
 
-def _resolve(rdd: Any, num_partitions: int | None, strategy: str | PartitionFunction | None,
-             params: dict[str, Any]) -> PartitionFunction:
-    if num_partitions is None and isinstance(strategy, PartitionFunction):
-        num_partitions = strategy.num_partitions
+@dataclass(frozen=True)
+class _Call:
+    """One adapter call after its single resolution: the record and the fitting options."""
+
+    record: ResolvedStrategy
+    options: dict[str, Any]
+    num_partitions: int
+
+
+def _resolve(rdd: Any, num_partitions: int | None, strategy: Any,
+             params: dict[str, Any]) -> _Call:
+    """The call's strategy resolved once (:func:`conf.resolve_record`), before any job.
+
+    The zero-pass shuffle is offered when no fitting option is given: strategy "auto"
+    (the default) then plans key groups from the map output (:mod:`.mapstats`), and
+    ``stats="map-output"`` asks for it explicitly.
+    """
+    params = dict(params)
+    options = {k: params.pop(k) for k in _FIT_OPTIONS if k in params}
+    asked = isinstance(options.get("stats"), str) and options["stats"] == mapstats.MAP_OUTPUT
+    if asked:
+        options.pop("stats")
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise TypeError(f"stats='map-output' reads no other statistics; got {given}")
+    fitting = any(v is not None for v in options.values())
+    record = conf.resolve_record(rdd, strategy, params,
+                                 sample_fraction=options.pop("sample_fraction", None),
+                                 map_output=None if fitting else partial(mapstats.loaded, rdd),
+                                 asked=asked)
+    if num_partitions is None and record.function is not None:
+        num_partitions = record.function.num_partitions
     n = _num_partitions(rdd, num_partitions)
-    if isinstance(strategy, PartitionFunction):  # an already fitted function
-        if params:
-            raise TypeError("a fitted partition function takes no parameters; got "
-                            f"{sorted(params)}")
-        if strategy.num_partitions != n:
-            raise ValueError(f"partition function has {strategy.num_partitions} partitions; "
-                             f"expected num_partitions={n}")
-        f = strategy
-    else:
-        f = fit_partitioner(rdd, n, strategy=strategy, **params)
-    # Keys an executor cannot route fail with a first line naming type, partition, remedy.
+    if record.function is not None and record.function.num_partitions != n:
+        raise ValueError(f"partition function has {record.function.num_partitions} "
+                         f"partitions; expected num_partitions={n}")
+    return _Call(record, options, n)
+
+
+def _fitted(rdd: Any, call: _Call) -> KeyGuard:
+    """The call's partition function (fitted on ``rdd``'s keys unless given), guarded: keys
+    an executor cannot route fail with a first line naming type, partition, remedy."""
+    f = call.record.function
+    if f is None:
+        f = fit_rdd(rdd, call.num_partitions, call.record, **call.options)
     return KeyGuard.of(f)
 
 
@@ -234,6 +177,48 @@ def _split_combine(rdd: Any, f: PartitionFunction, create: Callable, merge_value
 
 
 # ---------------------------------------------------------------------------------------
+# The four ways of a keyed shuffle, chosen in one place
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Combiner:
+    """What a combining adapter merges, and PySpark's own operation for a plain function.
+
+    ``plain(rdd, n, partitionFunc)`` is PySpark's operation (``reduceByKey``,
+    ``groupByKey``...); ``inline`` says whether an inlinable function may replace it by
+    :func:`~sparkbalance.spark.rdd.shuffle.combine_by_function` (``groupByKey`` keeps
+    PySpark's own grouping, whose spilling suits large groups); ``finish`` turns the
+    combiners of the other ways into what ``plain`` returns (None: they are the same).
+    """
+
+    create: Callable
+    merge_value: Callable
+    merge_combiners: Callable
+    plain: Callable[[Any, int, Callable], Any]
+    inline: bool = True
+    finish: Callable[[Any], Any] | None = None
+
+
+def _combine(rdd: Any, call: _Call, c: _Combiner, f: KeyGuard | None = None) -> Any:
+    """``rdd`` combined per key by the call's strategy, one of four ways: zero-pass (key
+    groups planned from the shuffle's map output), inline (routing in the map-side loop),
+    plain (PySpark's operation with ``partitionFunc``), split (combine per (key, chosen
+    partition), then merge). ``f``: the function already fitted (on another RDD)."""
+    if call.record.map_output is not None:
+        out = mapstats.combine_by_groups(rdd, call.num_partitions, c.create, c.merge_value,
+                                         c.merge_combiners, **call.record.map_output)
+    else:
+        f = f if f is not None else _fitted(rdd, call)
+        if not f.splits_keys and not (c.inline and fnshuffle.inlinable(f)):
+            return c.plain(rdd, f.num_partitions, partition_func(f))
+        if f.splits_keys:
+            out = _split_combine(rdd, f, c.create, c.merge_value, c.merge_combiners)
+        else:
+            out = fnshuffle.combine_by_function(rdd, f, c.create, c.merge_value,
+                                                c.merge_combiners)
+    return c.finish(out) if c.finish is not None else out
+
+
+# ---------------------------------------------------------------------------------------
 # Public adapters
 # ---------------------------------------------------------------------------------------
 @reported("partition_by")
@@ -253,18 +238,24 @@ def partition_by(rdd: Any, num_partitions: int,
     4
     """
     n = check_num_partitions(num_partitions)
-    if not isinstance(strategy, PartitionFunction):
-        extra = {k: v for k, v in (("stats", stats), ("sample_fraction", sample_fraction),
-                                   ("current", current)) if v is not None}
-        params = {**extra, **params}
+    options = {"stats": stats, "sample_fraction": sample_fraction, "current": current}
     rdd = _pairs_checked(rdd)
-    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
-    if zero_pass is not None:
-        return mapstats.shuffle_by_groups(rdd, n, **zero_pass)
-    f = _resolve(rdd, n, strategy, params)
+    call = _resolve(rdd, n, strategy, {**{k: v for k, v in options.items() if v is not None},
+                                       **params})
+    if call.record.map_output is not None:
+        return mapstats.shuffle_by_groups(rdd, n, **call.record.map_output)
+    f = _fitted(rdd, call)
     if fnshuffle.inlinable(f):
         return fnshuffle.partition_by_function(rdd, f)
     return rdd.partitionBy(n, partition_func(f))
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def _plain_reduce(func: Callable) -> Callable[[Any, int, Callable], Any]:
+    return lambda rdd, n, pf: rdd.reduceByKey(func, n, partitionFunc=pf)
 
 
 @reported("reduce_by_key")
@@ -280,20 +271,8 @@ def reduce_by_key(rdd: Any, func: Callable[[Any, Any], Any], num_partitions: int
     [('a', 5)]
     """
     rdd = _pairs_checked(rdd)
-    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
-    if zero_pass is not None:
-        return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), _identity,
-                                          func, func, **zero_pass)
-    f = _resolve(rdd, num_partitions, strategy, params)
-    if fnshuffle.inlinable(f):
-        return fnshuffle.combine_by_function(rdd, f, _identity, func, func)
-    if not f.splits_keys:
-        return rdd.reduceByKey(func, f.num_partitions, partitionFunc=partition_func(f))
-    return _split_combine(rdd, f, _identity, func, func)
-
-
-def _identity(x: Any) -> Any:
-    return x
+    call = _resolve(rdd, num_partitions, strategy, params)
+    return _combine(rdd, call, _Combiner(_identity, func, func, _plain_reduce(func)))
 
 
 @reported("aggregate_by_key")
@@ -311,18 +290,12 @@ def aggregate_by_key(rdd: Any, zero_value: Any, seq_func: Callable, comb_func: C
     def create(v: Any) -> Any:  # PySpark deep-copies the zero value per key as well
         return seq_func(copy.deepcopy(zero_value), v)
 
+    def plain(rdd: Any, n: int, pf: Callable) -> Any:
+        return rdd.aggregateByKey(zero_value, seq_func, comb_func, n, partitionFunc=pf)
+
     rdd = _pairs_checked(rdd)
-    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
-    if zero_pass is not None:
-        return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), create,
-                                          seq_func, comb_func, **zero_pass)
-    f = _resolve(rdd, num_partitions, strategy, params)
-    if fnshuffle.inlinable(f):
-        return fnshuffle.combine_by_function(rdd, f, create, seq_func, comb_func)
-    if not f.splits_keys:
-        return rdd.aggregateByKey(zero_value, seq_func, comb_func, f.num_partitions,
-                                  partitionFunc=partition_func(f))
-    return _split_combine(rdd, f, create, seq_func, comb_func)
+    call = _resolve(rdd, num_partitions, strategy, params)
+    return _combine(rdd, call, _Combiner(create, seq_func, comb_func, plain))
 
 
 def _list1(v: Any) -> list:
@@ -344,6 +317,17 @@ def _as_result_iterable(values: list) -> Any:
     return ResultIterable(values)
 
 
+def _plain_group(rdd: Any, n: int, pf: Callable) -> Any:
+    return rdd.groupByKey(n, partitionFunc=pf)
+
+
+#: group_by_key: lists per key; PySpark's groupByKey for a plain function.
+_GROUP = _Combiner(_list1, _append, _extend, _plain_group, inline=False,
+                   finish=lambda out: out.mapValues(_as_result_iterable))
+#: join: the tagged values of both sides listed per key (iterated once by _pairs).
+_JOIN = _Combiner(_list1, _append, _extend, _plain_group, inline=False)
+
+
 @reported("group_by_key")
 def group_by_key(rdd: Any, num_partitions: int | None = None,
                  strategy: str | PartitionFunction | None = None, **params: Any) -> Any:
@@ -354,15 +338,7 @@ def group_by_key(rdd: Any, num_partitions: int | None = None,
     unspecified, as in PySpark).
     """
     rdd = _pairs_checked(rdd)
-    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
-    if zero_pass is not None:
-        return mapstats.combine_by_groups(rdd, _num_partitions(rdd, num_partitions), _list1,
-                                          _append, _extend, **zero_pass
-                                          ).mapValues(_as_result_iterable)
-    f = _resolve(rdd, num_partitions, strategy, params)
-    if not f.splits_keys:
-        return rdd.groupByKey(f.num_partitions, partitionFunc=partition_func(f))
-    return _split_combine(rdd, f, _list1, _append, _extend).mapValues(_as_result_iterable)
+    return _combine(rdd, _resolve(rdd, num_partitions, strategy, params), _GROUP)
 
 
 def _tag_left(v: Any) -> tuple[int, Any]:
@@ -404,24 +380,21 @@ def join(rdd: Any, other: Any, num_partitions: int | None = None,
     splitting strategy ``rdd``'s records of a key are spread over the key's candidate
     partitions and ``other``'s records of that key are copied to every candidate (Nasir et al.'s
     key splitting; the copies cost ``|candidates|`` x the right side's hot keys).
+    PySpark's own join plan otherwise (union of tagged sides, one grouping, both sides'
+    records in the zero-pass group sizes).
     """
     rdd, other = _pairs_checked(rdd), _pairs_checked(other)
-    zero_pass = mapstats.zero_pass_options(rdd, strategy, params)
-    if zero_pass is not None:  # both sides' records in the group sizes
+    call = _resolve(rdd, num_partitions, strategy, params)
+    f = _fitted(rdd, call) if call.record.map_output is None else None
+    if f is None or not f.splits_keys:
         tagged = rdd.mapValues(_tag_left).union(other.mapValues(_tag_right))
-        return mapstats.combine_by_groups(tagged, _num_partitions(rdd, num_partitions), _list1,
-                                          _append, _extend, **zero_pass).flatMapValues(_pairs)
-    f = _resolve(rdd, num_partitions, strategy, params)
-    n = f.num_partitions
-    if not f.splits_keys:
-        # PySpark's own join plan (union of tagged sides, one groupByKey) with our routing.
-        tagged = rdd.mapValues(_tag_left).union(other.mapValues(_tag_right))
-        return tagged.groupByKey(n, partitionFunc=partition_func(f)).flatMapValues(_pairs)
+        return _combine(tagged, call, _JOIN, f).flatMapValues(_pairs)
     if not callable(getattr(f, "candidates", None)):
         raise NotImplementedError(
             f"join with the splitting {type(f).__name__} needs its candidates(key) to replicate "
             "the other side; it has none, so an exact join is impossible. Use a key-grouping "
             "strategy for this join.")
+    n = f.num_partitions
     left = rdd.mapPartitions(_Router(f)).map(_tag_routed_left)
     right = other.flatMap(_Replicator(f))
     return (left.union(right).groupByKey(n, partitionFunc=_dest_of)

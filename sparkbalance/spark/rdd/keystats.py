@@ -172,7 +172,9 @@ def _local_top(k: int):
     return run
 
 
-def _merge_top(a: Any, b: Any) -> Any:
+def _merge(a: Any, b: Any) -> Any:
+    """treeReduce body of the per-partition summaries (TopCounts, SpaceSaving): merged, or
+    the first bad key found (it travels to the driver, which raises its error)."""
     if isinstance(a, _BadKey):
         return a
     if isinstance(b, _BadKey):
@@ -214,7 +216,7 @@ def top_counts(rdd: Any, max_keys: int | None = FROM_CONF, *,
     with _job_group(rdd, f"sparkbalance: top {max_keys} key counts"):
         counts = src.mapPartitions(_count_partition).reduceByKey(_add)
         parts = top_summaries(counts, max_keys)
-        out = parts.treeReduce(_merge_top) if not parts.isEmpty() else TopCounts(max_keys, [],
+        out = parts.treeReduce(_merge) if not parts.isEmpty() else TopCounts(max_keys, [],
                                                                                   0, 0)
     if isinstance(out, _BadKey):
         out.raise_()
@@ -271,14 +273,6 @@ def _summarise(capacity: int):
             ss.update(k, c)
         yield ss
     return run
-
-
-def _merge(a: Any, b: Any) -> Any:
-    if isinstance(a, _BadKey):
-        return a
-    if isinstance(b, _BadKey):
-        return b
-    return a.merge(b)
 
 
 def spacesaving_summary(rdd: Any, capacity: int = DEFAULT_SPACESAVING_CAPACITY) -> SpaceSaving:

@@ -19,8 +19,9 @@ as one block per map output, as adaptive execution reads a coalesced partition: 
 blocks per task, as plain ``partitionBy`` reads, not ``m``.
 
 The map side is PySpark's own ``partitionBy`` loop (pickled buckets, one ``pack_long``
-per chunk) with the group hash inlined per record and a small per-task memo for repeated
-keys, so routing costs about what ``portable_hash`` costs.
+per chunk; :func:`sparkbalance.spark.rdd.shuffle.route_records`, the loop the inline
+shuffle runs too) routing by the group hash with a small per-task memo for repeated keys,
+so routing costs about what ``portable_hash`` costs.
 
 Without the bridge class in the JVM, :func:`available` is False and the adapters fall
 back to a statistics pass (one WARNING per process).
@@ -28,26 +29,25 @@ back to a statistics pass (one WARNING per process).
 from __future__ import annotations
 
 import logging
-import zlib
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from sparkbalance.hashing import GROUP_HASH, P, family_constants, raw_hash
+from sparkbalance.hashing import GROUP_HASH, family_constants, raw_hash
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.routing.keygroups import GroupMapPartitioner
-from sparkbalance.strategies.auto import DEFAULT_MIN_GAIN, check_min_gain
+from sparkbalance.strategies.auto import DEFAULT_MIN_GAIN
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from sparkbalance.spark.report.plan_report import plan_groups
 from sparkbalance.spark.session.bridge import class_available, spark_context
 from sparkbalance.spark.rdd.maptally import (TOP_KEYS, GroupTally, heavy_in_buckets, key_bound, read_tally,
                        zero_tally)
-from sparkbalance.spark.rdd.shuffle import combine_over, next_batch
+from sparkbalance.spark.rdd.shuffle import combine_over, route_records
 from sparkbalance.spark.rdd.key_errors import bad_record_error
 
 __all__ = ["MAPSTATS_CLASS", "MAP_OUTPUT", "available", "num_groups_for", "shuffle_by_groups",
-           "combine_by_groups", "zero_pass_options", "fitted_function", "MAX_GROUPS"]
+           "combine_by_groups", "loaded", "fitted_function", "MAX_GROUPS"]
 
 _LOG = logging.getLogger("sparkbalance")
 
@@ -65,17 +65,8 @@ GROUPS_PER_TASK: int = 32
 BYPASS_MERGE_THRESHOLD: int = 200
 
 _A1, _B1 = family_constants(GROUP_HASH)
-_SEED_STR = zlib.crc32(b"s")
-_SEED_INT = zlib.crc32(b"i")
-_MEMO_CAP = 1 << 14
-_MEMO_PROBE = 1 << 10
 #: ``stats=MAP_OUTPUT`` asks an RDD adapter for the zero-pass statistics explicitly.
 MAP_OUTPUT = "map-output"
-#: Parameters the zero-pass path takes (the rest of "auto"'s are Mixed's, for stats paths).
-_ZERO_PASS_PARAMS = ("min_gain", "num_groups", "balance")
-#: Parameters that ask for a statistics pass (precomputed stats, sampling, measured times...).
-_STATS_PARAMS = ("stats", "sample_fraction", "current", "weights", "listener", "stats_method")
-_NO_RECORD = object()
 _available: dict[int, bool] = {}
 _warned = [False]
 
@@ -104,7 +95,7 @@ def num_groups_for(num_partitions: int) -> int:
 
 
 class _GroupBuckets:
-    """mapPartitionsWithIndex body: PySpark's ``add_shuffle_key`` with the group hash inlined.
+    """mapPartitionsWithIndex body: PySpark's ``add_shuffle_key`` routing by the group hash.
 
     Yields ``pack_long(group), pickled chunk`` pairs as ``RDD.partitionBy`` does, so the JVM
     side is PySpark's ``PairwiseRDD`` + ``PythonPartitioner`` unchanged.
@@ -117,77 +108,20 @@ class _GroupBuckets:
         self.limit = limit
         self.tally = tally  # accumulator of (records per group, heavy keys), or None
 
-    def _flush(self, buckets: dict[int, list], flushed: int, records: list[int],
-               heavy: Counter) -> Iterator[bytes]:
-        """Yield every bucket as ``pack_long(group), pickled chunk``; count what it holds."""
-        from pyspark.serializers import pack_long
-        dumps = self.serializer.dumps
-        heavy_in_buckets(buckets, flushed, self.m, heavy)
-        for s in list(buckets.keys()):
-            items = buckets.pop(s)
-            records[s] += len(items)
-            yield pack_long(s)
-            yield dumps(items)
-
     def __call__(self, split: int, iterator: Iterable[Any]) -> Iterator[bytes]:
-        from pyspark.shuffle import get_used_memory
-        m, limit = self.m, self.limit
+        m = self.m
         records = [0] * m
         heavy: Counter = Counter()
-        crc, a1, b1, p = zlib.crc32, _A1, _B1, P
-        seed_str, seed_int = _SEED_STR, _SEED_INT
-        memo: dict[Any, int] | None = {}
-        hits = 0
-        buckets: dict[int, list] = defaultdict(list)
+
+        def flushing(buckets: dict[int, list], flushed: int) -> None:
+            heavy_in_buckets(buckets, flushed, m, heavy)
+            for s, items in buckets.items():
+                records[s] += len(items)
+
         # PySpark starts at min(10 n, 1000) records per flush; with m >> n buckets that gives
         # ~2 records per pickled chunk, so start at ~50 per group (memory is still checked).
-        c, batch = 0, 50 * m
-        kv: Any = _NO_RECORD
-        try:
-            for kv in iterator:
-                k, v = kv  # unpacked as PySpark does: a non-pair fails here
-                g = None
-                if memo is not None:
-                    try:
-                        g = memo.get(k)
-                    except TypeError:  # unhashable: raw_hash raises the clear error below
-                        g = None
-                if g is None:
-                    t = type(k)
-                    if t is str:
-                        r = crc(k.encode("utf-8", "surrogatepass"), seed_str)
-                    elif t is int:
-                        r = crc(b"%d" % k, seed_int)
-                    else:
-                        r = raw_hash(k)
-                    g = ((r * a1 + b1) % p) % m
-                    if memo is not None:
-                        size = len(memo)
-                        if size >= _MEMO_PROBE and hits < size:
-                            memo = None  # keys rarely repeat: the memo costs more than it saves
-                        elif size < _MEMO_CAP:
-                            memo[k] = g
-                else:
-                    hits += 1
-                buckets[g].append((k, v))  # a tuple, as PySpark's loop makes
-                c += 1
-                # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
-                if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
-                    n, size = len(buckets), 0
-                    for d in self._flush(buckets, c, records, heavy):
-                        size += len(d)
-                        yield d
-                    batch = next_batch(batch, size, n)  # size: chunks + 8-byte group ids
-                    c = 0
-        except (TypeError, ValueError, IndexError):
-            # Outside the loop, so free per record; a valid pair here means the error
-            # came from upstream (the iterator), which is re-raised as it was.
-            bad = _bad_record(kv)
-            if bad is None:
-                raise
-            raise bad from None
-
-        yield from self._flush(buckets, c, records, heavy)
+        yield from route_records(iterator, None, self.serializer.dumps, 50 * m, self.limit,
+                                 _bad_record, flushing, group_hash=(_A1, _B1, m))
         if self.tally is not None:
             self.tally.add((np.asarray(records, dtype=np.int64),
                             dict(heavy.most_common(TOP_KEYS))))
@@ -196,8 +130,6 @@ class _GroupBuckets:
 def _bad_record(kv: Any) -> Exception | None:
     """The clear error for a record the group routing could not take, or None when ``kv``
     is a (key, value) pair whose key routes (the failure was not this record's)."""
-    if kv is _NO_RECORD:  # the input failed before its first record
-        return None
     return bad_record_error(kv, raw_hash, GroupMapPartitioner)
 
 
@@ -291,54 +223,24 @@ def fitted_function(rdd: Any) -> GroupMapPartitioner | None:
     return f if isinstance(f, GroupMapPartitioner) else None
 
 
-def zero_pass_options(rdd: Any, strategy: Any, params: dict[str, Any]) -> dict[str, Any] | None:
-    """The keyword arguments of :func:`shuffle_by_groups` when an adapter call takes the
-    zero-pass path, else None (the caller fits a partition function as before).
+def loaded(rdd: Any) -> bool:
+    """Whether the zero-pass shuffle can run on ``rdd``'s context (the bridge's class is in
+    the JVM); without it, one WARNING per process and the adapters gather statistics.
 
-    The path applies to strategy "auto" (the default, ``strategy=None``) without a
-    statistics parameter, or to any call with ``stats="map-output"``. The zero-pass keys
-    (``min_gain``, ``num_groups``, ``balance``) are popped from ``params``. Without the
-    bridge jar it logs one WARNING per process and returns None (the statistics pass).
+    The strategy resolver (:func:`sparkbalance.strategies.resolve`, ``map_output=``) asks
+    this only for a call that would take the zero-pass path.
 
     Examples
     --------
-    >>> zero_pass_options(rdd, "mixed", {})  # doctest: +SKIP
+    >>> loaded(sc.parallelize([(1, 2)]))  # doctest: +SKIP
+    True
     """
-    from sparkbalance import strategies
-    asked = params.get("stats") == MAP_OUTPUT
-    if asked:
-        params.pop("stats")
-    if not isinstance(strategy, (str, type(None))):
-        if asked:
-            raise ValueError("stats='map-output' plans key groups itself; it takes a strategy "
-                             f"name ('auto' or None), not a fitted {type(strategy).__name__}")
-        return None
-    spec = strategies.get(strategies.DEFAULT_STRATEGY if strategy is None else strategy)
-    if spec.name != "auto":
-        if asked:
-            raise ValueError(f"stats='map-output' plans key groups from the shuffle's sizes: "
-                             f"strategy must be 'auto' or None; got {strategy!r}")
-        return None
-    if any(params.get(k) is not None for k in _STATS_PARAMS):
-        if asked:
-            bad = sorted(k for k in _STATS_PARAMS if params.get(k) is not None)
-            raise TypeError(f"stats='map-output' reads no other statistics; got {bad}")
-        return None
-    other = sorted(k for k in params if k not in _ZERO_PASS_PARAMS)
-    if other:
-        if asked:
-            raise TypeError(f"stats='map-output' takes {', '.join(_ZERO_PASS_PARAMS)}; got "
-                            f"{other}")
-        return None  # Mixed's parameters given: the user wants the statistics path
-    if not available(rdd.context):
-        if not _warned[0]:
-            _warned[0] = True
-            _LOG.warning("sparkbalance: the JVM bridge (%s) is not loaded, so strategy 'auto' "
-                         "gathers key statistics in an extra pass; load the jar "
-                         "(sparkbalance.spark.session.bridge.session_builder_with_bridge) for "
-                         "zero-pass statistics", MAPSTATS_CLASS)
-        return None
-    options = {k: params.pop(k) for k in _ZERO_PASS_PARAMS if k in params}
-    if "min_gain" in options:  # refused before the map stage runs, not after
-        check_min_gain(options["min_gain"])
-    return options
+    if available(rdd.context):
+        return True
+    if not _warned[0]:
+        _warned[0] = True
+        _LOG.warning("sparkbalance: the JVM bridge (%s) is not loaded, so strategy 'auto' "
+                     "gathers key statistics in an extra pass; load the jar "
+                     "(sparkbalance.spark.session.bridge.session_builder_with_bridge) for "
+                     "zero-pass statistics", MAPSTATS_CLASS)
+    return False

@@ -26,10 +26,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Iterator
 
+from sparkbalance.hashing import P, _SEED_INT, _SEED_STR, _crc32, raw_hash
 from sparkbalance.routing.base import MEMO_CAPACITY, MEMO_PROBE, PartitionFunction, partition_func
 from sparkbalance.spark.rdd.key_errors import KeyGuard, bad_record_error
 
-__all__ = ["next_batch", "inlinable", "partition_by_function", "keyed_by_function",
+__all__ = ["next_batch", "route_records", "inlinable", "partition_by_function",
+           "keyed_by_function",
            "shuffle_keyed", "combine_by_function", "combine_over"]
 
 _NO_RECORD = object()
@@ -67,6 +69,93 @@ def next_batch(batch: int, size: int, chunks: int) -> int:
     return batch
 
 
+def route_records(iterator: Iterable[Any], route: Callable[[Any], int] | None,
+                  dumps: Callable[[list], bytes], batch: int, limit: float,
+                  refuse: Callable[[Any], Exception | None],
+                  flushing: Callable[[dict[int, list], int], None] | None = None,
+                  group_hash: tuple[int, int, int] | None = None) -> Iterator[bytes]:
+    """The one map-side routing loop: PySpark's ``add_shuffle_key`` with ``route`` inlined.
+
+    Each ``(k, v)`` goes to bucket ``route(k)`` (a small per-task memo first: a repeated key
+    costs one dict lookup and no call; switched off when keys rarely repeat); buckets are
+    written as ``pack_long(bucket)``, ``dumps(pairs)`` when memory nears ``limit`` or more
+    than ``batch`` records wait (PySpark's chunking, :func:`next_batch`). ``flushing(buckets,
+    records)`` sees the buckets before each write (off the per-record path). A record that
+    fails is translated *outside* the loop (free per record): ``refuse(kv)`` gives its clear
+    error, or None when the failure came from upstream (re-raised as it was).
+    ``group_hash = (a, b, m)`` routes by ``((a raw_hash(k) + b) mod P) mod m`` computed in
+    the loop instead of calling ``route`` (the key groups of the zero-pass shuffle: no
+    Python frame per record when keys rarely repeat and the memo is off). Used by
+    :class:`_RouteBuckets` (a fitted function) and :mod:`sparkbalance.spark.rdd.mapstats`
+    (key groups); the keyed state writes its ``R`` frames through the former.
+    """
+    from pyspark.serializers import pack_long
+    from pyspark.shuffle import get_used_memory
+    a, b, m = group_hash if group_hash is not None else (0, 0, 0)
+    crc, seed_str, seed_int, p_ = _crc32, _SEED_STR, _SEED_INT, P
+    memo: dict[Any, int] | None = {}
+    hits = 0
+    buckets: dict[int, list] = defaultdict(list)
+    c = 0
+    kv: Any = _NO_RECORD
+    try:
+        for kv in iterator:
+            k, v = kv  # unpacked as PySpark does: a non-pair fails here
+            p = None
+            if memo is not None:
+                try:
+                    p = memo.get(k)
+                except TypeError:  # unhashable: routed below (or refused clearly)
+                    p = None
+            if p is None:
+                if m:  # raw_hash's str and int cases inlined, as HashPartitioner.partition
+                    t = type(k)
+                    if t is str:
+                        r = crc(k.encode("utf-8", "surrogatepass"), seed_str)
+                    elif t is int:
+                        r = crc(b"%d" % k, seed_int)
+                    else:
+                        r = raw_hash(k)
+                    p = ((r * a + b) % p_) % m
+                else:
+                    p = route(k)
+                if memo is not None:
+                    size = len(memo)
+                    if size >= MEMO_PROBE and hits < size:
+                        memo = None  # keys rarely repeat: the memo costs more than it saves
+                    elif size < MEMO_CAPACITY:
+                        try:
+                            memo[k] = p
+                        except TypeError:
+                            pass
+            else:
+                hits += 1
+            buckets[p].append((k, v))  # a tuple, as PySpark's loop makes
+            c += 1
+            # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
+            if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
+                if flushing is not None:
+                    flushing(buckets, c)
+                n, size = len(buckets), 0
+                for s in list(buckets.keys()):
+                    d = dumps(buckets.pop(s))
+                    size += len(d)
+                    yield pack_long(s)
+                    yield d
+                batch = next_batch(batch, size, n)
+                c = 0
+    except (TypeError, ValueError, IndexError):
+        bad = None if kv is _NO_RECORD else refuse(kv)
+        if bad is None:
+            raise
+        raise bad from None
+    if flushing is not None:
+        flushing(buckets, c)
+    for s, items in buckets.items():
+        yield pack_long(s)
+        yield dumps(items)
+
+
 class _RouteBuckets:
     """mapPartitionsWithIndex body: PySpark's ``add_shuffle_key`` with ``f`` inlined."""
 
@@ -78,64 +167,14 @@ class _RouteBuckets:
         self.wrap = wrap
 
     def __call__(self, split: int, iterator: Iterable[Any]) -> Iterator[bytes]:
-        from pyspark.serializers import pack_long
-        from pyspark.shuffle import get_used_memory
-        route, dumps, limit = self.f.partition, self.serializer.dumps, self.limit
-        wrap = self.wrap
+        route, dumps, wrap = self.f.partition, self.serializer.dumps, self.wrap
         if wrap is not None:
             pickled = dumps
 
             def dumps(items: list) -> bytes:   # once per chunk, off the per-record path
                 return wrap(items, pickled(items))
-        memo: dict[Any, int] | None = {}
-        hits = 0
-        buckets: dict[int, list] = defaultdict(list)
-        c, batch = 0, min(10 * self.f.num_partitions, 1000)
-        kv: Any = _NO_RECORD
-        try:
-            for kv in iterator:
-                k, v = kv  # unpacked as PySpark does: a non-pair fails here
-                p = None
-                if memo is not None:
-                    try:
-                        p = memo.get(k)
-                    except TypeError:  # unhashable: routed below (or refused clearly)
-                        p = None
-                if p is None:
-                    p = route(k)
-                    if memo is not None:
-                        size = len(memo)
-                        if size >= MEMO_PROBE and hits < size:
-                            memo = None  # keys rarely repeat: the memo costs more than it saves
-                        elif size < MEMO_CAPACITY:
-                            try:
-                                memo[k] = p
-                            except TypeError:
-                                pass
-                else:
-                    hits += 1
-                buckets[p].append((k, v))  # a tuple, as PySpark's loop makes
-                c += 1
-                # PySpark's chunking: bounded memory, chunks of about 1-10 MB.
-                if (c % 1000 == 0 and get_used_memory() > limit) or c > batch:
-                    n, size = len(buckets), 0
-                    for s in list(buckets.keys()):
-                        d = dumps(buckets.pop(s))
-                        size += len(d)
-                        yield pack_long(s)
-                        yield d
-                    batch = next_batch(batch, size, n)
-                    c = 0
-        except (TypeError, ValueError, IndexError):
-            # Outside the loop, so free per record; a valid, routable pair here means the
-            # error came from upstream (the iterator), which is re-raised as it was.
-            bad = None if kv is _NO_RECORD else bad_record_error(kv, route, self.f)
-            if bad is None:
-                raise
-            raise bad from None
-        for s, items in buckets.items():
-            yield pack_long(s)
-            yield dumps(items)
+        return route_records(iterator, route, dumps, min(10 * self.f.num_partitions, 1000),
+                             self.limit, lambda kv: bad_record_error(kv, route, self.f))
 
 
 def partition_by_function(rdd: Any, f: PartitionFunction | KeyGuard) -> Any:

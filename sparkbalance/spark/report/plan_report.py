@@ -47,9 +47,12 @@ _FACTS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
 
 
 # ----------------------------------------------------------------------- planning hooks
-def fit(name: str, stats: Any, num_partitions: int, *, current: PartitionFunction | None = None,
-        **params: Any) -> PartitionFunction:
-    """:func:`sparkbalance.strategies.fit`, timed and noted for the running operation's record.
+def fit(strategy: Any, stats: Any, num_partitions: int, *,
+        current: PartitionFunction | None = None, **params: Any) -> PartitionFunction:
+    """Fit ``strategy`` (a resolved :class:`~sparkbalance.strategies.ResolvedStrategy`, as
+    the adapters pass it, or a registry name with its ``params``), timed and noted for the
+    running operation's record. With a record, ``params`` are measured inputs of the fit
+    (:meth:`~sparkbalance.strategies.ResolvedStrategy.fit`).
 
     Examples
     --------
@@ -58,10 +61,14 @@ def fit(name: str, stats: Any, num_partitions: int, *, current: PartitionFunctio
     2
     """
     t0 = time.perf_counter()
-    f = strategies.fit(name, stats, num_partitions, current=current, **params)
+    if isinstance(strategy, strategies.ResolvedStrategy):
+        record = strategy
+    else:
+        record, params = strategies.resolve(strategy, params), {}
+    f = record.fit(stats, num_partitions, current=current, **params)
     facts = _FACTS.get()
     if facts is not None:
-        facts.update(strategy=name, f=f, stats=stats, current=current,
+        facts.update(strategy=record.name, f=f, stats=stats, current=current,
                      plan_seconds=time.perf_counter() - t0)
     return f
 
@@ -239,8 +246,9 @@ def _context(data: Any) -> Any:
 
 
 def _strategy_name(data: Any, strategy: Any) -> str:
-    if isinstance(strategy, PartitionFunction):
-        return type(strategy).__name__
+    if isinstance(strategy, (PartitionFunction, strategies.ResolvedStrategy)):
+        return strategy.name if not isinstance(strategy, PartitionFunction) \
+            else type(strategy).__name__
     try:
         from sparkbalance.spark.session import conf
         return str(conf.resolve(data, "strategy", strategy))

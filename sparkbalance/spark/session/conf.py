@@ -8,15 +8,17 @@ adapter (RDD, DataFrame, keyed state) resolves a setting the same way:
 * ``strategy``: ``spark.sparkbalance.strategy``, default
   :data:`sparkbalance.strategies.DEFAULT_STRATEGY` (RDD and DataFrame adapters);
 * ``planner``: ``spark.sparkbalance.planner``, the keyed state's planner, same default;
-* ``theta``: ``spark.sparkbalance.theta``, θ_max (Fang et al. §3), default 0.08;
-* ``max_table``: ``spark.sparkbalance.maxTable``, A_max (Fang et al. §4), default 3000;
+* ``theta``: ``spark.sparkbalance.theta``, θ_max (Fang et al. §3), default
+  :data:`sparkbalance.planning.base.DEFAULT_THETA` (0.08);
+* ``max_table``: ``spark.sparkbalance.maxTable``, A_max (Fang et al. §4), default
+  :data:`sparkbalance.planning.base.DEFAULT_MAX_TABLE` (3000);
 * ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics;
 * ``window``: ``spark.sparkbalance.window``, batches of state kept per key, unset: all;
 * ``max_keys``: ``spark.sparkbalance.maxKeys``, keys the statistics list with exact counts
   (the rest are summed in totals), default 100,000; ``all`` lists every distinct key.
 
 ``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
-routing-table planners) and to the keyed state; :func:`resolve_strategy` adds them to those
+routing-table planners) and to the keyed state; :func:`resolve_record` adds them to those
 strategies' parameters and refuses unknown parameters (``TypeError``) before any Spark job
 runs. ``docs/configuration.md`` has the table for users.
 
@@ -38,8 +40,8 @@ from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 
 __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
            "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "DEFAULT_MAX_KEYS",
-           "FROM_CONF", "read", "resolve", "resolve_strategy", "resolve_sample_fraction",
-           "resolve_max_keys", "default_partitions"]
+           "FROM_CONF", "read", "resolve", "resolve_record", "resolve_strategy",
+           "resolve_sample_fraction", "resolve_max_keys", "default_partitions"]
 
 #: Keys the statistics list with exact counts unless told otherwise; the rest are summed,
 #: so the driver's memory is bounded whatever the number of distinct keys.
@@ -106,8 +108,6 @@ CONF_MAX_TABLE: str = KEYS["max_table"].key
 CONF_SAMPLE_FRACTION: str = KEYS["sample_fraction"].key
 CONF_WINDOW: str = KEYS["window"].key
 CONF_MAX_KEYS: str = KEYS["max_keys"].key
-#: Strategy parameters a table-kind strategy takes from the conf (parameter -> KEYS name).
-_TABLE_PARAMS = ("theta", "max_table")
 
 
 def _raw(spark_or_df: Any, key: str) -> str | None:
@@ -180,13 +180,45 @@ def resolve(spark_or_df: Any, name: str, explicit: Any = None) -> Any:
     return value
 
 
+def resolve_record(spark_or_df: Any, strategy: Any, params: Mapping[str, Any], *,
+                   sample_fraction: float | None = None, key_grouping: bool = False,
+                   map_output: Callable[[], bool] | None = None, asked: bool = False
+                   ) -> strategies.ResolvedStrategy:
+    """The strategy of one adapter call, resolved once with the session's settings.
+
+    Every adapter (RDD, DataFrame, ``fit_partitioner``, ``diagnose``) calls this once per
+    call, before any Spark job, and passes the record down:
+    :func:`sparkbalance.strategies.resolve` with ``spark.sparkbalance.*`` read from the
+    session of ``spark_or_df`` (the strategy when ``strategy`` is None; θ and A_max of
+    routing-table strategies unless given; the sample fraction, checked here).
+
+    Parameters
+    ----------
+    spark_or_df : a DataFrame, SparkSession, RDD or SparkContext (None: no session).
+    strategy, params : the caller's strategy (a name, None or a fitted function) and its
+        parameters.
+    sample_fraction : the caller's statistics sample fraction (None: the conf's).
+    key_grouping, map_output, asked : see :func:`sparkbalance.strategies.resolve`.
+
+    Examples
+    --------
+    >>> r = resolve_record(None, "mintable", {"theta": 0.1})
+    >>> r.kind, dict(r.params), r.sample_fraction
+    ('table', {'theta': 0.1}, None)
+    """
+    from sparkbalance.routing.base import PartitionFunction
+    fraction = None
+    if not isinstance(strategy, PartitionFunction):
+        fraction = resolve_sample_fraction(spark_or_df, sample_fraction)
+    return strategies.resolve(strategy, params, setting=lambda name: read(spark_or_df, name),
+                              sample_fraction=fraction, key_grouping=key_grouping,
+                              map_output=map_output, asked=asked)
+
+
 def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str, Any]
                      ) -> tuple[strategies.Strategy, dict[str, Any]]:
-    """The strategy record and its parameters, conf included, checked before any job.
-
-    Table-kind strategies take ``theta`` / ``max_table`` from the conf unless given;
-    unknown parameters raise ``TypeError`` (:func:`sparkbalance.strategies.check_params`),
-    unknown names ``ValueError``.
+    """``(registry record, parameters)`` of :func:`resolve_record` (the session's θ and
+    A_max merged into a routing-table strategy's parameters), for callers that show them.
 
     Examples
     --------
@@ -194,16 +226,8 @@ def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str
     >>> spec.kind, params
     ('table', {'theta': 0.1})
     """
-    spec = strategies.get(resolve(spark_or_df, "strategy", strategy))
-    params = dict(params)
-    if spec.kind == "table":
-        for name in _TABLE_PARAMS:
-            if name not in params:
-                value = read(spark_or_df, name)
-                if value is not None:
-                    params[name] = value
-    strategies.check_params(spec.name, params)
-    return spec, params
+    record = resolve_record(spark_or_df, strategy, params)
+    return record.spec, dict(record.params)
 
 
 def resolve_sample_fraction(spark_or_df: Any, explicit: float | None) -> float | None:

@@ -18,6 +18,10 @@ two sides' placements are replaced by one fitted on the sum of both sides' stati
 unless both were given the same ``partitioner=``. With ``weights="time"`` on a side, the
 summed rows are priced by the measured cogroup run instead.
 
+:class:`BalancedGroupedData` (what ``sb.group_by`` returns: ``agg``, the grouped-map
+functions, ``cogroup``) lives here whole; :mod:`sparkbalance.spark.sql.hidden_columns` wraps
+the user's functions.
+
 Per-group cost is often not proportional to rows: :func:`group_cost_stats` fits
 ``c(k) = alpha rows(k) + beta`` to the task times a listener measured on a previous (or a
 sample) run, for ``group_by(..., stats=...)`` (model in :mod:`sparkbalance.stats.groupcost`).
@@ -30,180 +34,146 @@ Examples
 """
 from __future__ import annotations
 
-import inspect
-import typing
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from sparkbalance.routing.base import PartitionFunction
 from sparkbalance.stats.groupcost import GroupCost, group_cost_stats as _price
 from sparkbalance.stats.keystats import KeyStats
+from sparkbalance.spark.fit import fit_dataframe
+from sparkbalance.spark.report.plan_report import reported
+from sparkbalance.spark.sql import hash_columns as sqlhash
+from sparkbalance.spark.sql.hidden_columns import (arrow_dropper, has_arrow_api, hidden_columns,
+                                                   need_arrow, pandas_dropper, wrap_cogrouped,
+                                                   wrap_grouped)
+from sparkbalance.spark.sql.key_columns import KeyColumns
 from sparkbalance.spark.sql.keystats import key_array, key_stats
-from sparkbalance.spark.sql.hash_columns import column_ref
-from sparkbalance.spark.sql.route import PID_COL
+from sparkbalance.spark.sql.placement import place
+from sparkbalance.spark.sql.route import PID_COL, with_partition_id
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, GroupedData
 
-    from sparkbalance.routing.base import PartitionFunction
-    from sparkbalance.spark.sql.dataframe import BalancedGroupedData
+    from sparkbalance.strategies import ResolvedStrategy
 
-__all__ = ["apply_in_pandas", "apply_in_arrow", "BalancedCogroupedData", "co_place",
-           "group_cost_stats", "has_arrow_api"]
-
-
-# -------------------------------------------------------------------- hiding the helpers
-def _hidden(g: "BalancedGroupedData") -> tuple[str, ...]:
-    """The columns of ``g``'s placed rows that plain Spark's function would not see: the
-    partition id, and the helper column of each expression key. Plain Spark passes a
-    grouping expression's value in the key tuple only (its frames are the DataFrame's own
-    columns, ``FlatMapGroupsInPandas`` over ``Project(keys ++ child.output)``); the helper
-    column holds that same value, so the key tuple needs no change beyond dropping ``pid``."""
-    hidden = g._keys.hidden if g._keys is not None else []
-    return (PID_COL, *hidden)
+__all__ = ["BalancedGroupedData", "BalancedCogroupedData", "co_place", "group_cost_stats",
+           "has_arrow_api", "COPARTITION_CONF"]
 
 
-def _pandas_dropper(names: tuple[str, ...]) -> Callable[[Any], Any]:
-    drop = list(names)
-
-    def dropped(pdf: Any) -> Any:
-        return pdf.drop(columns=drop)
-    return dropped
-
-
-def _arrow_dropper(names: tuple[str, ...]) -> Callable[[Any], Any]:
-    drop = frozenset(names)
-
-    def dropped(table: Any) -> Any:
-        # Table and RecordBatch both have .select(indices); keeps the user's column order.
-        return table.select([i for i, n in enumerate(table.schema.names) if n not in drop])
-    return dropped
+@reported("fit_partitioner", "dataframe")
+def _refit(df: "DataFrame", num_partitions: int, *cols: str, strategy: "ResolvedStrategy",
+           stats: KeyStats | None) -> PartitionFunction:
+    """A cogroup's one function: the left side's resolved strategy fitted on both sides'
+    statistics (reported as a ``fit_partitioner`` of its own, as a cogroup is not inside
+    the ``group_by`` calls that made its sides)."""
+    return fit_dataframe(df, num_partitions, cols, strategy, stats=stats)
 
 
-def _arity(func: Callable) -> int:
-    # The Python worker decides the form by exactly this count (pyspark worker.py:
-    # len(inspect.getfullargspec(func).args)); the wrapper must take the same number.
-    return len(inspect.getfullargspec(func).args)
-
-
-def _hints(func: Callable, names: list[str]) -> dict[str, Any]:
-    """The user's type hints renamed to the wrapper's parameters (Spark infers the iterator
-    forms from them), or none when the user gave none."""
-    try:
-        hints = typing.get_type_hints(func)
-    except Exception:  # unresolvable string hints: Spark would see the raw ones too
-        hints = dict(getattr(func, "__annotations__", {}))
-    if not hints:
-        return {}
-    params = inspect.getfullargspec(func).args
-    out = {new: hints[old] for old, new in zip(params, names) if old in hints}
-    if "return" in hints:
-        out["return"] = hints["return"]
-    return out
-
-
-def _wrap_grouped(func: Callable, drop: Callable[[Any], Any]) -> Callable:
-    """``func`` over frames without the helper column and keys without ``pid``."""
-    n = _arity(func)
-    if n not in (1, 2):
-        raise ValueError(f"func takes {n} positional arguments; expected 1 (data) or 2 "
-                         "(key, data), as GroupedData.applyInPandas/applyInArrow")
-    iterator = _is_iterator(func)
-    if n == 2 and iterator:
-        def call(key, data):
-            return func(key[1:], (drop(b) for b in data))
-    elif n == 2:
-        def call(key, data):
-            return func(key[1:], drop(data))
-    elif iterator:
-        def call(data):
-            return func(drop(b) for b in data)
-    else:
-        def call(data):
-            return func(drop(data))
-    call.__annotations__ = _hints(func, ["key", "data"] if n == 2 else ["data"])
-    call.__name__ = getattr(func, "__name__", "func")
-    return call
-
-
-def _is_iterator(func: Callable) -> bool:
-    try:
-        hints = typing.get_type_hints(func)
-    except Exception:
-        return False
-    params = inspect.getfullargspec(func).args
-    data = hints.get(params[-1]) if params else None
-    name = getattr(data, "_name", getattr(data, "__name__", None))
-    return name == "Iterator"
-
-
-def _wrap_cogrouped(func: Callable, drop_left: Callable[[Any], Any],
-                    drop_right: Callable[[Any], Any]) -> Callable:
-    """``func`` over each side's frame without that side's helper columns."""
-    n = _arity(func)
-    if n == 3:
-        def call(key, left, right):
-            return func(key[1:], drop_left(left), drop_right(right))
-    elif n == 2:
-        def call(left, right):
-            return func(drop_left(left), drop_right(right))
-    else:
-        raise ValueError(f"func takes {n} positional arguments; expected 2 (left, right) or "
-                         "3 (key, left, right), as PandasCogroupedOps.applyInPandas")
-    call.__name__ = getattr(func, "__name__", "func")
-    return call
-
-
-def has_arrow_api() -> bool:
-    """Whether this PySpark has ``GroupedData.applyInArrow`` (Spark 4.0 and later).
+# ------------------------------------------------------------------------- grouped data
+class BalancedGroupedData:
+    """``GroupedData`` over balanced partitions: one exchange, the helper column dropped.
 
     Examples
     --------
-    >>> isinstance(has_arrow_api(), bool)                                   # doctest: +SKIP
-    True
+    >>> g = group_by(df, "user", num_partitions=8)          # doctest: +SKIP
+    >>> g.agg(F.sum("amount").alias("total"))                # doctest: +SKIP
     """
-    from pyspark.sql import GroupedData
-    return hasattr(GroupedData, "applyInArrow")
 
+    def __init__(self, placed: "DataFrame", cols: Sequence[str], numeric: Sequence[str],
+                 partitioner: PartitionFunction, source: dict[str, Any] | None = None,
+                 keys: KeyColumns | None = None) -> None:
+        self._placed = placed
+        # Back-quoted references: a column named "k.x" is not field x of a struct k.
+        self._grouped: "GroupedData" = placed.groupBy(
+            PID_COL, *[sqlhash.column_ref(placed, c) for c in cols])
+        # What the placement was made from; a cogroup re-places both sides by one function.
+        self._source = source
+        self._cols = list(cols)
+        self._numeric = list(numeric)
+        # Expression keys: helper columns renamed as Spark names the grouping expressions.
+        self._keys = keys
+        #: The fitted partition function (key -> partition).
+        self.partitioner = partitioner
 
-def _need_arrow() -> None:
-    if not has_arrow_api():
-        import pyspark
-        raise NotImplementedError(f"applyInArrow needs PySpark >= 4.0; this is "
-                                  f"{pyspark.__version__} (use applyInPandas)")
+    def _done(self, out: "DataFrame") -> "DataFrame":
+        out = out.drop(PID_COL)
+        return self._keys.rename(out) if self._keys is not None else out
 
+    def agg(self, *exprs: Any) -> "DataFrame":
+        """Same as ``GroupedData.agg`` (Columns or a ``{column: function}`` dict)."""
+        return self._done(self._grouped.agg(*exprs))
 
-# ------------------------------------------------------------------------- grouped map
-def apply_in_pandas(g: "BalancedGroupedData", func: Callable, schema: Any) -> "DataFrame":
-    """``GroupedData.applyInPandas`` over balanced groups (one exchange, no helper column).
+    def count(self) -> "DataFrame":
+        return self._done(self._grouped.count())
 
-    ``func`` sees exactly the frames (and, in the two-argument form, the key tuples) that
-    ``df.groupBy(*cols).applyInPandas(func, schema)`` would give it; the iterator forms
-    (type hints ``Iterator[pd.DataFrame]``, Spark 4.1+) are kept.
+    def _numeric_cols(self, cols: tuple[str, ...]) -> list[str]:
+        # With no columns Spark aggregates every numeric column; name them so the helper
+        # column is never one of them.
+        return list(cols) if cols else list(self._numeric)
 
-    Examples
-    --------
-    >>> g = sb.group_by(df, "k", num_partitions=8)                           # doctest: +SKIP
-    >>> apply_in_pandas(g, lambda pdf: pdf.head(1), df.schema)               # doctest: +SKIP
-    """
-    return g._grouped.applyInPandas(_wrap_grouped(func, _pandas_dropper(_hidden(g))),
-                                     schema)
+    def sum(self, *cols: str) -> "DataFrame":
+        return self._done(self._grouped.sum(*self._numeric_cols(cols)))
 
+    def avg(self, *cols: str) -> "DataFrame":
+        return self._done(self._grouped.avg(*self._numeric_cols(cols)))
 
-def apply_in_arrow(g: "BalancedGroupedData", func: Callable, schema: Any) -> "DataFrame":
-    """``GroupedData.applyInArrow`` over balanced groups (PySpark >= 4.0).
+    mean = avg
 
-    Examples
-    --------
-    >>> apply_in_arrow(g, lambda t: t.slice(0, 1), df.schema)                # doctest: +SKIP
-    """
-    _need_arrow()
-    return g._grouped.applyInArrow(_wrap_grouped(func, _arrow_dropper(_hidden(g))),
-                                    schema)
+    def min(self, *cols: str) -> "DataFrame":
+        return self._done(self._grouped.min(*self._numeric_cols(cols)))
+
+    def max(self, *cols: str) -> "DataFrame":
+        return self._done(self._grouped.max(*self._numeric_cols(cols)))
+
+    # Cogroup: both sides placed by one function (co_place).
+    def needs_stats(self) -> bool:
+        """Whether this side's strategy is fitted on key statistics."""
+        return self._source["record"].needs_stats
+
+    def place_with(self, other: "BalancedGroupedData", stats: KeyStats | None
+                   ) -> tuple["DataFrame", "DataFrame", PartitionFunction]:
+        """Refit this side's strategy (the record its ``group_by`` resolved) on ``stats``
+        (both sides' keys) and place both sides by it, the helper column kept (the grouping
+        needs it)."""
+        f = _refit(self._source["df"], self.partitioner.num_partitions, *self._cols,
+                   strategy=self._source["record"], stats=stats)
+        placed = [place(with_partition_id(s._source["df"], f, *s._cols,
+                                          literal_limit=s._source["literal_limit"]),
+                        f.num_partitions, PID_COL) for s in (self, other)]
+        return placed[0], placed[1], f
+
+    # Grouped-map functions: the wrappers of hidden_columns hide the helper columns (pid and
+    # those of expression keys) from them.
+    def applyInPandas(self, func: Callable, schema: Any) -> "DataFrame":
+        """``GroupedData.applyInPandas`` over balanced groups (one exchange, no helper column).
+
+        ``func`` sees exactly the frames (and, in the two-argument form, the key tuples) that
+        ``df.groupBy(*cols).applyInPandas(func, schema)`` would give it; the iterator forms
+        (type hints ``Iterator[pd.DataFrame]``, Spark 4.1+) are kept.
+
+        Examples
+        --------
+        >>> g = sb.group_by(df, "k", num_partitions=8)                           # doctest: +SKIP
+        >>> g.applyInPandas(lambda pdf: pdf.head(1), df.schema)                  # doctest: +SKIP
+        """
+        drop = pandas_dropper(hidden_columns(self._keys))
+        return self._grouped.applyInPandas(wrap_grouped(func, drop), schema)
+
+    def applyInArrow(self, func: Callable, schema: Any) -> "DataFrame":
+        """``GroupedData.applyInArrow`` over balanced groups (PySpark >= 4.0)."""
+        need_arrow()
+        drop = arrow_dropper(hidden_columns(self._keys))
+        return self._grouped.applyInArrow(wrap_grouped(func, drop), schema)
+
+    def cogroup(self, other: "BalancedGroupedData") -> "BalancedCogroupedData":
+        """Same as ``GroupedData.cogroup``: both sides placed by one partition function."""
+        return BalancedCogroupedData(self, other)
+
 
 
 # ---------------------------------------------------------------------------- cogroup
-def _side_stats(g: "BalancedGroupedData") -> KeyStats:
+def _side_stats(g: BalancedGroupedData) -> KeyStats:
     given = g._source["stats"]
     if given is not None:
         return given
@@ -303,22 +273,22 @@ class BalancedCogroupedData:
         _check_copartition_conf(left._placed)
         pl, pr, f = co_place(left, right)
         # Back-quoted, as BalancedGroupedData groups: "k.x" is a column, not a struct field.
-        self._ops = pl.groupBy(PID_COL, *[column_ref(pl, c) for c in left._cols]).cogroup(
-            pr.groupBy(PID_COL, *[column_ref(pr, c) for c in right._cols]))
-        self._hidden = (_hidden(left), _hidden(right))
+        self._ops = pl.groupBy(PID_COL, *[sqlhash.column_ref(pl, c) for c in left._cols]).cogroup(
+            pr.groupBy(PID_COL, *[sqlhash.column_ref(pr, c) for c in right._cols]))
+        self._hidden = (hidden_columns(left._keys), hidden_columns(right._keys))
         #: The partition function both sides are placed by.
         self.partitioner = f
 
     def applyInPandas(self, func: Callable, schema: Any) -> "DataFrame":
         """Same as ``PandasCogroupedOps.applyInPandas``; ``func`` never sees the helper."""
-        drops = [_pandas_dropper(h) for h in self._hidden]
-        return self._ops.applyInPandas(_wrap_cogrouped(func, *drops), schema)
+        drops = [pandas_dropper(h) for h in self._hidden]
+        return self._ops.applyInPandas(wrap_cogrouped(func, *drops), schema)
 
     def applyInArrow(self, func: Callable, schema: Any) -> "DataFrame":
         """Same as ``PandasCogroupedOps.applyInArrow`` (PySpark >= 4.0)."""
-        _need_arrow()
-        drops = [_arrow_dropper(h) for h in self._hidden]
-        return self._ops.applyInArrow(_wrap_cogrouped(func, *drops), schema)
+        need_arrow()
+        drops = [arrow_dropper(h) for h in self._hidden]
+        return self._ops.applyInArrow(wrap_cogrouped(func, *drops), schema)
 
 
 # ------------------------------------------------------------------------- time weights

@@ -25,7 +25,7 @@ from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.stats.keystats import KeyStats
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.sql import hash_columns as sqlhash
-from sparkbalance.spark.sql.dataframe import fit_partitioner, resolve_key_grouping
+from sparkbalance.spark.fit import fit_dataframe
 from sparkbalance.spark.report.plan_report import plan_split, reported
 from sparkbalance.spark.sql.placement import place
 from sparkbalance.spark.sql.keystats import join_stats, key_stats
@@ -120,12 +120,11 @@ def join_df(left: "DataFrame", right: "DataFrame", on: str | Sequence[str], how:
                             "literal_limit")
         return _split_join(left, right, on, kind, n, split_side, split_threshold, stats,
                            sample_fraction, literal_limit)
-    spec, params = resolve_key_grouping(left, strategy, params)  # before any job
-    sample_fraction = conf.resolve_sample_fraction(left, sample_fraction)
-    if spec.needs_stats and stats is None:
-        stats = join_stats(left, right, on, sample_fraction)
-    f = fit_partitioner(left, n, *on, strategy=spec.name, stats=stats,
-                        sample_fraction=sample_fraction, **params)
+    record = conf.resolve_record(left, strategy, params, sample_fraction=sample_fraction,
+                                 key_grouping=True)  # once, before any job
+    if record.needs_stats and stats is None:
+        stats = join_stats(left, right, on, record.sample_fraction)
+    f = fit_dataframe(left, n, on, record, stats=stats)
     lp = place(with_partition_id(left, f, *on, literal_limit=literal_limit), n, PID_COL)
     rp = place(with_partition_id(right, f, *on, literal_limit=literal_limit), n, PID_COL)
     return lp.join(rp, [PID_COL] + on, kind).drop(PID_COL)

@@ -30,8 +30,8 @@ from sparkbalance.stats.workload import Workload, imbalance
 from sparkbalance.planning.correlation import LoadWindow, series_imbalance
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
 from sparkbalance.state.control.payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement, PayoffModel
-from sparkbalance.state.control.planners import (DEFAULT_MAX_TABLE, DEFAULT_THETA, check_theta, check_trigger,
-                       state_strategy)
+from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
+from sparkbalance.state.control.planners import check_theta, check_trigger, state_strategy
 
 __all__ = ["Measurement", "Decision", "Controller", "layout_group_moves"]
 
@@ -113,21 +113,22 @@ class Controller:
         self.theta_plan = self.theta * (self.hysteresis if self.trigger == "payoff" else 1.0)
         self.max_table = max_table
         self.beta = beta
-        self.params = dict(planner_params or {})
-        strategies.check_params(self.strategy.name, self.params)
+        # The registry resolves the planner once: its parameters checked, its class named.
+        self.resolved = strategies.resolve(self.strategy.name, planner_params, state=True)
+        self.params = dict(self.resolved.params)
         self.planner: Any = None
-        kind, cls = self.strategy.kind, self.strategy.planner_class()
+        kind = self.strategy.kind
         if kind == "table":
             kw: dict[str, Any] = {"theta": self.theta_plan, "max_table": max_table}
             if beta is not None:
                 kw["beta"] = beta
-            kw.update(self.params)
-            self.planner = cls(**kw)
+            self.planner = self.resolved.planner(**kw)   # planner_params win over kw
         elif self.correlation:
-            self.planner = cls(**self.params)
+            self.planner = self.resolved.planner()
         elif kind == "keygroups" and self.strategy.name != "mtm":
-            self.planner = cls(**{"tau": self.theta_plan, **self.params})
-        self._planner_class = cls   # MTM: built per plan, its matrix needs the new n
+            self.planner = self.resolved.planner(tau=self.theta_plan)
+        # MTM: built per plan, its matrix needs the new n
+        self._planner_class = self.resolved.planner_class()
         #: Last k per-batch costs of every key group (correlation planners only).
         self.window: LoadWindow | None = None
 

@@ -1,4 +1,4 @@
-"""Which planners the keyed state runs, their defaults, and the layout a fresh operator has.
+"""Which planners the keyed state runs, and the layout a fresh operator has.
 
 Planner names come from the strategy registry (:mod:`sparkbalance.strategies`): the keyed
 state runs the strategies of kinds :data:`STATE_KINDS` (one partition per key); a split
@@ -10,21 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from sparkbalance import strategies
+from sparkbalance.planning.checks import check_real
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
 from sparkbalance.state.control.payoff import TRIGGERS
 
-__all__ = ["STATE_KINDS", "DEFAULT_THETA", "DEFAULT_MAX_TABLE", "state_strategy",
+__all__ = ["STATE_KINDS", "state_strategy",
            "state_planners", "check_theta", "check_trigger", "initial_layout"]
 
-#: θ_max, Fang et al. Table 2 default tolerance on load imbalance.
-DEFAULT_THETA: float = 0.08
-#: A_max, routing-table size bound used by the planners (Fang et al. §5 setting).
-DEFAULT_MAX_TABLE: int = 3000
 #: Layout kinds the keyed state can hold: one partition per key.
 STATE_KINDS: tuple[str, ...] = ("hash", "table", "keygroups")
 
@@ -77,11 +72,8 @@ def state_strategy(planner: Any) -> strategies.Strategy:
 
 
 def check_theta(theta: Any) -> float:
-    if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)):
-        raise TypeError(f"theta={theta!r}; expected a number >= 0")
-    if not np.isfinite(theta) or theta < 0:
-        raise ValueError(f"theta={theta!r}; expected a finite number >= 0")
-    return float(theta)
+    """θ_max of the keyed state, checked as the planners check it (a finite number >= 0)."""
+    return check_real(theta, "theta")
 
 
 def check_trigger(trigger: object) -> str:
