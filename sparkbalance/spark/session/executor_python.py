@@ -75,7 +75,7 @@ def ensure_executor_python(spark_or_sc: Any) -> str:
     """
     try:
         sc = spark_context(spark_or_sc)
-    except ValueError:
+    except Exception:  # noqa: BLE001 - Spark Connect refuses .sparkContext; a stopped context
         return "no context"
     return _MEMO.get(sc, lambda: _ensure(sc))
 

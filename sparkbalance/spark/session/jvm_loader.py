@@ -124,8 +124,8 @@ def bridge(spark_or_sc: Any) -> Bridge | None:
     """
     try:
         sc = spark_context(spark_or_sc)
-    except ValueError:
-        return None   # Spark Connect or a stopped context: no driver JVM to reach
+    except Exception:  # noqa: BLE001 - Spark Connect refuses .sparkContext; a stopped context
+        return None    # no driver JVM to reach
     # A bridge feature runs sparkbalance's Python in its tasks too: the executors must
     # import it (the same once-per-session check a balanced operation starts with).
     ensure_executor_python(sc)
