@@ -217,7 +217,7 @@ def _load(sc: Any, jar: str) -> str | None:
         # The SQL session's ADD JAR: its jar loader becomes this thread's context loader
         # (and it calls addJar itself).
         from pyspark.sql import SparkSession
-        session = SparkSession(sc)
+        session = SparkSession.getActiveSession() or SparkSession(sc)
         session._jsparkSession.sessionState().resourceLoader().addJar(jar)
         return "the SQL session's ADD JAR (this thread only)"
     sc._jsc.addJar(jar)
