@@ -13,7 +13,8 @@ import logging
 import threading
 from typing import Any
 
-from sparkbalance.spark.session.bridge import RECORDER_CLASS, bridge_available, bridge_jar_path
+from sparkbalance.spark.session.bridge import RECORDER_CLASS, bridge_jar_path
+from sparkbalance.spark.session.jvm_loader import bridge_has
 from sparkbalance.spark.metrics.recorder import Recorder
 from sparkbalance.spark.metrics.records import (
     ExecutorRecord,
@@ -57,11 +58,11 @@ class JvmTaskMetricsListener(Recorder):
 
     def __init__(self, spark: Any, job_group: str | None = None) -> None:
         super().__init__(spark, job_group)
-        if not bridge_available(self._sc):
+        if not bridge_has(self._sc, RECORDER_CLASS):  # brought in if it can be
             raise RuntimeError(
                 f"{RECORDER_CLASS} is not loadable: build jvm_bridge "
-                f"(`bash jvm_bridge/build.sh .venv/bin/python`) and start Spark with "
-                f"session_builder_with_bridge(builder) (jar={bridge_jar_path()!r})")
+                f"(`bash jvm_bridge/build.sh .venv/bin/python`) or start Spark with "
+                f"sparkbalance.configure(builder) (jar={bridge_jar_path()!r})")
         # py4j resolves classes through the context class loader that holds spark.jars.
         self._jrec = self._sc._jvm.io.sparkbalance.bridge.TaskRecorder(job_group)
         self._lock = threading.Lock()

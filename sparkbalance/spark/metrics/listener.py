@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sparkbalance.spark.session.bridge import RECORDER_CLASS, bridge_available
+from sparkbalance.spark.session.bridge import RECORDER_CLASS
+from sparkbalance.spark.session.jvm_loader import bridge_has
 from sparkbalance.spark.session.jobs import sparkbalance_job_group
 from sparkbalance.spark.metrics.jvm_recorder import JvmTaskMetricsListener
 from sparkbalance.spark.metrics.py4j_listener import TaskMetricsListener
@@ -62,15 +63,15 @@ def open_listener(spark: Any, job_group: str | None = None, *,
     """
     if prefer not in ("auto", "jvm", "py4j"):
         raise ValueError(f"prefer={prefer!r}; expected 'auto', 'jvm' or 'py4j'")
-    if prefer != "py4j" and bridge_available(spark):
+    if prefer != "py4j" and bridge_has(spark, RECORDER_CLASS):  # brought in if it can be
         _LOG.info("sparkbalance listener: JVM recorder %s (bridge jar on the classpath)",
                   RECORDER_CLASS)
         return JvmTaskMetricsListener(spark, job_group)
     if prefer == "jvm":
         raise RuntimeError(
             f"JVM recorder {RECORDER_CLASS} is not loadable; build it with "
-            f"`bash jvm_bridge/build.sh .venv/bin/python` and create the session with "
-            f"sparkbalance.spark.session.bridge.session_builder_with_bridge(builder)")
+            f"`bash jvm_bridge/build.sh .venv/bin/python` or create the session with "
+            f"sparkbalance.configure(builder)")
     _LOG.info("sparkbalance listener: pure-py4j listener (%s)",
               "requested" if prefer == "py4j" else
               "bridge jar not on the classpath; build jvm_bridge for lower overhead")

@@ -40,7 +40,8 @@ from sparkbalance.routing.keygroups import GroupMapPartitioner
 from sparkbalance.strategies.auto import DEFAULT_MIN_GAIN
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from sparkbalance.spark.report.plan_report import plan_groups
-from sparkbalance.spark.session.bridge import class_available, spark_context
+from sparkbalance.spark.session.bridge import spark_context
+from sparkbalance.spark.session.jvm_loader import bridge_class, bridge_has
 from sparkbalance.spark.rdd.maptally import (TOP_KEYS, GroupTally, heavy_in_buckets, key_bound, read_tally,
                        zero_tally)
 from sparkbalance.spark.rdd.shuffle import combine_over, route_records
@@ -76,7 +77,7 @@ def available(spark_or_sc: Any) -> bool:
     sc = spark_context(spark_or_sc)
     key = id(sc)
     if key not in _available:
-        _available[key] = class_available(sc, MAPSTATS_CLASS)
+        _available[key] = bridge_has(sc, MAPSTATS_CLASS)  # brought in if it can be
     return _available[key]
 
 
@@ -178,7 +179,7 @@ def shuffle_by_groups(rdd: Any, num_partitions: int, *, num_groups: int | None =
         preservesPartitioning=True)
     keyed._bypass_serializer = True
     jvm = sc._jvm
-    bridge = getattr(jvm, MAPSTATS_CLASS)
+    bridge = bridge_class(sc, MAPSTATS_CLASS)  # brought in if it can be
     pair = jvm.PairwiseRDD(keyed._jrdd.rdd()).asJavaPairRDD()
     # A relocatable serializer, so a task fetches its run of groups as one block per map
     # output (bridge PairSerializer) instead of one block per group.
@@ -239,8 +240,8 @@ def loaded(rdd: Any) -> bool:
         return True
     if not _warned[0]:
         _warned[0] = True
-        _LOG.warning("sparkbalance: the JVM bridge (%s) is not loaded, so strategy 'auto' "
-                     "gathers key statistics in an extra pass; load the jar "
-                     "(sparkbalance.spark.session.bridge.session_builder_with_bridge) for "
-                     "zero-pass statistics", MAPSTATS_CLASS)
+        _LOG.warning("sparkbalance: the JVM bridge (%s) could not be loaded, so strategy "
+                     "'auto' gathers key statistics in an extra pass; start the session "
+                     "with sparkbalance.configure(SparkSession.builder) for zero-pass "
+                     "statistics", MAPSTATS_CLASS)
     return False

@@ -1,2 +1,3 @@
-"""Session plumbing: the JVM bridge jar, the ``spark.sparkbalance.*`` configuration, job labels
-and the ``spark-submit`` arguments."""
+"""Session plumbing: the JVM bridge jar (at launch, or brought in on first use), the executors'
+Python, the ``spark.sparkbalance.*`` configuration, job labels and the ``spark-submit``
+arguments."""

@@ -1,11 +1,14 @@
 """The JVM bridge: find ``jvm_bridge``'s jar, put it on a session, ask what the JVM can load.
 
 The jar (``sparkbalance-bridge.jar``, built by ``bash jvm_bridge/build.sh .venv/bin/python``)
-must be on ``spark.jars`` before the driver JVM starts: there is one Spark JVM per Python
-process, so it is set on the first session (:func:`session_builder_with_bridge`). Code that
-uses a bridge class asks :func:`class_available` first and falls back to Python when the
-answer is no (the task recorder in :mod:`sparkbalance.spark.metrics.jvm_recorder`, the keyed state's
-frame selection in :mod:`sparkbalance.state.frames.rdds`).
+is on the class path from launch when ``spark.jars`` names it (:func:`configure` on the
+builder of the first session: there is one Spark JVM per Python process). A session started
+without it gets it on first use: code that uses a bridge class asks
+:func:`sparkbalance.spark.session.jvm_loader.bridge`, which brings the jar into the running
+driver and executors when it can, and falls back to Python when not (the zero-pass
+statistics in :mod:`sparkbalance.spark.rdd.mapstats`, the task recorder in
+:mod:`sparkbalance.spark.metrics.jvm_recorder`, the keyed state's frame selection in
+:mod:`sparkbalance.state.frames.rdds`). :func:`class_available` only asks, loads nothing.
 
 :func:`configure` is the one way to start a session with everything sparkbalance has for the
 JVM: the jar on ``spark.jars`` and, when the jar holds it, the Balance plugin on
@@ -193,8 +196,8 @@ def session_builder_with_bridge(builder: Any) -> Any:
     jar = bridge_jar_path()
     if jar is None:
         _LOG.warning("sparkbalance bridge jar not found (run `bash jvm_bridge/build.sh "
-                     ".venv/bin/python` or set $%s); the Python fallbacks will be used",
-                     BRIDGE_JAR_ENV)
+                     ".venv/bin/python` or set $%s), so sparkbalance.configure(builder) "
+                     "cannot add it; the Python fallbacks will be used", BRIDGE_JAR_ENV)
         return builder
     options = getattr(builder, "_options", {})
     existing = [j for j in str(options.get("spark.jars", "")).split(",") if j]

@@ -10,6 +10,10 @@ statistics for repartition(user_id, 64, mixed)"): a balanced operation runs insi
 listeners filtering on the user's group keep seeing the shuffle's map stage) and names the
 operation; a job group opened inside it (:func:`sparkbalance_job_group`) appends that name
 to its own description. Both restore the caller's local properties on exit.
+
+Both are also where a session's first sparkbalance job starts, so both first make sure the
+executors can import sparkbalance (:func:`~sparkbalance.spark.session.executor_python.
+ensure_executor_python`: nothing to do after the first call of a session).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import contextvars
 from typing import Any, Iterator
 
 from sparkbalance.spark.session.bridge import spark_context
+from sparkbalance.spark.session.executor_python import ensure_executor_python
 
 __all__ = ["JOB_GROUP_PROPERTY", "JOB_DESCRIPTION_PROPERTY", "DESCRIPTION_PREFIX",
            "sparkbalance_job_group", "operation_jobs", "current_operation", "next_job_id"]
@@ -108,6 +113,8 @@ def operation_jobs(sc: Any, label: str, description: str) -> Iterator[str]:
         old = sc.getLocalProperty(JOB_DESCRIPTION_PROPERTY)
     except Exception:  # Spark Connect: no SparkContext, nothing to label
         sc = None
+    if sc is not None:
+        ensure_executor_python(sc)
     try:
         if sc is not None:
             sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, _describe(description))
@@ -151,6 +158,7 @@ def sparkbalance_job_group(sc: Any, name: str, description: str | None = None) -
     if not name:
         raise ValueError(f"name={name!r}; expected a non-empty job group id")
     sc = spark_context(sc)
+    ensure_executor_python(sc)
     keys = (JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY, _JOB_INTERRUPT_PROPERTY)
     old = {k: sc.getLocalProperty(k) for k in keys}
     sc.setJobGroup(name, _describe(description if description is not None else name))

@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from sparkbalance.spark.session.bridge import STATE_FRAMES_CLASS, class_available
+from sparkbalance.spark.session.bridge import STATE_FRAMES_CLASS
+from sparkbalance.spark.session.jvm_loader import bridge_has
 from sparkbalance.state.frames import format as fr
 
 __all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
@@ -205,11 +206,11 @@ def frame_ops(sc: Any, prefer_jvm: bool = True) -> FrameOps:
     if ops is None or (ops.jvm and not prefer_jvm):
         jvm = False
         if prefer_jvm:
-            jvm = class_available(sc, STATE_FRAMES_CLASS)
+            jvm = bridge_has(sc, STATE_FRAMES_CLASS)  # brought in if it can be
         ops = FrameOps(sc, jvm)
         if prefer_jvm:
             _LOG.info("sparkbalance keyed state: %s", "frames selected in the JVM (bridge jar)"
-                      if jvm else "bridge jar not on spark.jars; frames selected in Python "
+                      if jvm else "bridge jar not loadable; frames selected in Python "
                       "(correct, slower migrations: every frame crosses into Python)")
             _OPS[key] = ops
     return ops
