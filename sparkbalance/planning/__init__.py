@@ -62,9 +62,7 @@ from .base import (CRITERIA, DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA, Pla
                    selection_criterion)
 from .compact import DEFAULT_DEGREE, Records, compact, hlhe, hlhe_representatives
 from .llfd import llfd_assign
-from .llfd_planner import LLFD
-from .minmig import MinMig
-from .mintable import MinTable
+from .baselines import LLFD, MinMig, MinTable
 from .mixed import Mixed, MixedBF
 from .plan import KeyMove, Plan
 

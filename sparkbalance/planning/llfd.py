@@ -9,7 +9,7 @@ reported infeasible (no endless loop: a step budget also bounds the ejection cha
 
 Pure functions over :class:`~sparkbalance.planning.units.Units`: the planners
 (:mod:`.base`) call them, this module imports no planner. :class:`LLFD` as a planner lives in
-:mod:`.llfd_planner`.
+:mod:`.baselines`.
 """
 from __future__ import annotations
 
