@@ -71,7 +71,8 @@ class RowConverter:
         for start in range(0, max(len(rows), 1), self.max_records):
             part = rows[start:start + self.max_records]
             cols = list(zip(*part)) if part else [()] * len(names)
-            arrays = [pa.array([_arrow_value(v) for v in col], type=t)
+            arrays = [pa.array([_aware(v) for v in col] if t.tz else list(col), type=t)
+                      if pa.types.is_timestamp(t) else pa.array(list(col), type=t)
                       for col, t in zip(cols, types)]
             batch = pa.RecordBatch.from_arrays(arrays, names=names)
             series = ArrowBatchTransformer.to_pandas(
@@ -96,8 +97,9 @@ class RowConverter:
         yield from self.to_pandas(rows)
 
 
-def _arrow_value(v: Any) -> Any:
-    # Naive datetimes from DataFrame.rdd are local time; aware ones keep their instant.
+def _aware(v: Any) -> Any:
+    # TimestampType: naive datetimes from DataFrame.rdd are local time (TimestampNTZType
+    # columns have no tz and keep theirs as they are).
     if type(v) is _dt.datetime and v.tzinfo is None:
         return v.astimezone()
     return v
