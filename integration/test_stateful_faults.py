@@ -67,20 +67,26 @@ def driver(src: str, ck: str, out: str) -> None:
     spark.stop()
 
 
-def _run(env: dict, log: Path, kill_after: float | None, args: list[str]) -> int:
+def _run(env: dict, log: Path, kill_after: tuple | None, args: list[str],
+         out: Path) -> int:
+    """Run the driver; ``kill_after=(batches, seconds)``: SIGKILL its process group
+    ``seconds`` after the sink has committed ``batches`` more batch ids (a point mid-batch,
+    whatever the host's load)."""
     with open(log, "w") as f:
         p = subprocess.Popen([sys.executable, __file__, *args], stdout=f,
                              stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    marks = out / "_sparkbalance_commits"
+    before = len(list(marks.iterdir())) if marks.exists() else 0
     try:
-        started = None
-        deadline = time.monotonic() + 600
+        seen = None
+        deadline = time.monotonic() + 900
         while p.poll() is None and time.monotonic() < deadline:
-            if started is None and "started" in log.read_text():
-                started = time.monotonic()
-            if kill_after is not None and started is not None and \
-                    time.monotonic() - started >= kill_after:
+            done = len(list(marks.iterdir())) if marks.exists() else 0
+            if kill_after is not None and seen is None and done - before >= kill_after[0]:
+                seen = time.monotonic()
+            if seen is not None and time.monotonic() - seen >= kill_after[1]:
                 break
-            time.sleep(0.2)
+            time.sleep(0.1)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -97,9 +103,10 @@ def test_driver_killed_mid_stream_outputs_exactly_once(tmp_path):
             f.writelines(json.dumps({"k": k}) + "\n" for k in _file_keys(i))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     args = [str(src), str(ck), str(out)]
-    for n, after in enumerate((25.0, 20.0)):
-        _run(env, tmp_path / f"kill{n}.log", after, args)
-    rc = _run(env, tmp_path / "final.log", None, args)
+    # mid-batch (the function sleeps 0.5 s per key), then right after a sink commit
+    for n, after in enumerate(((2, 0.7), (1, 0.0))):
+        _run(env, tmp_path / f"kill{n}.log", after, args, out)
+    rc = _run(env, tmp_path / "final.log", None, args, out)
     log = (tmp_path / "final.log").read_text()
     assert rc == 0 and "done" in log, log[-3000:]
     commits = sorted(int(p.name) for p in (ck / "commits").iterdir() if p.name.isdigit())

@@ -140,7 +140,8 @@ def sink_for(spark: Any, fmt: str | None, path: str | None, options: dict,
         return ConsoleSink(options)
     if fmt in FILE_FORMATS:
         return FileSink(spark, fmt, path or options.get("path"),
-                        {k: v for k, v in options.items() if k != "path"}, partition_by)
+                        {k: v for k, v in options.items()
+                         if k not in ("path", "checkpointLocation")}, partition_by)
     raise ValueError(f"format({fmt!r}); expected one of memory, console, foreachBatch, "
                      f"{', '.join(FILE_FORMATS)} (other sinks: use foreachBatch with a "
                      "write idempotent by batch id)")
