@@ -76,12 +76,16 @@ def _run(env: dict, log: Path, kill_after: tuple | None, args: list[str],
         p = subprocess.Popen([sys.executable, __file__, *args], stdout=f,
                              stderr=subprocess.STDOUT, env=env, start_new_session=True)
     marks = out / "_sparkbalance_commits"
-    before = len(list(marks.iterdir())) if marks.exists() else 0
+
+    def committed() -> int:      # one marker per batch id (not Hadoop's .crc files)
+        return sum(1 for m in marks.iterdir() if m.name.isdigit()) if marks.exists() else 0
+
+    before = committed()
     try:
         seen = None
         deadline = time.monotonic() + 900
         while p.poll() is None and time.monotonic() < deadline:
-            done = len(list(marks.iterdir())) if marks.exists() else 0
+            done = committed()
             if kill_after is not None and seen is None and done - before >= kill_after[0]:
                 seen = time.monotonic()
             if seen is not None and time.monotonic() - seen >= kill_after[1]:
