@@ -105,6 +105,8 @@ def test_driver_killed_mid_stream_outputs_exactly_once(tmp_path):
     for i in range(NUM_FILES):
         with open(src / f"{i:03d}.json", "w") as f:
             f.writelines(json.dumps({"k": k}) + "\n" for k in _file_keys(i))
+        # the file source takes files in modification-time order: make it the name order
+        os.utime(src / f"{i:03d}.json", (time.time() - 100 + i,) * 2)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     args = [str(src), str(ck), str(out)]
     # mid-batch (the function sleeps 0.5 s per key), then right after a sink commit
