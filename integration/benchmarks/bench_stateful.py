@@ -1,0 +1,161 @@
+"""Benchmark: ``stateful(grouped).applyInPandasWithState`` against Spark's own
+``applyInPandasWithState`` on the same parquet file stream (one file per trigger).
+
+Two streams: a skewed one whose hot keys move (the shifting Zipf stream of Fang et al.
+§5, :mod:`sparkbalance.bench.shifting`, hot keys moving every ``--interval`` batches) and
+uniform keys (z = 0). The user function keeps a running count per key and does
+``--work-us`` of I/O-like work (sleep) per record, as a state function that looks records
+up elsewhere would. Runs alternate (Spark, ours, Spark, ours, ...) so background load hits
+both alike; the table has the median over runs of the mean batch seconds (wall) and the
+CPU seconds of the whole process tree (driver, JVM, Python workers) per batch, their
+ratio, and whether the final states agree.
+
+The session is ``local[n]`` with n = state partitions, so the n tasks of a batch wait side
+by side even on few cores and the slowest partition sets the batch time.
+
+``python integration/benchmarks/bench_stateful.py --quick`` (a few minutes), or with
+``--batches 20 --rows 20000 --partitions 8 --runs 3`` for the setting of the issue.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+from sparkbalance.bench.shifting import shifting_zipf_counts
+from sparkbalance.state.pandas_state import stateful
+
+WORK_US = 100
+
+
+def _tree_cpu_seconds(pid: int | None = None) -> float:
+    """utime + stime of a process and its descendants (Linux /proc), seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pid = os.getpid() if pid is None else pid
+    total, stack = 0.0, [pid]
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parts = f.read().rsplit(")", 1)[1].split()
+                children.setdefault(int(parts[1]), []).append(int(d))
+            except OSError:
+                continue
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            total += (int(parts[11]) + int(parts[12])) / tick
+        except OSError:
+            pass
+        stack.extend(children.get(p, []))
+    return total
+
+
+def make_stream(folder: str, batches: int, rows: int, keys: int, partitions: int, z: float,
+                interval: int, seed: int) -> None:
+    os.makedirs(folder, exist_ok=True)
+    it = shifting_zipf_counts(keys, partitions, batches, z=z, records_per_batch=rows,
+                              seed=seed, batches_per_interval=interval)
+    rng = np.random.default_rng(seed)
+    for t, (k, c) in enumerate(it):
+        rep = np.repeat(k, c)
+        rng.shuffle(rep)
+        pd.DataFrame({"k": rep.astype(np.int64), "v": np.ones(len(rep), np.int64)}).to_parquet(
+            os.path.join(folder, f"b{t:04d}.parquet"))
+
+
+def count_with_work(key, pdfs, state):
+    n = sum(len(p) for p in pdfs)
+    time.sleep(n * WORK_US * 1e-6)          # I/O-like work per record
+    total = (state.get[0] if state.exists else 0) + n
+    state.update((total,))
+    yield pd.DataFrame({"k": [key[0]], "n": [total]})
+
+
+def run_once(spark, src: str, mode: str, batches: int, partitions: int) -> dict:
+    ck = tempfile.mkdtemp(prefix=f"sb-bench-{mode}-")
+    last: dict = {}
+
+    def keep(df, batch_id):
+        for r in df.collect():
+            last[r.k] = r.n
+
+    df = spark.readStream.schema("k long, v long").option("maxFilesPerTrigger", 1).parquet(src)
+    grouped = df.groupBy("k")
+    if mode == "sparkbalance":
+        grouped = stateful(grouped, num_partitions=partitions)
+    w = (grouped.applyInPandasWithState(count_with_work, "k long, n long", "n long", "Update",
+                                        "NoTimeout")
+         .writeStream.outputMode("update").foreachBatch(keep)
+         .option("checkpointLocation", ck))
+    cpu0, t0 = _tree_cpu_seconds(), time.perf_counter()
+    q = w.start()
+    q.processAllAvailable()
+    wall, cpu = time.perf_counter() - t0, _tree_cpu_seconds() - cpu0
+    q.stop()
+    if mode == "sparkbalance":
+        w.driver.op.close()
+    shutil.rmtree(ck, ignore_errors=True)
+    return {"batch_s": wall / batches, "cpu_s": cpu / batches, "state": dict(last)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    global WORK_US
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--keys", type=int, default=5_000)
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--interval", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work-us", type=int, default=WORK_US)
+    ap.add_argument("--quick", action="store_true",
+                    help="6 batches of 4000 rows, 4 partitions, 2 runs (indicative only)")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.batches, a.rows, a.keys, a.partitions, a.runs, a.interval = 6, 4000, 2000, 4, 2, 2
+    WORK_US = a.work_us
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master(f"local[{a.partitions}]")
+             .appName("sparkbalance-bench-stateful")
+             .config("spark.sql.shuffle.partitions", str(a.partitions))
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    base = tempfile.mkdtemp(prefix="sb-bench-stateful-")
+    print(f"{a.batches} batches x {a.rows} rows, {a.keys} keys, {a.partitions} partitions, "
+          f"{a.work_us} us/record, medians of {a.runs} alternating runs")
+    print(f"{'stream':10} {'spark s/batch':>14} {'ours s/batch':>13} {'ratio':>6} "
+          f"{'spark cpu/b':>12} {'ours cpu/b':>11} {'state':>6}")
+    try:
+        for name, z in (("skewed", 1.0), ("uniform", 0.0)):
+            src = os.path.join(base, name)
+            make_stream(src, a.batches, a.rows, a.keys, a.partitions, z, a.interval, seed=1)
+            res: dict[str, list] = {"spark": [], "sparkbalance": []}
+            for _ in range(a.runs):
+                for mode in res:
+                    res[mode].append(run_once(spark, src, mode, a.batches, a.partitions))
+            med = {m: (statistics.median(r["batch_s"] for r in rs),
+                       statistics.median(r["cpu_s"] for r in rs)) for m, rs in res.items()}
+            same = all(r["state"] == res["spark"][0]["state"]
+                       for rs in res.values() for r in rs)
+            print(f"{name:10} {med['spark'][0]:14.3f} {med['sparkbalance'][0]:13.3f} "
+                  f"{med['sparkbalance'][0] / med['spark'][0]:6.2f} {med['spark'][1]:12.2f} "
+                  f"{med['sparkbalance'][1]:11.2f} {'exact' if same else 'DIFFER':>6}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Rows of a micro-batch to the pandas a user function sees, and its pandas back to rows,
+through the Arrow conversions of Spark's own Python worker.
+
+Spark hands ``applyInPandasWithState`` each key's rows as pandas converted from Arrow
+(``ArrowBatchTransformer.to_pandas``: int64/int32/float64/object/datetime64 columns, nullable
+ints as float64), in chunks of at most ``spark.sql.execution.arrow.maxRecordsPerBatch``
+rows, and takes the function's frames back through ``PandasToArrowConversion.convert``
+(columns by name when they are strings, cast to the output schema). Using the same calls
+keeps dtypes, nulls and NaNs identical.
+
+Timestamps: rows read through ``DataFrame.rdd`` carry naive datetimes in the Python
+process's local time (PySpark's ``TimestampType.fromInternal``); they are made aware before
+Arrow reads them, so the instant is kept whatever the time zones.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Iterator
+
+__all__ = ["RowConverter"]
+
+
+class RowConverter:
+    """Row tuples of ``schema`` to pandas chunks, and pandas of ``out_schema`` to row tuples.
+
+    Parameters
+    ----------
+    schema, out_schema : the input and output ``StructType``.
+    timezone : the session time zone (``spark.sql.session.timeZone``).
+    max_records : rows per pandas chunk (``spark.sql.execution.arrow.maxRecordsPerBatch``;
+        <= 0: unbounded, as in Spark).
+
+    Examples
+    --------
+    >>> from pyspark.sql.types import StructType, StructField, LongType, StringType
+    >>> s = StructType([StructField("k", StringType()), StructField("v", LongType())])
+    >>> c = RowConverter(s, s, "UTC", 10_000)
+    >>> [p.shape for p in c.to_pandas([("a", 1), ("a", None)])]
+    [(2, 2)]
+    >>> c.to_rows(c.to_pandas([("a", 1)])[0])
+    [('a', 1)]
+    """
+
+    def __init__(self, schema: Any, out_schema: Any, timezone: str, max_records: int) -> None:
+        self.schema = schema
+        self.out_schema = out_schema
+        self.timezone = timezone
+        self.max_records = max_records if max_records > 0 else 2 ** 31 - 1
+        self._types: list | None = None
+
+    def __getstate__(self) -> dict:
+        d = dict(self.__dict__)
+        d["_types"] = None     # arrow types are rebuilt on the executor
+        return d
+
+    def _arrow_types(self) -> list:
+        if self._types is None:
+            from pyspark.sql.pandas.types import to_arrow_type
+            self._types = [to_arrow_type(f.dataType, timezone="UTC") for f in self.schema]
+        return self._types
+
+    def to_pandas(self, rows: list) -> list:
+        """``rows`` (tuples in ``schema`` order) as pandas DataFrames of at most
+        ``max_records`` rows each (one empty frame for no rows)."""
+        import pandas as pd
+        import pyarrow as pa
+        from pyspark.sql.conversion import ArrowBatchTransformer
+        types = self._arrow_types()
+        names = self.schema.names
+        out = []
+        for start in range(0, max(len(rows), 1), self.max_records):
+            part = rows[start:start + self.max_records]
+            cols = list(zip(*part)) if part else [()] * len(names)
+            arrays = [pa.array([_aware(v) for v in col] if t.tz else list(col), type=t)
+                      if pa.types.is_timestamp(t) else pa.array(list(col), type=t)
+                      for col, t in zip(cols, types)]
+            batch = pa.RecordBatch.from_arrays(arrays, names=names)
+            series = ArrowBatchTransformer.to_pandas(
+                batch, timezone=self.timezone, schema=self.schema, struct_in_pandas="dict",
+                ndarray_as_list=False, prefer_int_ext_dtype=False, df_for_struct=False)
+            out.append(pd.concat(series, axis=1))
+        return out
+
+    def to_rows(self, pdf: Any) -> list:
+        """The rows of one output frame (Spark's conversion to ``out_schema``)."""
+        from pyspark.sql.conversion import PandasToArrowConversion
+        if len(pdf) == 0:
+            return []
+        batch = PandasToArrowConversion.convert(
+            pdf, self.out_schema, timezone=self.timezone, safecheck=True, arrow_cast=True,
+            assign_cols_by_name=True)
+        cols = [c.to_pylist() for c in batch.columns]
+        return list(zip(*cols))
+
+    def chunks(self, rows: list) -> Iterator[Any]:
+        """Lazy :meth:`to_pandas` chunks (the function may stop early)."""
+        yield from self.to_pandas(rows)
+
+
+def _aware(v: Any) -> Any:
+    # TimestampType: naive datetimes from DataFrame.rdd are local time (TimestampNTZType
+    # columns have no tz and keep theirs as they are).
+    if type(v) is _dt.datetime and v.tzinfo is None:
+        return v.astimezone()
+    return v

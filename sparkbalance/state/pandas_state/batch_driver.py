@@ -1,0 +1,160 @@
+"""One micro-batch of a balanced ``applyInPandasWithState``: the ``foreachBatch`` function
+the source query runs.
+
+Per source batch ``b`` (exactly once, keyed by ``b``):
+
+1. **clock** — the batch's processing time and watermarks (:class:`~.group_call.BatchClock`)
+   are fixed once and saved under ``<checkpointLocation>/sparkbalance-meta/<b>.json``
+   before anything is applied; a replay of ``b`` after a crash reuses them (Spark keeps a
+   batch's timestamp and watermark in its offset log for the same reason);
+2. **keys due** — the keys whose timeout is below the batch's threshold (kept on the driver
+   from the timeout changes the batches report) get a :data:`~.group_call.TICK`;
+3. **merge** — the rows, keyed by their grouping tuple, and the ticks go through
+   :meth:`KeyedStateOperator.process(pairs, batch_id=b)
+   <sparkbalance.state.operator.KeyedStateOperator.process>`: routed by the balanced
+   layout, merged into the state (the function is called once per key), measured and
+   rebalanced by the controller; the operator's checkpoint records ``b`` atomically with
+   the state, and a replayed ``b`` is never applied twice (it returns the kept outputs);
+4. **sink** — the output rows go to the user's sink, once per ``b`` (:mod:`.sinks`).
+
+After a restart the due-key index is rebuilt from the state (one pass) and the watermark
+from the last saved clock.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any
+
+from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
+from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
+
+__all__ = ["BatchDriver", "state_key"]
+
+#: Stands for a NaN in a grouping tuple: Spark groups NaN as one key, a dict never finds a
+#: NaN again (NaN != NaN).
+NAN_KEY: str = "\x00sparkbalance:NaN"
+
+
+def state_key(values: tuple) -> tuple:
+    """The operator's key of a grouping tuple (NaN replaced, so equal groups are equal).
+
+    Examples
+    --------
+    >>> state_key(("a", float("nan"))) == state_key(("a", float("nan")))
+    True
+    """
+    return tuple(NAN_KEY if isinstance(v, float) and math.isnan(v) else v for v in values)
+
+
+class BatchDriver:
+    """``foreachBatch`` function of the source query (see module docstring).
+
+    Parameters
+    ----------
+    spark : the SparkSession.
+    operator : the :class:`~sparkbalance.state.operator.KeyedStateOperator` whose
+        ``update_values`` is ``call``.
+    call : the :class:`~.group_call.GroupCall`.
+    out_schema : the ``outputStructType``.
+    sink : the user's sink (:mod:`.sinks`).
+    meta_dir : where each batch's clock is saved (a local path), or None.
+    event_col, delay_ms : the watermarked column and its delay, or None.
+    """
+
+    def __init__(self, spark: Any, operator: Any, call: GroupCall, out_schema: Any,
+                 sink: Any, meta_dir: str | None, event_col: str | None,
+                 delay_ms: int | None) -> None:
+        self.spark, self.op, self.call = spark, operator, call
+        self.out_schema, self.sink, self.meta_dir = out_schema, sink, meta_dir
+        self.event_col = event_col
+        self.watermark = None if event_col is None else WatermarkClock(int(delay_ms))
+        self.due: dict[Any, int] = {}     # state key -> timeout ms (keys with one set)
+        self.batches: list[dict] = []     # per applied batch: id, seconds, rows out
+        if meta_dir is not None:
+            os.makedirs(meta_dir, exist_ok=True)
+        self._resume()
+
+    # ------------------------------------------------------------------ restart
+    def _resume(self) -> None:
+        if self.meta_dir is not None and self.watermark is not None:
+            saved = sorted(int(n[:-5]) for n in os.listdir(self.meta_dir) if n.endswith(".json"))
+            if saved:
+                self.watermark.current_ms = self._load(saved[-1])["next_watermark_ms"]
+        if self.op.last_batch_id is not None and self.call.timeout != "NoTimeout":
+            pairs = self.op.state_rdd.filter(lambda kv: kv[1][2] != NO_TIMESTAMP)
+            self.due = dict(pairs.map(lambda kv: (kv[0], kv[1][2])).collect())
+
+    def _path(self, batch_id: int) -> str:
+        return os.path.join(self.meta_dir, f"{batch_id}.json")
+
+    def _load(self, batch_id: int) -> dict:
+        with open(self._path(batch_id)) as f:
+            return json.load(f)
+
+    # ------------------------------------------------------------------ one batch
+    def clock_for(self, df: Any, batch_id: int) -> BatchClock:
+        """The batch's clock: saved before it is applied, reused on a replay."""
+        if self.meta_dir is not None and os.path.exists(self._path(batch_id)):
+            d = self._load(batch_id)
+            return BatchClock(**d)
+        batch_ms = int(time.time() * 1000)
+        if self.watermark is None:
+            clock = BatchClock(batch_ms)
+        else:
+            from pyspark.sql import functions as F
+            top = df.agg(F.unix_micros(F.max(F.col(self.event_col)))).collect()[0][0]
+            # Spark's EventTimeStats take each event time in ms (µs // 1000).
+            top_ms = None if top is None else int(top) // 1000
+            w = self.watermark.current_ms
+            clock = BatchClock(batch_ms, w, w, self.watermark.next_ms(top_ms))
+        if self.meta_dir is not None:
+            tmp = self._path(batch_id) + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(clock.__dict__, f)
+            os.replace(tmp, self._path(batch_id))      # atomic: whole or absent
+        return clock
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        t0 = time.perf_counter()
+        clock = self.clock_for(df, batch_id)
+        self.call.clock = clock
+        outputs = self.op.process(self._pairs(df, clock), batch_id=batch_id)
+        if self.watermark is not None:
+            self.watermark.current_ms = max(self.watermark.current_ms, clock.next_watermark_ms)
+        n = 0
+        if outputs is not None:
+            if self.call.timeout != "NoTimeout":
+                changed = outputs.filter(lambda kv: kv[1][0] == "t").map(
+                    lambda kv: (kv[0], kv[1][1])).collect()
+                for k, ts in changed:
+                    if ts == NO_TIMESTAMP:
+                        self.due.pop(k, None)
+                    else:
+                        self.due[k] = ts
+            rows = outputs.filter(lambda kv: kv[1][0] == "r").map(lambda kv: kv[1][1])
+            out = self.spark.createDataFrame(rows, self.out_schema)
+            self.sink.write(out, batch_id)
+        self.batches.append({"batch_id": batch_id, "seconds": time.perf_counter() - t0})
+
+    def _pairs(self, df: Any, clock: BatchClock) -> Any:
+        index = self.call.key_index
+
+        def pair(row: Any) -> tuple:
+            t = tuple(row)
+            return (state_key(tuple(t[i] for i in index)), t)
+
+        pairs = df.rdd.map(pair)
+        if self.call.timeout == "NoTimeout" or not self.due:
+            return pairs
+        if self.call.timeout == "ProcessingTimeTimeout":
+            limit = clock.batch_ms
+        else:
+            limit = max(clock.watermark_ms, clock.next_watermark_ms)
+        due = [(k, TICK) for k, ts in self.due.items() if ts < limit]
+        if not due:
+            return pairs
+        sc = self.spark.sparkContext
+        return pairs.union(sc.parallelize(due, max(1, min(len(due) // 10_000, 64))))

@@ -1,0 +1,101 @@
+"""One key's step of the stateful drop-in without Spark: Spark's store rule, timeouts
+(data first, then due keys, then the batch without data of an advanced watermark), late
+rows, and the watermark's advance rule."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from sparkbalance.state.pandas_state.arrow_rows import RowConverter
+from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
+from sparkbalance.state.pandas_state.watermark import WatermarkClock, watermark_column
+
+IN = StructType([StructField("k", StringType()), StructField("ts", TimestampType())])
+OUT = StructType([StructField("k", StringType()), StructField("n", LongType()),
+                  StructField("timed_out", StringType())])
+STATE = StructType([StructField("n", LongType())])
+
+
+def counter(key, pdfs, state):
+    if state.hasTimedOut:
+        state.remove()
+        yield pd.DataFrame({"k": [key[0]], "n": [-1], "timed_out": ["y"]})
+        return
+    n = sum(len(p) for p in pdfs) + (state.get[0] if state.exists else 0)
+    state.update((n,))
+    if state._timeout_conf == "EventTimeTimeout":
+        state.setTimeoutTimestamp(max(20_000, state.getCurrentWatermarkMs()))
+    elif state._timeout_conf == "ProcessingTimeTimeout":
+        state.setTimeoutDuration(1_000)
+    yield pd.DataFrame({"k": [key[0]], "n": [n], "timed_out": ["n"]})
+
+
+def _call(timeout, event_index=None):
+    return GroupCall(counter, RowConverter(IN, OUT, "UTC", 10_000), [0], STATE, timeout,
+                     event_index)
+
+
+def _ts(sec):
+    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=sec)
+
+
+def test_data_then_processing_time_timeout_at_a_later_batch():
+    c = _call("ProcessingTimeTimeout")
+    c.clock = BatchClock(10_000)
+    e, outs = c(None, [("a", None), ("a", None)])
+    assert e == (("a",), (2,), 11_000) and outs == [("r", ("a", 2, "n")), ("t", 11_000)]
+    c.clock = BatchClock(10_500)                     # not due yet
+    assert c(e, [TICK]) == (e, [])
+    c.clock = BatchClock(12_000)
+    e2, outs = c(e, [TICK])
+    assert e2 is None and outs == [("r", ("a", -1, "y")), ("t", -1)]
+
+
+def test_rows_of_an_expired_key_come_after_its_timeout():
+    c = _call("ProcessingTimeTimeout")
+    c.clock = BatchClock(50_000)
+    e, outs = c((("a",), (5,), 11_000), [("a", None)])
+    assert [o[1][2] for o in outs if o[0] == "r"] == ["y", "n"]      # closed, then new
+    assert e == (("a",), (1,), 51_000)
+
+
+def test_event_time_late_rows_and_the_batch_without_data():
+    c = _call("EventTimeTimeout", event_index=1)
+    c.clock = BatchClock(0, 15_000, 15_000, 30_000)
+    # the row at 15 s is at the watermark: late; the key is new, so nothing runs but the
+    # batch without data has nothing to time out either
+    assert c(None, [("a", _ts(15))]) == (None, [])
+    e, outs = c(None, [("a", _ts(16))])
+    # called with data (timeout 20 s), then timed out at the next watermark (30 s)
+    assert [o[1][2] for o in outs if o[0] == "r"] == ["n", "y"] and e is None
+
+
+def test_a_call_that_changes_nothing_keeps_value_and_old_timeout():
+    def idle(key, pdfs, state):
+        return []
+    c = GroupCall(idle, RowConverter(IN, OUT, "UTC", 10_000), [0], STATE,
+                  "ProcessingTimeTimeout", None)
+    c.clock = BatchClock(0)
+    assert c((("a",), (3,), 99_000), [("a", None)]) == ((("a",), (3,), 99_000), [])
+
+
+def test_returning_a_frame_instead_of_an_iterable_is_refused():
+    c = GroupCall(lambda k, p, s: pd.DataFrame(), RowConverter(IN, OUT, "UTC", 10), [0],
+                  STATE, "NoTimeout", None)
+    with pytest.raises(TypeError, match="iterable of pandas.DataFrame"):
+        c(None, [("a", None)])
+
+
+def test_watermark_rules():
+    assert watermark_column([("ts", {"spark.watermarkDelayMs": 5})]) == ("ts", 5)
+    w = WatermarkClock(5_000)
+    w.advance(None)
+    assert w.current_ms == 0
+    w.advance(20_000)
+    w.advance(1_000)
+    assert w.current_ms == 15_000
+    with pytest.raises(ValueError, match="delay_ms"):
+        WatermarkClock(-1)
