@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "install": "sparkbalance.spark.rdd.install",   # rdd.balancedReduceByKey, df.balancedGroupBy...
     # keyed state across batches
     "KeyedStateOperator": "sparkbalance.state.operator",
+    "stateful": "sparkbalance.state.pandas_state.query",  # applyInPandasWithState, balanced
     "CheckpointError": "sparkbalance.state.durability.manifest",
     "LeaseError": "sparkbalance.state.durability.lease",
     "ReplayError": "sparkbalance.state.streaming",
