@@ -173,14 +173,17 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     F = _F()
     lead = next((s for _, s in group if s.kind != "whole"), group[0][1]).wc
     order = lead.order if any(s.kind != "whole" for _, s in group) else ()
-    pcols = [f"__sb_p{j}" for j in range(len(lead.partition))]
+    # A window without PARTITION BY is one partition of every row (Spark moves them all
+    # to one task): one constant key, hot, cut like any other.
+    partition = lead.partition or (F.lit(0),)
+    pcols = [f"__sb_p{j}" for j in range(len(partition))]
     ocols = [f"__sb_o{j}" for j in range(len(order))]
-    d = df.withColumns({**dict(zip(pcols, lead.partition)),
+    d = df.withColumns({**dict(zip(pcols, partition)),
                         **{c: k.expr for c, k in zip(ocols, order)}})
     schema = {f.name: f.dataType for f in d.schema.fields}
     ptypes, otypes = [schema[c] for c in pcols], [schema[c] for c in ocols]
     try:
-        kc = key_counts(d, pcols, max_keys=None if not pcols else conf.FROM_CONF)
+        kc = key_counts(d, pcols)
     except (TypeError, ValueError) as exc:  # a key type the balanced placement cannot hash
         for name, s in group:
             _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: its "
