@@ -134,7 +134,8 @@ def with_window_columns(df: "DataFrame", num_partitions: int | None = None,
                              else num_partitions)
     # Spark's own analysis first: a spec plain Spark refuses fails here, before any job,
     # and the plain result's types are the ones every corrected column is cast to.
-    result_types = {name: df.withColumns(columns).schema[name].dataType for name in columns}
+    expected = df.withColumns(columns).schema
+    result_types = {name: expected[name].dataType for name in columns}
     splits = _splits(df, columns)
     tmp = {name: f"__sb_w{j}" for j, name in enumerate(columns)}
     plain = {tmp[name]: columns[name] for name, s in splits.items()
@@ -191,11 +192,13 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
     total = float(kc.counts.sum() + kc.tail_count)
     seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
-    is_hot = kc.counts > sg.HOT_SHARE * total / n if total else np.zeros(0, bool)
+    # keys come heaviest first: the hot ones are a prefix, at most 4n of them (more would
+    # only lengthen the query; the rest are placed whole like the cold keys)
+    hot_count = min(4 * n, int(np.count_nonzero(kc.counts > sg.HOT_SHARE * total / n)))
     single = len(pcols) == 1
     hot = [sg.HotKey((k,) if single else tuple(k), float(c))
-           for k, c, h in zip(kc.keys, kc.counts, is_hot) if h][: 4 * n]
-    listed_hot = {i for i, h in enumerate(is_hot) if h}
+           for k, c in zip(kc.keys[:hot_count], kc.counts[:hot_count])]
+    listed_hot = set(range(hot_count))
     cold_keys = [k for i, k in enumerate(kc.keys) if i not in listed_hot]
     cold_counts = np.asarray([c for i, c in enumerate(kc.counts) if i not in listed_hot])
     stats = KeyStats(key_array(cold_keys), cold_counts, tail_count=kc.tail_count,
