@@ -192,15 +192,15 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
     total = float(kc.counts.sum() + kc.tail_count)
     seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
-    # keys come heaviest first: the hot ones are a prefix, at most 4n of them (more would
-    # only lengthen the query; the rest are placed whole like the cold keys)
-    hot_count = min(4 * n, int(np.count_nonzero(kc.counts > sg.HOT_SHARE * total / n)))
+    # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
+    # lengthen the query; the rest are placed whole like the cold keys)
+    rank = np.argsort(-kc.counts, kind="stable")
+    keys, counts = [kc.keys[i] for i in rank], kc.counts[rank]
+    hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
     single = len(pcols) == 1
     hot = [sg.HotKey((k,) if single else tuple(k), float(c))
-           for k, c in zip(kc.keys[:hot_count], kc.counts[:hot_count])]
-    listed_hot = set(range(hot_count))
-    cold_keys = [k for i, k in enumerate(kc.keys) if i not in listed_hot]
-    cold_counts = np.asarray([c for i, c in enumerate(kc.counts) if i not in listed_hot])
+           for k, c in zip(keys[:hot_count], counts[:hot_count])]
+    cold_keys, cold_counts = keys[hot_count:], counts[hot_count:]
     stats = KeyStats(key_array(cold_keys), cold_counts, tail_count=kc.tail_count,
                      num_distinct=max(len(cold_keys), kc.num_distinct - len(hot)))
     f = fit_partitioner(d, n, *pcols, stats=stats)
