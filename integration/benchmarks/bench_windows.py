@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -93,15 +95,14 @@ def data(spark, rows: int, pad: int):
     return df.repartition(8).cache()
 
 
+def _per_row_step(x: pd.Series, n: pd.Series) -> pd.Series:
+    time.sleep(ROW_COST * len(x))   # an I/O-like wait per row
+    return x.astype("float64") * 0.5 + n.astype("float64")
+
+
 def cases(df_costly, df_memory):
-    import pandas as pd
     from pyspark.sql import Window, functions as F
-
-    @F.pandas_udf("double")
-    def per_row_step(x: pd.Series, n: pd.Series) -> pd.Series:
-        time.sleep(ROW_COST * len(x))   # an I/O-like wait per row
-        return x.astype("float64") * 0.5 + n.astype("float64")
-
+    per_row_step = F.pandas_udf(_per_row_step, "double")
     w = Window.partitionBy("k").orderBy("ts")
     costly = {"n": F.row_number().over(w), "run": F.sum("x").over(w),
               "prev": F.lag("x").over(w)}
