@@ -41,6 +41,7 @@ def _columns(total, ties, part=("k",), buckets=3, lag=2, lo=-3, hi=2, reach=2):
     lag/lead are defined only then), ``ties`` keeps peers (rank, RANGE frames)."""
     w = Window.partitionBy(*part).orderBy(*total)
     wt = Window.partitionBy(*part).orderBy(*ties)
+    w1 = Window.partitionBy(*part).orderBy(ties[0])   # RANGE offsets take one order key
     return dict(
         rn=F.row_number().over(w), nt=F.ntile(buckets).over(w),
         rk=F.rank().over(wt), dr=F.dense_rank().over(wt), pr=F.percent_rank().over(wt),
@@ -52,7 +53,8 @@ def _columns(total, ties, part=("k",), buckets=3, lag=2, lo=-3, hi=2, reach=2):
         lg=F.lag("x", lag).over(w), ld=F.lead("x", lag, -1).over(w),
         rows=F.sum("x").over(w.rowsBetween(lo, hi)),
         rowavg=F.avg("x").over(w.rowsBetween(lo, 0)),
-        rng=F.sum("x").over(Window.partitionBy(*part).orderBy("t").rangeBetween(-reach, reach)),
+        rng=F.sum("x").over(w1.rangeBetween(-reach, reach)),
+        fwd=F.count("x").over(w1.rangeBetween(1, reach + 1)),
         tot=F.sum("x").over(Window.partitionBy(*part)),
         tavg=F.avg("x").over(Window.partitionBy(*part)),
         tmin=F.min("x").over(Window.partitionBy(*part)),
