@@ -1,0 +1,100 @@
+"""Halo rows: the neighbouring rows a segment's bounded frames, lag and lead reach.
+
+A bounded frame (ROWS ``a`` PRECEDING to ``b`` FOLLOWING, RANGE within a distance, ``lag``,
+``lead``) of a row near a segment's edge reaches into the next segment. Those rows are
+replicated next to the segment (``explode`` of the segments a row serves), carried through
+the one exchange, used by the window and dropped after: each zone is a contiguous run of
+order values adjacent to the segment, so a frame over the segment plus its halo sees exactly
+the rows it would over the whole key.
+
+ROWS zones are cut at sampled order values that leave :data:`sparkbalance.spark.window.
+segments.HALO_MARGIN` times the rows needed; one counting job checks every zone and widens
+the few that fall short to the key's end, so the halo is exact whatever the sample drew.
+
+Examples
+--------
+>>> d = halo_targets(d, "__sb_hidx", "__sb_seg", "__sb_tseg", "__sb_halo",
+...                  ocols, order, otypes, hot, splits)                  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from sparkbalance.spark.window import segments as sg
+from sparkbalance.spark.window.spec import SortKey
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["halo_targets"]
+
+
+def _F():
+    from pyspark.sql import functions as F
+    return F
+
+
+def _check_rows_zones(d: "DataFrame", hidx: str, ocols: Sequence[str],
+                      order: Sequence[SortKey], otypes: Sequence[Any],
+                      hot: Sequence[sg.HotKey], before: int, after: int) -> None:
+    """Count each sampled ROWS zone (one job); a zone short of the rows its frames need
+    is widened to the key's end (threshold None)."""
+    F = _F()
+    checks: list[tuple[int, int, str, int]] = []
+    aggs = []
+    for i, h in enumerate(hot):
+        for s in range(h.segments):
+            for side, need, t in (("before", before, h.before[s]), ("after", after, h.after[s])):
+                if need and t is not None:
+                    z = sg.rows_zone(ocols, order, otypes, h, s, side) & (F.col(hidx) == i)
+                    aggs.append(F.sum(F.when(z, 1).otherwise(0)).alias(f"z{len(checks)}"))
+                    checks.append((i, s, side, need))
+    if not aggs:
+        return
+    row = d.where(F.col(hidx) >= 0).agg(*aggs).first()
+    for j, (i, s, side, need) in enumerate(checks):
+        if (row[j] or 0) < need:
+            getattr(hot[i], side)[s] = None
+
+
+def halo_targets(d: "DataFrame", hidx: str, seg: str, tseg: str, halo: str,
+                 ocols: Sequence[str], order: Sequence[SortKey], otypes: Sequence[Any],
+                 hot: Sequence[sg.HotKey], splits: Sequence[Any]) -> "DataFrame":
+    """``d`` with one row per segment a row serves: ``tseg`` the segment, ``halo`` true on
+    the copies that serve another segment than the row's own (dropped after the window).
+
+    ``splits`` are the halo columns (:class:`sparkbalance.spark.window.frames.Split`): the
+    zones serve the widest of their ROWS reaches (``before``/``after``) and RANGE reach.
+    """
+    F = _F()
+    before = max(s.before for s in splits)
+    after = max(s.after for s in splits)
+    reach = max(s.reach for s in splits)
+    if before or after:
+        sg.plan_rows_halo(hot, before, after)
+        _check_rows_zones(d, hidx, ocols, order, otypes, hot, before, after)
+    per_key = []
+    for i, h in enumerate(hot):
+        items = []
+        for s in range(h.segments):
+            conds = []
+            if before and s > 0:
+                conds.append(sg.rows_zone(ocols, order, otypes, h, s, "before"))
+            if after and s < h.segments - 1:
+                conds.append(sg.rows_zone(ocols, order, otypes, h, s, "after"))
+            if reach and h.segments > 1:
+                z = sg.range_zone(ocols[0], order[0], h, s, reach)
+                if z is not None:
+                    conds.append(z)
+            if conds:
+                cond = conds[0]
+                for c in conds[1:]:
+                    cond = cond | c
+                items.append(F.when(cond & (F.col(seg) != s), F.lit(s)))
+        if items:
+            per_key.append((i, F.array_compact(F.array(F.col(seg), *items))))
+    targets = F.array(F.col(seg))
+    for i, arr in reversed(per_key):
+        targets = F.when(F.col(hidx) == i, arr).otherwise(targets)
+    d = d.withColumn(tseg, F.explode(targets))
+    return d.withColumn(halo, F.col(tseg) != F.col(seg))

@@ -1,0 +1,259 @@
+"""Hot keys cut into contiguous ranges of the order key, and where each range runs.
+
+A key holding more than :data:`HOT_SHARE` of a partition's mean rows is *hot*; its rows are
+cut at order values read from a sample (sorted by Spark itself, so nulls, NaN and
+descending orders sort as the window sorts them) into segments of about
+:data:`SEGMENT_SHARE` of the mean. Segment ``s`` of a key holds the rows whose order tuple
+is at or past ``s`` of its boundaries: a boundary is a value, so all peers of a value fall
+into one segment (ties are never cut). Every other key is cold: segment 0, placed whole by
+the balanced key grouping (:func:`sparkbalance.spark.sql.dataframe.fit_partitioner`); the
+hot segments then go, largest first, to the partition with the fewest rows (LPT).
+
+Halo zones: the rows of *other* segments a segment's frames reach, a ROWS frame by count
+(from the sample, checked by :func:`zone_counts`), a RANGE frame by value distance.
+
+Examples
+--------
+>>> lay = cut_segments(hot, samples, seg_rows=1000.0)    # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from sparkbalance.spark.window.spec import SortKey
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["HOT_SHARE", "SEGMENT_SHARE", "SAMPLE_PER_SEGMENT", "HotKey", "hot_index",
+           "sample_orders", "cut_segments", "precedes", "segment_expr", "assign_segments",
+           "rows_zone", "range_zone", "SAMPLE_SEED"]
+
+#: A key with more rows than this share of the mean partition is split.
+HOT_SHARE = 0.5
+#: Target rows of a segment, as a share of the mean partition: small enough that the
+#: greedy placement evens partitions out (one key of 30 % over 16 partitions: ~19 segments).
+SEGMENT_SHARE = 0.25
+#: Sampled rows per segment the boundaries are read from.
+SAMPLE_PER_SEGMENT = 200
+#: A ROWS halo takes this many times the rows it needs, estimated from the sample.
+HALO_MARGIN = 4.0
+SAMPLE_SEED = 29
+
+
+def _F():
+    from pyspark.sql import functions as F
+    return F
+
+
+@dataclass
+class HotKey:
+    """One hot key: its value, rows, order boundaries and where its segments run."""
+
+    key: tuple
+    count: float
+    sample: list = field(default_factory=list)
+    bounds: list = field(default_factory=list)
+    cuts: list = field(default_factory=list)     # sample index where each segment starts
+    pids: list = field(default_factory=list)
+    before: list = field(default_factory=list)   # ROWS halo threshold per segment (None: all)
+    after: list = field(default_factory=list)
+
+    @property
+    def segments(self) -> int:
+        return len(self.bounds) + 1
+
+    def sizes(self) -> list[float]:
+        """Estimated rows of each segment (from the sample; equal shares without one)."""
+        m = len(self.sample)
+        if m == 0:
+            return [self.count / self.segments] * self.segments
+        edges = list(self.cuts) + [m]
+        return [self.count * (edges[s + 1] - edges[s]) / m for s in range(self.segments)]
+
+
+def _lit(v: Any, dtype: Any) -> "Column":
+    return _F().lit(v).cast(dtype)
+
+
+def key_match(cols: Sequence[str], dtypes: Sequence[Any], key: tuple) -> "Column":
+    """True on the rows whose key columns equal ``key``."""
+    cond = None
+    for c, t, v in zip(cols, dtypes, key):
+        e = _F().col(c) == _lit(v, t)
+        cond = e if cond is None else cond & e
+    return _F().coalesce(cond, _F().lit(False))
+
+
+def hot_index(cols: Sequence[str], dtypes: Sequence[Any], hot: Sequence[HotKey]) -> "Column":
+    """INT Column: the index of the row's hot key in ``hot``, -1 for a cold key."""
+    F = _F()
+    out = F.lit(-1)
+    for i in reversed(range(len(hot))):
+        out = F.when(key_match(cols, dtypes, hot[i].key), F.lit(i)).otherwise(out)
+    return out.cast("int")
+
+
+def sample_orders(df: "DataFrame", hidx: str, ocols: Sequence[str], order: Sequence[SortKey],
+                  hot: Sequence[HotKey], seg_rows: float) -> None:
+    """Fill each hot key's ``sample``: about :data:`SAMPLE_PER_SEGMENT` rows per planned
+    segment, as order tuples sorted the way the window sorts them (one job)."""
+    F = _F()
+    fracs = [min(1.0, SAMPLE_PER_SEGMENT * max(1, math.ceil(h.count / seg_rows)) / h.count)
+             for h in hot]
+    frac = F.element_at(F.array(*[F.lit(f) for f in fracs]), F.col(hidx) + 1)
+    rows = (df.where(F.col(hidx) >= 0).where(F.rand(SAMPLE_SEED) < frac)
+            .select(hidx, *ocols)
+            .orderBy(F.col(hidx), *[k.sort_column(F.col(c)) for k, c in zip(order, ocols)])
+            .collect())
+    for h in hot:
+        h.sample = []
+    for r in rows:
+        hot[r[0]].sample.append(tuple(r[1:]))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
+
+
+def cut_segments(hot: Sequence[HotKey], seg_rows: float) -> None:
+    """Set each hot key's boundaries: every ``seg_rows`` estimated rows, moved back to the
+    first of its peers (so equal order tuples share a segment) and deduplicated.
+
+    Examples
+    --------
+    >>> h = HotKey(("a",), 8.0, sample=[(1,), (2,), (2,), (3,)])
+    >>> cut_segments([h], seg_rows=2.0); h.bounds, h.cuts
+    ([(2,), (3,)], [0, 1, 3])
+    """
+    for h in hot:
+        m, r = len(h.sample), max(1, math.ceil(h.count / seg_rows))
+        h.bounds, h.cuts = [], [0]
+        for j in range(1, r if m else 1):
+            i = (j * m) // r
+            while i > 0 and _same(h.sample[i - 1], h.sample[i]):
+                i -= 1   # to the first peer: ties stay in one segment
+            if i > h.cuts[-1]:
+                h.bounds.append(h.sample[i])
+                h.cuts.append(i)
+
+
+def precedes(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
+             tup: tuple, or_equal: bool) -> "Column":
+    """True on the rows whose order tuple sorts before ``tup`` (or equal to it, when
+    ``or_equal``), lexicographically, each term in its direction and null placement."""
+    F = _F()
+    out, prefix = None, None
+    for c, k, t, v in zip(ocols, order, dtypes, tup):
+        col = F.col(c)
+        if v is None:
+            lt = F.lit(False) if k.nulls_first else col.isNotNull()
+        else:
+            lv = _lit(v, t)
+            cmp = (col < lv) if k.ascending else (col > lv)
+            lt = (col.isNull() | cmp) if k.nulls_first else (col.isNotNull() & cmp)
+        term = lt if prefix is None else prefix & lt
+        out = term if out is None else out | term
+        eq = col.eqNullSafe(_lit(v, t))
+        prefix = eq if prefix is None else prefix & eq
+    if or_equal:
+        out = prefix if out is None else out | prefix
+    return F.coalesce(out, F.lit(False))
+
+
+def segment_expr(hidx: str, ocols: Sequence[str], order: Sequence[SortKey],
+                 dtypes: Sequence[Any], hot: Sequence[HotKey], all_cols: Sequence[str]
+                 ) -> "Column":
+    """INT Column: the row's segment (0 for a cold key); a hot key without an order is cut
+    by a hash of the whole row (any cut serves a whole-partition aggregate)."""
+    F = _F()
+    out = F.lit(0)
+    for i in reversed(range(len(hot))):
+        h = hot[i]
+        if h.segments == 1:
+            continue
+        if order:
+            seg = F.lit(0)
+            for b in h.bounds:
+                seg = seg + F.when(precedes(ocols, order, dtypes, b, False), 0).otherwise(1)
+        else:
+            seg = F.pmod(F.xxhash64(*[F.col(c) for c in all_cols]), F.lit(h.segments))
+        out = F.when(F.col(hidx) == i, seg).otherwise(out)
+    return out.cast("int")
+
+
+def assign_segments(hot: Sequence[HotKey], cold_loads: np.ndarray) -> None:
+    """Each hot segment to the partition with the fewest rows so far, largest first (LPT).
+
+    Examples
+    --------
+    >>> h = HotKey(("a",), 6.0, bounds=[(1,), (2,)])
+    >>> assign_segments([h], np.array([0.0, 1.0, 5.0])); h.pids
+    [0, 1, 0]
+    """
+    loads = np.asarray(cold_loads, dtype=np.float64).copy()
+    items = [(size, i, s) for i, h in enumerate(hot) for s, size in enumerate(h.sizes())]
+    for h in hot:
+        h.pids = [0] * h.segments
+    for size, i, s in sorted(items, key=lambda t: (-t[0], t[1], t[2])):
+        p = int(np.argmin(loads))
+        hot[i].pids[s] = p
+        loads[p] += size
+
+
+def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> None:
+    """Sample thresholds of each segment's ROWS halo (None: to the key's end)."""
+    for h in hot:
+        m = len(h.sample)
+        per = h.count / m if m else float("inf")
+        mb = math.ceil(HALO_MARGIN * before / per) + 1 if before else 0
+        ma = math.ceil(HALO_MARGIN * after / per) + 1 if after else 0
+        h.before = [None] * h.segments
+        h.after = [None] * h.segments
+        for s in range(h.segments):
+            if before and s > 0:
+                i = h.cuts[s] - mb
+                h.before[s] = h.sample[i] if i > 0 else None
+            if after and s < h.segments - 1:
+                i = h.cuts[s + 1] + ma
+                h.after[s] = h.sample[i] if i < m else None
+
+
+def rows_zone(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
+              h: HotKey, s: int, side: str) -> "Column":
+    """True on the rows of key ``h`` that segment ``s``'s ROWS halo takes from ``side``
+    (``"before"`` or ``"after"``); the caller restricts it to the key."""
+    F = _F()
+    if side == "before":
+        cond = precedes(ocols, order, dtypes, h.bounds[s - 1], False)
+        t = h.before[s]
+        return cond if t is None else cond & ~precedes(ocols, order, dtypes, t, False)
+    cond = ~precedes(ocols, order, dtypes, h.bounds[s], False)
+    u = h.after[s]
+    return cond if u is None else cond & precedes(ocols, order, dtypes, u, True)
+
+
+def range_zone(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> "Column | None":
+    """True on the rows of key ``h`` within ``reach`` of segment ``s``'s order values (a
+    RANGE halo; None for a segment of null order values, whose frames hold nulls only)."""
+    F = _F()
+    start = h.bounds[s - 1][0] if s > 0 else "open"
+    end = h.bounds[s][0] if s < h.segments - 1 else "open"
+    if start is None:
+        return None
+    ends = [v for v in (start, end) if v not in ("open", None)]
+    lo_open = (start == "open") if key.ascending else (end in ("open", None))
+    hi_open = (end in ("open", None)) if key.ascending else (start == "open")
+    col = F.col(ocol)
+    cond = col.isNotNull()
+    if not lo_open:
+        cond = cond & (col >= F.lit(float(min(ends)) - reach))
+    if not hi_open:
+        cond = cond & (col <= F.lit(float(max(ends)) + reach))
+    return cond

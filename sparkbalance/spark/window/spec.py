@@ -1,0 +1,181 @@
+"""A window Column pulled apart: its function, arguments, partitioning, ordering and frame.
+
+Users write ``F.sum("x").over(Window.partitionBy("k").orderBy("t"))``; to split the window
+of a hot key the function must be re-applied over another partitioning and its frame read.
+PySpark keeps what ``.over`` built in two shapes, read here into one :class:`WindowColumn`:
+
+* classic PySpark: the Column's JVM ``ColumnNode`` tree (``Window(function, WindowSpec)``,
+  ``UnresolvedFunction``, ``SortOrder``, ``WindowFrame``), read through the Column's own
+  handle, no query run;
+* Spark Connect: the Column's Python expression tree (``WindowExpression``,
+  ``UnresolvedFunction``, ``SortOrder``, ``WindowFrame``), the tree its proto is made of.
+
+Both give back Columns of the same kind (the function without ``.over``, each argument, each
+partition and order expression), so everything after this module is DataFrame code only.
+
+Examples
+--------
+>>> wc = window_column(F.sum("x").over(Window.partitionBy("k").orderBy("t")))  # doctest: +SKIP
+>>> wc.function, wc.frame                                                      # doctest: +SKIP
+('sum', None)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column
+
+__all__ = ["SortKey", "Frame", "WindowColumn", "window_column", "UNBOUNDED"]
+
+#: A frame bound that is unbounded (``Window.unboundedPreceding/Following``).
+UNBOUNDED = None
+# PySpark's own cut-off: bounds at or beyond it mean unbounded (``Window._PRECEDING_THRESHOLD``).
+_UNBOUNDED_AT = 1 << 62
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One ORDER BY term: the expression and its direction and null placement."""
+
+    expr: "Column"
+    ascending: bool
+    nulls_first: bool
+
+    def sort_column(self, col: "Column") -> "Column":
+        """``col`` sorted as this term sorts its expression."""
+        if self.ascending:
+            return col.asc_nulls_first() if self.nulls_first else col.asc_nulls_last()
+        return col.desc_nulls_first() if self.nulls_first else col.desc_nulls_last()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A window frame: ``rows`` or ``range``, bounds as offsets (None = unbounded, 0 = current row).
+
+    A RANGE offset that is not an integer (an interval, a decimal) is kept as ``"other"``:
+    the frame is then run as plain Spark runs it.
+    """
+
+    kind: str
+    lower: Any
+    upper: Any
+
+
+@dataclass(frozen=True)
+class WindowColumn:
+    """What ``func(args).over(spec)`` is made of.
+
+    ``frame`` None means the spec named no frame (Spark's default: RANGE UNBOUNDED PRECEDING
+    to CURRENT ROW with an ORDER BY, the whole partition without one; ranking and offset
+    functions have their own).
+    """
+
+    function: str
+    args: tuple
+    literals: tuple
+    distinct: bool
+    fn: "Column"
+    partition: tuple
+    order: tuple
+    frame: Frame | None
+    text: str
+
+
+def _is_connect(col: Any) -> bool:
+    return type(col).__module__.startswith("pyspark.sql.connect")
+
+
+def window_column(col: "Column") -> WindowColumn | None:
+    """``col`` read as a window function, or None when it is not ``func(...).over(spec)``.
+
+    Examples
+    --------
+    >>> window_column(F.lag("x", 2).over(w)).literals                # doctest: +SKIP
+    (None, 2, None)
+    """
+    try:
+        return _connect(col) if _is_connect(col) else _classic(col)
+    except (AttributeError, TypeError):
+        # Not a window expression, or an expression node this reader does not know.
+        return None
+
+
+def _bound(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return "other"
+    return UNBOUNDED if abs(v) >= _UNBOUNDED_AT else int(v)
+
+
+# ---------------------------------------------------------------- Spark Connect
+
+def _connect(col: "Column") -> WindowColumn | None:
+    from pyspark.sql.connect.column import Column as CColumn
+    from pyspark.sql.connect.expressions import (LiteralExpression, UnresolvedFunction,
+                                                 WindowExpression)
+    e = col._expr
+    if not isinstance(e, WindowExpression) or not isinstance(e._windowFunction,
+                                                                UnresolvedFunction):
+        return None
+    fn, ws = e._windowFunction, e._windowSpec
+    args = tuple(CColumn(a) for a in fn._args)
+    lits = tuple(a._value if isinstance(a, LiteralExpression) else None for a in fn._args)
+    order = tuple(SortKey(CColumn(s._child), bool(s._ascending), bool(s._nullsFirst))
+                  for s in ws._orderSpec)
+    frame = None
+    if ws._frame is not None:
+        f = ws._frame
+        frame = Frame("rows" if f._isRowFrame else "range", _bound(f._start), _bound(f._end))
+    return WindowColumn(fn._name.lower(), args, lits, bool(fn._is_distinct), CColumn(fn),
+                        tuple(CColumn(p) for p in ws._partitionSpec), order, frame, str(col))
+
+
+# ---------------------------------------------------------------- classic PySpark
+
+def _seq(s: Any) -> list:
+    return [s.apply(i) for i in range(s.size())]
+
+
+def _jname(obj: Any) -> str:
+    return obj.getClass().getSimpleName().rstrip("$")
+
+
+def _classic_bound(b: Any, low: bool) -> Any:
+    name = _jname(b)
+    if name in ("UnboundedPreceding", "UnboundedFollowing"):
+        return UNBOUNDED
+    if name == "CurrentRow":
+        return 0
+    if name == "Value" and _jname(b.value()) == "Literal":
+        return _bound(b.value().value())
+    return "other"
+
+
+def _classic(col: "Column") -> WindowColumn | None:
+    from pyspark.sql.classic.column import Column as JColumn
+    node = col._jc.node()
+    if _jname(node) != "Window" or _jname(node.windowFunction()) != "UnresolvedFunction":
+        return None
+    from pyspark import SparkContext
+    jcolumn = SparkContext._jvm.org.apache.spark.sql.Column  # type: ignore[union-attr]
+
+    def wrap(n: Any) -> "Column":  # a ColumnNode back into a classic Column
+        return JColumn(jcolumn(n))
+
+    fn, ws = node.windowFunction(), node.windowSpec()
+    jargs = _seq(fn.arguments())
+    args = tuple(wrap(a) for a in jargs)
+    lits = tuple(a.value() if _jname(a) == "Literal" else None for a in jargs)
+    order = tuple(SortKey(wrap(s.child()), _jname(s.sortDirection()) == "Ascending",
+                          _jname(s.nullOrdering()) == "NullsFirst")
+                  for s in _seq(ws.sortColumns()))
+    frame = None
+    if not ws.frame().isEmpty():
+        f = ws.frame().get()
+        kind = "rows" if _jname(f.frameType()) == "Row" else "range"
+        frame = Frame(kind, _classic_bound(f.lower(), True), _classic_bound(f.upper(), False))
+    return WindowColumn(str(fn.functionName()).lower(), args, lits, bool(fn.isDistinct()),
+                        wrap(fn), tuple(wrap(p) for p in _seq(ws.partitionColumns())), order,
+                        frame, str(col))
+

@@ -1,0 +1,305 @@
+"""``with_window_columns``: window functions over skewed partition keys, split exactly.
+
+``Window.partitionBy(user).orderBy(ts)`` with one hot user puts all of that user's rows in
+one task, and nothing in Spark splits it (adaptive execution splits join partitions only).
+Here each spec's partition key is measured (:func:`sparkbalance.spark.sql.keystats.key_counts`,
+one aggregation); cold keys are placed whole by the balanced key grouping, hot keys cut into
+contiguous ranges of the order key spread over partitions
+(:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
+(:func:`sparkbalance.spark.sql.placement.place`). Each column is computed over its range and
+corrected from small per-range summaries, or given a halo of neighbouring rows
+(:mod:`sparkbalance.spark.window.frames`); what cannot be split exactly runs as plain Spark
+runs it, with one log line naming the column and why. Columns whose specs share partition
+and order expressions share the statistics, the cut and the exchange.
+
+Only DataFrame expressions are used (no RDD, no py4j call that runs a job), so the same code
+runs on a Spark Connect session.
+
+Examples
+--------
+>>> w = Window.partitionBy("user").orderBy("ts")                        # doctest: +SKIP
+>>> out = with_window_columns(df, rn=F.row_number().over(w),            # doctest: +SKIP
+...                           total=F.sum("amount").over(w))
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sparkbalance.routing.base import check_num_partitions
+from sparkbalance.spark.session import conf
+from sparkbalance.spark.sql.dataframe import fit_partitioner
+from sparkbalance.spark.sql.keystats import key_array, key_counts
+from sparkbalance.spark.sql.placement import place
+from sparkbalance.spark.sql.route import PID_COL, with_partition_id
+from sparkbalance.spark.window import frames, segments as sg
+from sparkbalance.spark.window.halo import halo_targets
+from sparkbalance.spark.window.spec import UNBOUNDED, Frame, WindowColumn, window_column
+from sparkbalance.stats.keystats import KeyStats
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["with_window_columns", "explain_split"]
+
+_LOG = logging.getLogger("sparkbalance.window")
+_HIDX, _SEG, _TSEG, _HALO, _HOT = "__sb_hidx", "__sb_seg", "__sb_tseg", "__sb_halo", "__sb_hot"
+
+
+def _F():
+    from pyspark.sql import functions as F
+    return F
+
+
+def _ref(name: str) -> "Column":
+    return _F().col("`" + name.replace("`", "``") + "`")
+
+
+def explain_split(df: "DataFrame", **columns: "Column") -> dict[str, str]:
+    """How each window column would be computed: its kind, or ``plain: <why>``.
+
+    Examples
+    --------
+    >>> explain_split(df, r=F.rank().over(w), s=F.stddev("x").over(w))    # doctest: +SKIP
+    {'r': 'rank', 's': 'plain: stddev has no per-range summary to combine'}
+    """
+    splits = _splits(df, columns)
+    return {n: (s.kind if s.kind != "plain" else f"plain: {s.reason}")
+            for n, s in splits.items()}
+
+
+def _splits(df: "DataFrame", columns: dict[str, "Column"]) -> dict[str, frames.Split]:
+    parsed = {name: window_column(c) for name, c in columns.items()}
+    wanted = []
+    for wc in parsed.values():
+        if wc is None:
+            continue
+        if wc.function in ("avg", "mean") and wc.args:
+            wanted.append(wc.args[0])
+        if wc.frame is not None and wc.frame.kind == "range" and len(wc.order) == 1:
+            wanted.append(wc.order[0].expr)
+    types: dict[str, str] = {}
+    if wanted:  # one analysis for every type asked about
+        fields = df.select(*wanted).schema.fields
+        types = {str(c): f.dataType.simpleString() for c, f in zip(wanted, fields)}
+    out = {}
+    for name, wc in parsed.items():
+        if wc is None and not _is_window(columns[name]):
+            out[name] = frames.Split("expression", None)
+        else:
+            out[name] = frames.split_of(wc, types)
+    return out
+
+
+def _is_window(col: "Column") -> bool:
+    text = str(col)
+    return " OVER (" in text or "WindowExpression(" in text
+
+
+def with_window_columns(df: "DataFrame", num_partitions: int | None = None,
+                        **columns: "Column") -> "DataFrame":
+    """What ``df.withColumns(columns)`` returns, row for row, with skewed windows split.
+
+    Parameters
+    ----------
+    df : the DataFrame.
+    num_partitions : partitions the windows are computed on (default
+        ``spark.sql.shuffle.partitions``).
+    columns : name -> Column; window Columns as users write them
+        (``F.row_number().over(w)``, ``F.sum("x").over(w.rowsBetween(-5, 0))``, ...), any
+        other Column computed as ``withColumns`` computes it.
+
+    Returns
+    -------
+    DataFrame with ``df``'s columns (a name of ``columns`` already in ``df`` replaced in
+    place) then the new ones, as ``df.withColumns(columns)``.
+
+    Examples
+    --------
+    >>> w = Window.partitionBy("user").orderBy("ts")                     # doctest: +SKIP
+    >>> with_window_columns(df, 8, rn=F.row_number().over(w)).columns   # doctest: +SKIP
+    ['user', 'ts', 'amount', 'rn']
+    """
+    from pyspark.sql import Column
+    for name, c in columns.items():
+        if not isinstance(c, Column):
+            raise TypeError(f"column {name!r} is a {type(c).__name__}; expected a Column "
+                            "(e.g. F.row_number().over(window))")
+    if not columns:
+        return df
+    n = check_num_partitions(conf.default_partitions(df) if num_partitions is None
+                             else num_partitions)
+    # Spark's own analysis first: a spec plain Spark refuses fails here, before any job,
+    # and the plain result's types are the ones every corrected column is cast to.
+    expected = df.withColumns(columns).schema
+    result_types = {name: expected[name].dataType for name in columns}
+    splits = _splits(df, columns)
+    tmp = {name: f"__sb_w{j}" for j, name in enumerate(columns)}
+    plain = {tmp[name]: columns[name] for name, s in splits.items()
+             if s.kind in ("plain", "expression")}
+    for name, s in splits.items():
+        if s.kind == "plain":
+            _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: %s",
+                         name, s.reason)
+    cur = df.withColumns(plain) if plain else df
+    for group in _groups({tmp[n_]: s for n_, s in splits.items() if tmp[n_] not in plain}):
+        cur = _run_group(cur, group, n, result_types, tmp)
+    out = [_ref(tmp[c]).alias(c) if c in columns else _ref(c) for c in df.columns]
+    out += [_ref(tmp[c]).alias(c) for c in columns if c not in df.columns]
+    return cur.select(*out)
+
+
+def _groups(splits: dict[str, frames.Split]) -> list[list[tuple[str, frames.Split]]]:
+    """Columns that share partition and order expressions, in first-seen order; a
+    whole-partition column joins the first group of its partitioning (it needs no order)."""
+    groups: dict[tuple, list] = {}
+    for name, s in splits.items():
+        if s.kind != "whole":
+            key = (tuple(map(str, s.wc.partition)),
+                   tuple((str(k.expr), k.ascending, k.nulls_first) for k in s.wc.order))
+            groups.setdefault(key, []).append((name, s))
+    for name, s in splits.items():
+        if s.kind == "whole":
+            part = tuple(map(str, s.wc.partition))
+            key = next((k for k in groups if k[0] == part), (part, ()))
+            groups.setdefault(key, []).append((name, s))
+    return list(groups.values())
+
+
+def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
+               result_types: dict[str, Any], tmp: dict[str, str]) -> "DataFrame":
+    F = _F()
+    lead = next((s for _, s in group if s.kind != "whole"), group[0][1]).wc
+    order = lead.order if any(s.kind != "whole" for _, s in group) else ()
+    # A window without PARTITION BY is one partition of every row (Spark moves them all
+    # to one task): one constant key, hot, cut like any other.
+    partition = lead.partition or (F.lit(0),)
+    pcols = [f"__sb_p{j}" for j in range(len(partition))]
+    ocols = [f"__sb_o{j}" for j in range(len(order))]
+    d = df.withColumns({**dict(zip(pcols, partition)),
+                        **{c: k.expr for c, k in zip(ocols, order)}})
+    schema = {f.name: f.dataType for f in d.schema.fields}
+    ptypes, otypes = [schema[c] for c in pcols], [schema[c] for c in ocols]
+    try:
+        kc = key_counts(d, pcols)
+    except (TypeError, ValueError) as exc:  # a key type the balanced placement cannot hash
+        for name, s in group:
+            _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: its "
+                         "partition key cannot be placed (%s)", _user(name, tmp), exc)
+        return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
+    total = float(kc.counts.sum() + kc.tail_count)
+    seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
+    # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
+    # lengthen the query; the rest are placed whole like the cold keys)
+    rank = np.argsort(-kc.counts, kind="stable")
+    keys, counts = [kc.keys[i] for i in rank], kc.counts[rank]
+    hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
+    single = len(pcols) == 1
+    hot = [sg.HotKey((k,) if single else tuple(k), float(c))
+           for k, c in zip(keys[:hot_count], counts[:hot_count])]
+    cold_keys, cold_counts = keys[hot_count:], counts[hot_count:]
+    stats = KeyStats(key_array(cold_keys), cold_counts, tail_count=kc.tail_count,
+                     num_distinct=max(len(cold_keys), kc.num_distinct - len(hot)))
+    f = fit_partitioner(d, n, *pcols, stats=stats)
+    loads = np.full(n, kc.tail_count / n)
+    if cold_keys:
+        loads += np.bincount(f.assign(key_array(cold_keys)), weights=cold_counts, minlength=n)
+    d = d.withColumn(_HIDX, sg.hot_index(pcols, ptypes, hot))
+    if hot and order:
+        sg.sample_orders(d, _HIDX, ocols, order, hot, seg_rows)
+        sg.cut_segments(hot, seg_rows)
+    elif hot:  # a whole-partition aggregate only: any cut will do
+        for h in hot:
+            h.bounds = [None] * (max(1, math.ceil(h.count / seg_rows)) - 1)
+    d = d.withColumn(_SEG, sg.segment_expr(_HIDX, ocols, order, otypes, hot, df.columns))
+    sg.assign_segments(hot, loads)
+    halo_splits = [s for _, s in group if s.kind == "halo"]
+    if hot and halo_splits:
+        d = halo_targets(d, _HIDX, _SEG, _TSEG, _HALO, ocols, order, otypes, hot, halo_splits)
+    else:
+        d = d.withColumns({_TSEG: F.col(_SEG), _HALO: F.lit(False)})
+    d = with_partition_id(d, f, *pcols)
+    if hot:
+        flat = [p for h in hot for p in h.pids]
+        offsets = np.cumsum([0] + [h.segments for h in hot])[:-1].tolist()
+        at = F.element_at(F.array(*[F.lit(int(o)) for o in offsets]), F.col(_HIDX) + 1)
+        hot_pid = F.element_at(F.array(*[F.lit(int(p)) for p in flat]), at + F.col(_TSEG) + 1)
+        d = d.withColumn(PID_COL, F.when(F.col(_HIDX) >= 0, hot_pid).otherwise(
+            F.col(PID_COL)).cast("int"))
+    placed = place(d, n, PID_COL)
+    keys = [F.col(PID_COL), *[F.col(c) for c in pcols], F.col(_TSEG)]
+    local: dict[str, Any] = {}
+    for name, s in group:
+        part = keys if s.kind == "halo" else keys + [F.col(_HALO)]
+        local.update(frames.local_columns(s, name, _over_factory(s.wc, part)))
+    win = placed.withColumns(local)
+    summaries = [(name, s) for name, s in group if s.summaries]
+    if hot and summaries:
+        win = win.join(F.broadcast(_summary(d, pcols, summaries)), on=[*pcols, _TSEG],
+                       how="left")
+    else:
+        win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
+    hot_flag = F.col(_HOT).isNotNull()
+    final = {}
+    for name, s in group:
+        def before(a: str, _n: str = name) -> "Column":
+            return F.col(f"{_n}_b_{a}")
+
+        def total_(a: str, _n: str = name) -> "Column":
+            return F.col(f"{_n}_t_{a}")
+        final[name] = frames.final_column(s, name, before, total_, hot_flag).cast(
+            result_types[_user(name, tmp)])
+    win = win.withColumns(final)
+    if hot and halo_splits:
+        win = win.where(~F.col(_HALO))
+    keep = [c for c in df.columns] + [name for name, _ in group]
+    return win.select(*[_ref(c) for c in keep])
+
+
+def _user(name: str, tmp: dict[str, str]) -> str:
+    return next(u for u, t in tmp.items() if t == name)
+
+
+def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
+    """Per (hot key, segment): each summary over the earlier segments and over all."""
+    from pyspark.sql import Window
+    F = _F()
+    aggs, ops = [], {}
+    for name, s in summaries:
+        for a, (agg, op) in s.summaries.items():
+            aggs.append(agg.alias(f"{name}_{a}"))
+            ops[f"{name}_{a}"] = (name, a, op)
+    # the row's own copy only: a halo copy is counted by the segment it belongs to
+    seg = d.where((F.col(_HIDX) >= 0) & ~F.col(_HALO)).groupBy(*pcols, _SEG).agg(*aggs)
+    w = Window.partitionBy(*pcols).orderBy(_SEG)
+    earlier = w.rowsBetween(Window.unboundedPreceding, -1)
+    whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    fn = {"sum": F.sum, "min": F.min, "max": F.max}
+    cols = [*pcols, F.col(_SEG).alias(_TSEG), F.lit(True).alias(_HOT)]
+    for c, (name, a, op) in ops.items():
+        cols.append(fn[op](c).over(earlier).alias(f"{name}_b_{a}"))
+        cols.append(fn[op](c).over(whole).alias(f"{name}_t_{a}"))
+    return seg.select(*cols)
+
+
+def _spec(wc: WindowColumn, partition: list | None = None, frame: Any = "own") -> Any:
+    from pyspark.sql import Window
+    part = list(wc.partition) if partition is None else partition
+    if frame == "whole":
+        return Window.partitionBy(*part)
+    spec = Window.partitionBy(*part).orderBy(*[k.sort_column(k.expr) for k in wc.order])
+    fr = wc.frame if frame == "own" else frame
+    if fr is None:
+        return spec
+    lo = Window.unboundedPreceding if fr.lower is UNBOUNDED else fr.lower
+    hi = Window.unboundedFollowing if fr.upper is UNBOUNDED else fr.upper
+    return spec.rowsBetween(lo, hi) if fr.kind == "rows" else spec.rangeBetween(lo, hi)
+
+
+def _over_factory(wc: WindowColumn, partition: list) -> Any:
+    def over(fn: "Column", frame: Any = "own") -> "Column":
+        return fn.over(_spec(wc, partition, frame))
+    return over

@@ -1,0 +1,175 @@
+"""with_window_columns equals df.withColumns on the shared session, hot keys split.
+
+Data is small (a few hundred rows over 4 partitions) so that a hot key is cut into many
+segments and every boundary, halo and offset is exercised; the balance check runs the
+200,000-row case of the specification.
+"""
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from pyspark.sql import Window, functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from sparkbalance.spark.window.windows import explain_split, with_window_columns
+
+SETTINGS = settings(max_examples=3, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+SORTS = [lambda c: F.col(c).asc_nulls_first(), lambda c: F.col(c).asc_nulls_last(),
+         lambda c: F.col(c).desc_nulls_first(), lambda c: F.col(c).desc_nulls_last()]
+
+
+def _rows(draw_keys, hot_share, n, seed, t_range=40, null_t=0.1):
+    import random
+    rnd = random.Random(seed)
+    rows = []
+    for u in range(n):
+        r = rnd.random()
+        k = "hot" if r < hot_share else ("warm" if r < hot_share + 0.15 else
+                                          None if r > 0.98 else f"c{rnd.randrange(draw_keys)}")
+        t = None if rnd.random() < null_t else rnd.randrange(t_range)
+        x = None if rnd.random() < 0.1 else rnd.randrange(-5, 20)
+        rows.append((k, rnd.randrange(2), t, u, x))
+    return rows
+
+
+def _columns(total, ties, part=("k",), buckets=3, lag=2, lo=-3, hi=2, reach=2):
+    """Every split kind: ``total`` orders rows totally (ROWS frames, row_number, ntile,
+    lag/lead are defined only then), ``ties`` keeps peers (rank, RANGE frames)."""
+    w = Window.partitionBy(*part).orderBy(*total)
+    wt = Window.partitionBy(*part).orderBy(*ties)
+    w1 = Window.partitionBy(*part).orderBy(ties[0])   # RANGE offsets take one order key
+    return dict(
+        rn=F.row_number().over(w), nt=F.ntile(buckets).over(w),
+        rk=F.rank().over(wt), dr=F.dense_rank().over(wt), pr=F.percent_rank().over(wt),
+        cd=F.cume_dist().over(wt),
+        rsum=F.sum("x").over(wt), rcnt=F.count("x").over(wt), rmin=F.min("x").over(wt),
+        ravg=F.avg("x").over(wt), rlast=F.last("x").over(w),
+        wmax=F.max("x").over(w.rowsBetween(Window.unboundedPreceding, 0)),
+        wcnt=F.count(F.lit(1)).over(w.rowsBetween(Window.unboundedPreceding, 0)),
+        lg=F.lag("x", lag).over(w), ld=F.lead("x", lag, -1).over(w),
+        rows=F.sum("x").over(w.rowsBetween(lo, hi)),
+        rowavg=F.avg("x").over(w.rowsBetween(lo, 0)),
+        rng=F.sum("x").over(w1.rangeBetween(-reach, reach)),
+        fwd=F.count("x").over(w1.rangeBetween(1, reach + 1)),
+        tot=F.sum("x").over(Window.partitionBy(*part)),
+        tavg=F.avg("x").over(Window.partitionBy(*part)),
+        tmin=F.min("x").over(Window.partitionBy(*part)),
+    )
+
+
+def _check(spark, rows, cols, n=4):
+    df = spark.createDataFrame(rows, "k string, j int, t int, u int, x int")
+    got = with_window_columns(df, n, **cols)
+    assert got.columns == df.withColumns(cols).columns
+    assertDataFrameEqual(got, df.withColumns(cols))
+    return got
+
+
+@SETTINGS
+@given(hot_share=st.sampled_from([0.3, 0.6, 0.9]), seed=st.integers(0, 10**6),
+       sort=st.sampled_from(range(4)), buckets=st.integers(1, 9), lag=st.integers(1, 4),
+       frame=st.sampled_from([(-3, 2), (-1, 0), (0, 4), (2, 5), (-6, -2)]),
+       reach=st.integers(0, 6), null_t=st.sampled_from([0.0, 0.15]))
+def test_equals_plain_spark(spark, hot_share, seed, sort, buckets, lag, frame, reach, null_t):
+    rows = _rows(8, hot_share, 400, seed, null_t=null_t)
+    order = SORTS[sort]
+    cols = _columns([order("t"), "u"], [order("t")], buckets=buckets, lag=lag, lo=frame[0],
+                    hi=frame[1], reach=reach)
+    _check(spark, rows, cols)
+
+
+def test_one_key_holds_ninety_percent(spark):
+    rows = _rows(5, 0.9, 600, 7)
+    cols = _columns([F.col("t").desc_nulls_last(), F.col("u")], [F.col("t")])
+    got = _check(spark, rows, cols)
+    assert got.count() == 600
+
+
+def test_two_partition_columns(spark):
+    rows = _rows(4, 0.7, 500, 11)
+    cols = _columns([F.col("t"), F.col("u").desc()], [F.col("t").asc_nulls_last()],
+                    part=("k", "j"))
+    _check(spark, rows, cols)
+
+
+def test_several_hot_keys_and_ties(spark):
+    import random
+    rnd = random.Random(3)
+    # three hot keys, order values with heavy ties (8 values for ~130 rows each)
+    rows = [(rnd.choice(["a", "b", "c", f"z{u % 7}"]), 0, rnd.randrange(8), u,
+             rnd.randrange(10)) for u in range(520)]
+    _check(spark, rows, _columns([F.col("t"), F.col("u")], [F.col("t").desc()]))
+
+
+def test_replaced_column_keeps_its_place(spark):
+    df = spark.createDataFrame(_rows(3, 0.8, 200, 5), "k string, j int, t int, u int, x int")
+    w = Window.partitionBy("k").orderBy("t", "u")
+    cols = {"x": F.sum("x").over(w), "y": F.col("u") + 1, "r": F.rank().over(w)}
+    got = with_window_columns(df, 4, **cols)
+    assert got.columns == ["k", "j", "t", "u", "x", "y", "r"]
+    assertDataFrameEqual(got, df.withColumns(cols))
+
+
+def test_unsplittable_column_runs_plain_with_one_log_line(spark, caplog):
+    df = spark.createDataFrame(_rows(3, 0.8, 200, 5), "k string, j int, t int, u int, x int")
+    w = Window.partitionBy("k").orderBy("t", "u")
+    cols = {"sd": F.stddev("x").over(w), "r": F.row_number().over(w)}
+    assert explain_split(df, **cols) == {
+        "sd": "plain: stddev has no per-range summary to combine", "r": "rank"}
+    with caplog.at_level(logging.WARNING, logger="sparkbalance.window"):
+        got = with_window_columns(df, 4, **cols)
+    lines = [r.getMessage() for r in caplog.records if r.name == "sparkbalance.window"]
+    assert len(lines) == 1 and "'sd'" in lines[0] and "stddev" in lines[0]
+    assertDataFrameEqual(got, df.withColumns(cols))
+
+
+def test_not_a_column_fails_before_any_job(spark):
+    df = spark.createDataFrame([(1, 2)], "k int, t int")
+    with pytest.raises(TypeError, match="'r' is a str; expected a Column"):
+        with_window_columns(df, 4, r="row_number()")
+    with pytest.raises(ValueError, match="num_partitions"):
+        with_window_columns(df, 0, r=F.rank().over(Window.partitionBy("k").orderBy("t")))
+
+
+def _max_over_mean(df, cols):
+    # the window columns are aggregated too: a count alone lets the optimizer drop the window
+    sizes = [r[1] for r in df.groupBy(F.spark_partition_id()).agg(
+        F.count(F.lit(1)), *[F.max(c) for c in cols]).collect()]
+    n = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    sizes += [0] * (n - len(sizes))
+    return max(sizes) / (sum(sizes) / len(sizes))
+
+
+def test_hot_key_of_thirty_percent_is_spread(spark):
+    n = 16
+    df = spark.range(200_000).select(
+        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 4999 + 1).alias("k"),
+        F.col("id").alias("t"), (F.col("id") % 7).alias("x"))
+    w = Window.partitionBy("k").orderBy("t")
+    cols = {"rn": F.row_number().over(w), "s": F.sum("x").over(w),
+            "lg": F.lag("x").over(w)}
+    old = {c: spark.conf.get(c) for c in ("spark.sql.shuffle.partitions",
+                                           "spark.sql.adaptive.enabled")}
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # sizes as the tasks hold them
+    try:
+        balanced = _max_over_mean(with_window_columns(df, n, **cols), cols)
+        plain = _max_over_mean(df.withColumns(cols), cols)
+    finally:
+        for c, v in old.items():
+            spark.conf.set(c, v)
+    assert balanced <= 1.3, balanced
+    assert plain >= 4.8, plain
+
+
+def test_window_without_partition_by_is_cut_too(spark):
+    df = spark.createDataFrame(_rows(3, 0.5, 300, 9), "k string, j int, t int, u int, x int")
+    w = Window.orderBy(F.col("t").desc(), "u")
+    cols = {"rn": F.row_number().over(w), "s": F.sum("x").over(w),
+            "lg": F.lag("x").over(w), "all": F.max("x").over(Window.partitionBy())}
+    assert set(explain_split(df, **cols).values()) == {"rank", "running", "halo", "whole"}
+    assertDataFrameEqual(with_window_columns(df, 4, **cols), df.withColumns(cols))
