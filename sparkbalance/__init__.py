@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     # balance a DataFrame (routed inside the JVM, no Python UDF)
     "repartition": "sparkbalance.spark.sql.dataframe",
     "group_by": "sparkbalance.spark.sql.dataframe",
+    "with_window_columns": "sparkbalance.spark.window.windows",  # window functions, hot keys split
     # either: a pair RDD or DataFrame columns
     "join": "sparkbalance.spark.joins",
     "fit_partitioner": "sparkbalance.spark.fit",
