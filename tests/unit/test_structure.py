@@ -259,3 +259,14 @@ def test_pure_layers_do_not_import_pyspark_at_module_level():
            if _layer(mod.name) is not None and mod.name.split(".")[1] in PURE
            for node in _module_level_imports(mod.tree) if _imports_pyspark(node)]
     assert bad == []
+
+
+def test_keyed_state_operator_has_no_base_class():
+    """The operator holds its parts as objects (durability, rescaling, forecasting, views),
+    not mixins reaching into its attributes: its class statement names no base."""
+    tree = MODULES["sparkbalance.state.operator"].tree
+    found = [node for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef) and node.name == "KeyedStateOperator"]
+    assert len(found) == 1
+    assert [ast.unparse(b) for b in found[0].bases] in ([], ["object"])
+    assert found[0].keywords == []      # no metaclass either
