@@ -27,7 +27,7 @@ from sparkbalance.state.control.controller import Controller, Decision, Measurem
 from sparkbalance.state.control.layout import GroupLayout
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
-from sparkbalance.state.inputs import state_key_error
+from sparkbalance.state.inputs import nan_in_key, state_key_error
 
 if TYPE_CHECKING:
     from sparkbalance.state.position import Position
@@ -52,7 +52,7 @@ def check_costs(costs: Any) -> dict:
                         "{key: predicted work of the key}")
     out: dict = {}
     for k, c in costs.items():
-        if k is None or (isinstance(k, float) and k != k):
+        if k is None or nan_in_key(k) is not None:    # the keyed state's key rule
             raise state_key_error(k, "costs")
         validate_key(k)
         if isinstance(c, bool) or not isinstance(c, Real) or not math.isfinite(c) or c < 0:
