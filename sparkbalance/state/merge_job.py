@@ -1,7 +1,8 @@
 """The one job of a keyed-state batch: run the merge, cache it, collect its statistics.
 
-:func:`run_merge` runs a batch's merged RDD (:class:`~sparkbalance.state.frames.framed_state.Merged`)
-in one Spark job under the operator's job group, with the cache bookkeeping around it
+:func:`run_merge` runs a batch's merged RDD
+(:class:`~sparkbalance.state.frames.framed_state.Merged`) in one Spark job under the
+operator's job group, with the cache bookkeeping around it
 (:class:`~sparkbalance.state.frames.caching.BatchCache`): the merged RDD is persisted (its
 lineage cut every ``truncate_every`` batches), the state carried by a riding migration is
 cut after the job, and what the batch holds is handed to the cache only once the job ran

@@ -115,8 +115,10 @@ class KeyedStateOperator:
         checkpoint there is resumed (and validated) when the operator is created; the
         operator owns the directory (a lease, released by :meth:`close`) until closed.
         The state is then based on each commit's files (a lost executor costs one batch);
-        the previous commit's state files stay while an outputs RDD that may recompute
-        from them is referenced, so about twice the state is on disk.
+        a commit also keeps the earlier commits' state files that an outputs RDD still
+        referenced may recompute from: the previous one's (the last batch's outputs, kept
+        for a replay), and the one before while the caller still holds the outputs of the
+        batch before the last. Two, at times three, copies of the state are on disk.
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
@@ -219,17 +221,18 @@ class KeyedStateOperator:
         lineage, with the same result: the locally checkpointed RDDs it recomputes from
         stay cached while it is referenced).
         A ``batch_id`` at or below the last applied one is never applied again (see
-        ``on_replay``): the replay of the last applied batch returns its kept outputs
-        (:meth:`last_outputs`), an older one None. When the batch or its checkpoint fails
-        (e.g. a read-only ``checkpoint_dir``: a ``CheckpointError`` naming it) the operator
-        is left as before the call.
+        ``on_replay``): the replay of the last applied batch id returns that batch's kept
+        outputs (also when calls without an id came in between), an older one None. When
+        the batch or its checkpoint fails (e.g. a read-only ``checkpoint_dir``: a
+        ``CheckpointError`` naming it) the operator is left as before the call. A key that
+        is or holds a NaN fails the batch (see :mod:`~sparkbalance.state.inputs`).
         """
         t0 = time.perf_counter()
         if batch_id is not None:
             batch_id = check_batch_id(batch_id)
             if already_applied(batch_id, self.last_batch_id):
                 return replayed(batch_id, self.last_batch_id, self.on_replay,
-                                self.last_outputs)
+                                lambda: self._keeper.replay_outputs(batch_id))
         snap = self._snapshot()
         try:
             seq = self._at.seq
@@ -239,7 +242,7 @@ class KeyedStateOperator:
             frames = outputs_frames(merged)
             outputs = held_outputs(frames, self._level)   # a late read reads its cache
             # kept before the commit, whose cleanup would remove the files the merge read
-            self._keeper.keep_outputs(BatchOutputs(seq, batch_id, frames), outputs)
+            self._keeper.keep_outputs(BatchOutputs(seq, batch_id, frames, outputs))
             self._record(batch_id, m, decision, t0)
         except BaseException:
             self._restore(snap)     # not advanced: a retry applies the batch exactly once
@@ -412,8 +415,8 @@ class KeyedStateOperator:
         return state, rec
 
     # ------------------------------------------------------------------ views
-    strategy = property(lambda self: self._controller.strategy,
-                        doc="The registry record of the planner (:func:`sparkbalance.strategies.get`).")
+    strategy = property(lambda self: self._controller.strategy, doc="The registry record of "
+                        "the planner (:func:`sparkbalance.strategies.get`).")
     num_partitions = forward("num_partitions")
     layout = forward("layout")
     pending_migration = forward("pending_migration")
@@ -461,7 +464,8 @@ class KeyedStateOperator:
     def last_outputs(self) -> Any:
         """The outputs, an RDD of ``(key, output)``, of the last applied batch — also after
         a restart, read from the checkpoint, until the next batch commits; None when there
-        is none (no batch yet, or the checkpoint predates the outputs)."""
+        is none (no batch yet, the checkpoint predates the outputs, or it keeps those of
+        an earlier batch with an id for its replay: the last batch had none)."""
         return self._keeper.last_outputs(self._at.seq)
 
     def _open(self, num_partitions: int, lease_timeout: float) -> None:

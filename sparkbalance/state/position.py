@@ -5,7 +5,8 @@ and what the batches so far left behind it: the next batch's sequence number, th
 applied batch id, the state's size, the last measurement, a migration decided but not yet
 moved (Fang et al. §4: planned after batch ``i``, moved in batch ``i + 1``'s shuffle) and
 the notes of the last decision. The operator replaces it as a batch, a move or a commit
-advances; a rollback puts the old value back (:class:`~sparkbalance.state.durability.rollback.Snapshot`).
+advances; a rollback puts the old value back
+(:class:`~sparkbalance.state.durability.rollback.Snapshot`).
 
 Pure Python (no pyspark).
 """

@@ -5,14 +5,19 @@ and keeps the last batch's outputs.
 (:mod:`~sparkbalance.state.durability.store`), the lease on the directory
 (:mod:`~sparkbalance.state.durability.lease`), the last commit's manifest, the files a
 resumed or rebased state still reads, the files outputs handed out may read, and the kept
-outputs of the last applied batch. The operator hands it a
+outputs: of the last applied batch (:meth:`CheckpointKeeper.last_outputs`) and of the last
+applied batch with a batch id (:meth:`CheckpointKeeper.replay_outputs`: a replay of batch
+``b`` gets ``b``'s outputs or None, never another batch's, also when calls without a batch
+id came in between, and also after a restart). The operator hands it a
 :class:`~sparkbalance.state.position.Position` to commit and takes back the state to go on
 with (based on the commit's files when the bridge can); for a rollback it gives a
 :class:`CommitMark` and takes it back.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -36,10 +41,13 @@ _LOG = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class CommitMark:
     """What a :class:`CheckpointKeeper` had committed and kept at one moment (a rollback
-    puts it back): the kept outputs, the last manifest, the resumed state's files and RDD,
-    and the files the state is based on."""
+    puts it back): the kept outputs (the last batch's and a replay's, whose handed-out RDD
+    is held weakly: a mark must not keep the files it reads), the last manifest, the resumed
+    state's files and RDD, and the files the state is based on."""
 
     outputs: BatchOutputs | None
+    replay: BatchOutputs | None
+    replay_rdd: Any               # a weak reference to ``replay.rdd`` (None: none)
     manifest: Any
     resumed: tuple[str, Any] | None
     base_dir: str | None
@@ -66,6 +74,7 @@ class CheckpointKeeper:
         self.store = None if checkpoint_dir is None else store_for(sc, checkpoint_dir)
         self.lease: Lease | None = None
         self.outputs: BatchOutputs | None = None     # the last applied batch's outputs
+        self.replay: BatchOutputs | None = None      # ... of the last one with a batch id
         self.manifest: Any = None                     # the last commit
         self.resumed: tuple[str, Any] | None = None  # (state dir, RDD) a resume reads
         self.base_dir: str | None = None      # the state files the state falls back to
@@ -97,9 +106,13 @@ class CheckpointKeeper:
         except BaseException:
             self.lease.release()
             raise
-        self.manifest = got.manifest
-        self.resumed = (got.manifest.state_dir, got.state.rdd)
-        self.base_dir = got.manifest.state_dir
+        man = got.manifest
+        self.manifest = man
+        self.resumed = (man.state_dir, got.state.rdd)
+        self.base_dir = man.state_dir
+        if man.outputs_dir is not None and man.outputs_batch_id is not None:
+            # committed: a replay reads them, and the next commit keeps them (files)
+            self.replay = BatchOutputs(man.outputs_seq, man.outputs_batch_id)
         return got
 
     def release(self) -> None:
@@ -129,7 +142,8 @@ class CheckpointKeeper:
         self.manifest = save_checkpoint(
             self.store, at.state, seq=at.seq, last_batch_id=at.last_batch_id,
             planner=planner, window=window, num_keys=at.num_keys,
-            state_bytes=at.state_bytes, outputs=self.outputs, previous=self.manifest,
+            state_bytes=at.state_bytes, outputs=self._committed_outputs(),
+            previous=self.manifest,
             keep=keep, fence=self.lease.check, pending=at.pending,
             pending_seq=at.pending_seq)
         return state[0]
@@ -156,11 +170,26 @@ class CheckpointKeeper:
         return tuple(keep)
 
     # ------------------------------------------------------------------ outputs
-    def keep_outputs(self, outputs: BatchOutputs, handed: Any) -> None:
-        """Keep a batch's outputs until the next batch commits; the files its merge read
-        stay while ``handed`` (the outputs RDD given to the caller) is referenced."""
-        self.outputs = outputs
-        self.files.lend(handed, self.base_dir)
+    def keep_outputs(self, outputs: BatchOutputs) -> None:
+        """Keep a batch's outputs until the next batch commits (for a replay of its batch
+        id until the next batch with an id); the files its merge read stay while the
+        outputs RDD handed out (``outputs.rdd``) is referenced.
+
+        A replay is answered from the commit's outputs files once committed. Without a
+        ``checkpoint_dir`` there are none, so the outputs RDD itself is kept for it: its
+        cache, and the cut lineage it may recompute from, stay until the next batch with
+        an id (with one, keeping it would keep the state files it reads: it is not kept).
+        """
+        self.files.lend(outputs.rdd, self.base_dir)
+        bare = dataclasses.replace(outputs, rdd=None)
+        if outputs.batch_id is not None:
+            self.replay = outputs if self.store is None else bare
+        self.outputs = bare
+
+    def _committed_outputs(self) -> BatchOutputs | None:
+        """The outputs a commit keeps: those a replay may ask for (the last batch with an
+        id), else the last batch's."""
+        return self.replay if self.replay is not None else self.outputs
 
     def last_outputs(self, seq: int) -> Any:
         """The kept outputs, an RDD of ``(key, output)``, of the batch before ``seq`` - also
@@ -172,12 +201,34 @@ class CheckpointKeeper:
             return load_outputs(self.store, self.sc, self.manifest)
         return None
 
+    def replay_outputs(self, batch_id: int) -> Any:
+        """The outputs of batch ``batch_id`` when they are the kept ones (the last batch
+        with an id), committed or in memory; None otherwise - never another batch's."""
+        kept, man = self.replay, self.manifest
+        if kept is None or kept.batch_id != batch_id:
+            return None
+        if man is not None and man.outputs_dir is not None and man.outputs_seq == kept.seq:
+            return load_outputs(self.store, self.sc, man)
+        if kept.rdd is not None:
+            return kept.rdd
+        if kept.frames is not None:
+            from sparkbalance.state.frames.format import frame_payload
+            return kept.frames.flatMap(frame_payload)
+        return None
+
     # ------------------------------------------------------------------ rollback
     def mark(self) -> CommitMark:
         """What is committed and kept now (for a rollback)."""
-        return CommitMark(self.outputs, self.manifest, self.resumed, self.base_dir)
+        replay, rdd = self.replay, None
+        if replay is not None and replay.rdd is not None:
+            replay, rdd = dataclasses.replace(replay, rdd=None), weakref.ref(replay.rdd)
+        return CommitMark(self.outputs, replay, rdd, self.manifest, self.resumed,
+                          self.base_dir)
 
     def restore(self, mark: CommitMark) -> None:
         """Back to ``mark`` (a batch whose commit failed is undone)."""
-        self.outputs, self.manifest = mark.outputs, mark.manifest
+        replay = mark.replay
+        if replay is not None and mark.replay_rdd is not None:
+            replay = dataclasses.replace(replay, rdd=mark.replay_rdd())
+        self.outputs, self.replay, self.manifest = mark.outputs, replay, mark.manifest
         self.resumed, self.base_dir = mark.resumed, mark.base_dir
