@@ -99,6 +99,11 @@ def test_driver_killed_at_random_points_resumes_exactly(tmp_path):
     resumed = [line for t in logs for line in t.splitlines() if line.startswith("resumed")]
     print("resumes:", resumed)
     assert len(kills) == KILLS
+    # each restart found the killed driver's process gone and took its lease at once
+    lease = [float(line.split()[3]) for t in logs[1:] for line in t.splitlines()
+             if line.startswith("lease handled in ")]
+    print("lease handling per restart (s):", lease)
+    assert lease and max(lease) < 2.0 and not any("waiting:" in t for t in logs)
     state, outs = reference()
     assert pickle.loads((sink / "final.pkl").read_bytes()) == state
     for t in range(NUM_BATCHES):

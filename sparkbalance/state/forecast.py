@@ -8,25 +8,29 @@ costs and moves the state now, delta only (one job, as between batches). The str
 benchmark uses it with the exact work of each coming batch: a clairvoyant rebalancer whose
 moves are free, the floor any reactive controller is measured against.
 
-A part of :class:`~sparkbalance.state.operator.KeyedStateOperator` kept in its own module,
-not a class to use alone.
+:class:`Forecasting` is the operator's part that plans it: it reads the operator's
+:class:`~sparkbalance.state.position.Position` it is given and holds only the controller; the
+operator's ``move`` it is given moves the state there.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from numbers import Real
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
-from sparkbalance.state.control import report
-from sparkbalance.state.control.controller import Measurement
-from sparkbalance.state.inputs import state_key_error
+from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
 from sparkbalance.state.control.records import MigrationRecord
+from sparkbalance.state.rescaling import Move
+from sparkbalance.state.inputs import nan_in_key, state_key_error
+
+if TYPE_CHECKING:
+    from sparkbalance.state.position import Position
 
 __all__ = ["Forecasting", "check_costs"]
 
@@ -48,7 +52,7 @@ def check_costs(costs: Any) -> dict:
                         "{key: predicted work of the key}")
     out: dict = {}
     for k, c in costs.items():
-        if k is None or (isinstance(k, float) and k != k):
+        if k is None or nan_in_key(k) is not None:    # the keyed state's key rule
             raise state_key_error(k, "costs")
         validate_key(k)
         if isinstance(c, bool) or not isinstance(c, Real) or not math.isfinite(c) or c < 0:
@@ -58,39 +62,48 @@ def check_costs(costs: Any) -> dict:
 
 
 class Forecasting:
-    """``rebalance`` of :class:`~sparkbalance.state.operator.KeyedStateOperator`."""
+    """The plan of ``rebalance`` for a keyed-state operator.
 
-    @report.labelled("rebalance")
-    def rebalance(self, costs: Mapping[Any, float]) -> MigrationRecord | None:
-        """Move the state now to the layout the planner makes for ``costs``.
+    Parameters
+    ----------
+    controller : the operator's :class:`~sparkbalance.state.control.controller.Controller`.
 
-        ``costs`` maps keys to their predicted work in the coming batch (records, seconds:
-        any unit, only ratios matter); keys not in it are predicted idle. The planner is the
-        operator's own (Mixed's table, SSM's intervals, ...) and plans as after a batch, from
-        the current layout, so only the keys (or key groups) whose placement changes move;
-        a correlation planner plans on the forecast alone, not on its window of batches.
-        A pending migration is moved first. Returns the migration's record (reason
-        "forecast"), or None when the plan changes nothing (or the planner is "none").
-        Bad ``costs`` raise before any job runs; a failed move leaves the operator as it
-        was (and its checkpoint, which the move then commits).
-        """
+    Examples
+    --------
+    >>> forecasting = Forecasting(op_controller)                    # doctest: +SKIP
+    >>> forecasting.plan(settled_position, {"hot": 10.0}).layout    # doctest: +SKIP
+    """
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def rebalance(self, costs: Mapping[Any, float], settled: Callable[[], "Position"],
+                  move: Move) -> MigrationRecord | None:
+        """Plan for ``costs`` from ``settled()`` (the operator's position with a pending
+        migration moved) and ``move`` there; None when the plan changes nothing. Bad
+        ``costs`` raise before any job runs."""
         costs = check_costs(costs)
-        self._settle()
-        layout = self._state.layout
-        m = self._forecast(costs)
-        decision = self._controller.plan(m, layout, forecast=True)
-        if decision.layout == layout:
+        at = settled()
+        decision = self.plan(at, costs)
+        if decision.layout == at.state.layout:
             return None
-        return self._move_now(decision, "forecast", observe=True)
+        return move(decision, "forecast", True)
 
-    def _forecast(self, costs: dict) -> Measurement:
+    def plan(self, at: "Position", costs: dict) -> Decision:
+        """The layout the planner makes for ``costs`` (checked, :func:`check_costs`) from
+        the state of ``at`` (settled: no pending migration), as after a batch: only the
+        keys (or key groups) whose placement changes would move."""
+        m = self._forecast(costs, at)
+        return self._controller.plan(m, at.state.layout, forecast=True)
+
+    def _forecast(self, costs: dict, at: "Position") -> Measurement:
         """The loads ``costs`` put on the current layout, as the planner reads a batch's.
 
         State sizes (the planners' migration cost) come from the last batch's measurement
         where it has the key (or group); a key it lacks gets the mean size of a key.
         """
-        layout = self._state.layout
-        last = self._last
+        layout = at.state.layout
+        last = at.last
         if isinstance(layout, GroupLayout):
             G = layout.num_groups
             keys = list(costs)
@@ -98,13 +111,13 @@ class Forecasting:
                                minlength=G).astype(np.float64) if keys else np.zeros(G)
             mem = (np.asarray(last.memory, dtype=np.float64)
                    if last is not None and last.memory.size == G else np.zeros(G))
-            stats = [(0, None, cost, mem, self._num_keys, float(mem.sum()))]
+            stats = [(0, None, cost, mem, at.num_keys, float(mem.sum()))]
             return self._controller.measure(stats, layout)
         keys = list(dict.fromkeys([*costs, *layout.table.routes]))
         size: dict = {}
         if last is not None and last.keys is not None:
             size = dict(zip(last.keys.tolist(), np.asarray(last.memory).tolist()))
-        mean = self._state_bytes / self._num_keys if self._num_keys else 0.0
+        mean = at.state_bytes / at.num_keys if at.num_keys else 0.0
         where = layout.fn.assign(keys) if keys else np.zeros(0, dtype=np.int64)
         cost = np.array([costs.get(k, 0.0) for k in keys], dtype=np.float64)
         mem = np.array([size.get(k, mean) for k in keys], dtype=np.float64)

@@ -1,49 +1,35 @@
 """KeyedStateOperator: keyed state across batches, rebalanced by moving only the delta.
 
-State lives in a persisted RDD of *frames* (:class:`~sparkbalance.state.frames.framed_state.FramedState`)
-placed by the current layout ``F`` (routing table of Fang et al., or key-group intervals of
-Ding et al.). Per batch (Fang et al. §4, Fig. 5), :meth:`KeyedStateOperator.process` is
-four calls:
+Per batch (Fang et al. §4, Fig. 5), :meth:`KeyedStateOperator.process` is four steps:
+**merge** — the batch is routed with the layout ``F`` and merged into the state frames,
+narrow on the state (:meth:`~sparkbalance.state.frames.framed_state.FramedState.merge`); a
+layout ``F'`` the previous batch decided rides in the same shuffle (only the keys with
+``F'(k) != F(k)`` move, no job of their own); **measure** — one job runs the merge and
+collects per-key (or per-group) costs and sizes (:mod:`~sparkbalance.state.merge_job`);
+**decide** — λ > 1 + θ? then the planner gives ``F'`` for the next batch
+(:class:`~sparkbalance.state.control.controller.Controller`); **record** — a
+:class:`~sparkbalance.state.control.records.BatchRecord` and, with a ``checkpoint_dir``, a
+commit.
 
-1. **merge** — the batch is routed with the layout ``F`` and merged into the state,
-   narrow on the state (:meth:`FramedState.merge
-   <sparkbalance.state.frames.framed_state.FramedState.merge>`). When the previous batch decided on a
-   new layout ``F'``, this batch is routed with ``F'`` and only the keys with
-   ``F'(k) != F(k)`` ride in the same shuffle (**migrate**): a migration runs no job
-   of its own (Fang et al. §4, Fig. 5: the pause between the plan and the resume is the
-   stage boundary of the next batch);
-2. **measure** — one job runs the merge, caches it and collects the per-key (or
-   per-key-group) costs and sizes (with a listener: measured task seconds,
-   :mod:`~sparkbalance.state.control.timing`), and the keys that left and arrived, which must
-   agree; the controller turns the costs into loads;
-3. **decide** — λ > 1 + θ? then the planner gives ``F'``, used from the next batch
-   (:class:`~sparkbalance.state.control.controller.Controller`);
-4. **record** — a :class:`~sparkbalance.state.control.records.BatchRecord`, and optionally a
-   durable checkpoint (:func:`~sparkbalance.state.durability.checkpoint.save_checkpoint`).
+The operator is its parts, each with its own state and a narrow interface, none holding the
+operator: its :class:`~sparkbalance.state.position.Position` (the state and where the
+stream is: a value, replaced as it advances), the cache bookkeeping
+(:class:`~sparkbalance.state.frames.caching.BatchCache`), the controller, the records
+(:class:`~sparkbalance.state.ledger.Ledger`), durability
+(:class:`~sparkbalance.state.durability.keeper.CheckpointKeeper`: commits, resume, the last
+outputs), the views (:class:`~sparkbalance.state.views.StateViews`), rescaling
+(:class:`~sparkbalance.state.rescaling.Rescaling`, ``scale``) and forecasting
+(:class:`~sparkbalance.state.forecast.Forecasting`, ``rebalance``). A batch or move whose
+commit fails is undone from the :class:`~sparkbalance.state.durability.rollback.Snapshot`
+the parts gave before it.
 
-Reading the state between batches (``collect_state``, ``state_rdd``, ``blocks_rdd``,
-``frames_rdd``), :meth:`~KeyedStateOperator.scale` and
-:meth:`~KeyedStateOperator.rebalance` (a move planned on a forecast,
-:mod:`.forecast`) first move a pending migration on
-their own (one job, :func:`~sparkbalance.state.frames.migration.migrate_state`); a checkpoint
-saves it unmoved with the state, and a resume moves it in its first batch's shuffle.
-
-With a ``checkpoint_dir`` (committed every batch) and the bridge jar, each commit bases the
-state on its files (:func:`~sparkbalance.state.durability.checkpoint.rebased`): its lineage is one
-read, and a lost executor costs one batch of recomputation. Otherwise lineage is a chain
-truncated every ``truncate_every`` batches (:mod:`~sparkbalance.state.frames.caching`); on
-clusters where executors come and go, set ``sc.setCheckpointDir`` then, or cache the state
-replicated (``storage_level=StorageLevel.MEMORY_AND_DISK_2``: a lost executor loses no state
-block). An operator with a ``checkpoint_dir`` is restarted from its last durable checkpoint.
-
-Long because: one batch's merge, measure, decide, record and the pending riding migration
-stay together; the read-only views (:mod:`.views`), ``scale`` (:mod:`.rescaling`),
-``rebalance`` (:mod:`.forecast`) and the
-checkpoint entry points (:mod:`.durable`) live in their own modules.
+Long because: the public class docstring documents every parameter (70 lines), and one
+batch's steps, the moves between batches (a pending migration settled, ``scale``,
+``rebalance``) and the snapshot that undoes them touch the same parts, so they stay in the
+class that holds them.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -52,31 +38,32 @@ import numpy as np
 
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.spark.session import conf
-from sparkbalance.spark.session.jobs import sparkbalance_job_group
-from sparkbalance.state.frames.caching import BatchCache, FileLoans, check_storage_level, held_outputs
-from sparkbalance.state.durability.checkpoint import BatchOutputs, outputs_frames
-from sparkbalance.state.durability.durable import Durable
-from sparkbalance.state.forecast import Forecasting
-from sparkbalance.state.rescaling import Rescaling
-from sparkbalance.state.views import StateViews
+from sparkbalance.spark.session.bridge import spark_context
+from sparkbalance.state.control import report
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
+from sparkbalance.state.control.layout import GroupLayout
+from sparkbalance.state.control.payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS
 from sparkbalance.state.control.planners import initial_layout
-from sparkbalance.state.frames.rdds import frame_ops
+from sparkbalance.state.control.records import MigrationRecord
+from sparkbalance.state.control.timing import merge_seconds
+from sparkbalance.state.durability.checkpoint import BatchOutputs, outputs_frames
+from sparkbalance.state.durability.keeper import CheckpointKeeper
+from sparkbalance.state.durability.lease import DEFAULT_LEASE_TIMEOUT
+from sparkbalance.state.durability.rollback import Snapshot
+from sparkbalance.state.forecast import Forecasting
+from sparkbalance.state.frames.caching import BatchCache, check_storage_level, held_outputs
 from sparkbalance.state.frames.format import DEFAULT_TABLE_GROUPS
 from sparkbalance.state.frames.framed_state import FramedState, Merged
-from sparkbalance.spark.session.bridge import spark_context
-from sparkbalance.state.inputs import as_pairs
-from sparkbalance.state.control.layout import GroupLayout
 from sparkbalance.state.frames.migration import migrate_state
-from sparkbalance.state.control.payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement
-from sparkbalance.state.control.records import BatchRecord, MigrationRecord, batch_record
-from sparkbalance.state.control import report
-from sparkbalance.state.durability.lease import DEFAULT_LEASE_TIMEOUT, Lease
-from sparkbalance.state.durability.rollback import Snapshot
-from sparkbalance.state.durability.store import store_for
-from sparkbalance.state.streaming import already_applied, check_batch_id, check_on_replay, replayed
-from sparkbalance.state.control.timing import merge_seconds
+from sparkbalance.state.frames.rdds import frame_ops
 from sparkbalance.state.frames.window import StateFold
+from sparkbalance.state.inputs import as_pairs
+from sparkbalance.state.ledger import Ledger
+from sparkbalance.state.merge_job import run_merge
+from sparkbalance.state.position import Position
+from sparkbalance.state.rescaling import Rescaling
+from sparkbalance.state.streaming import already_applied, check_batch_id, check_on_replay, replayed
+from sparkbalance.state.views import StateViews, forward
 
 __all__ = ["KeyedStateOperator", "DEFAULT_TRUNCATE_EVERY"]
 
@@ -91,7 +78,7 @@ def _check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
+class KeyedStateOperator:
     """Stateful keyed processing over batches with skew-aware, delta-only rebalancing.
 
     Parameters
@@ -128,8 +115,10 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         checkpoint there is resumed (and validated) when the operator is created; the
         operator owns the directory (a lease, released by :meth:`close`) until closed.
         The state is then based on each commit's files (a lost executor costs one batch);
-        the previous commit's state files stay while an outputs RDD that may recompute
-        from them is referenced, so about twice the state is on disk.
+        a commit also keeps the earlier commits' state files that an outputs RDD still
+        referenced may recompute from: the previous one's (the last batch's outputs, kept
+        for a replay), and the one before while the caller still holds the outputs of the
+        batch before the last. Two, at times three, copies of the state are on disk.
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
     Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
@@ -193,8 +182,6 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         self._controller = Controller(planner, theta, max_table, beta, planner_params,
                                       trigger=trigger, hysteresis=hysteresis, horizon=horizon)
         self.trigger = self._controller.trigger
-        self._judgement: Judgement | None = None
-        self._plan_seconds = 0.0
         self.planner = self._controller.name
         self.theta = self._controller.theta
         self.window = self._fold.window
@@ -210,29 +197,18 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         else:
             groups = (DEFAULT_TABLE_GROUPS if num_groups is None
                       else _check_positive_int(num_groups, "num_groups"))
-        self._seq = 0
-        self.last_batch_id: int | None = None
-        self.history: list[BatchRecord] = []
-        self.migrations: list[MigrationRecord] = []
-        self._num_keys = 0
-        self._state_bytes = 0.0
-        self._last: Measurement | None = None
-        self._pending: Decision | None = None     # F' decided, moved by the next batch
-        self._pending_seq = -1
+        self._ledger = Ledger()
+        self.history, self.migrations = self._ledger.history, self._ledger.migrations
         self._cache = BatchCache(self.sc, self._level)
-        self._state = FramedState.empty(frame_ops(self.sc), layout, groups)
-        self._state.rdd.persist(self._level)
-        self._cache.hold(self._state.rdd)
-        self._outputs: BatchOutputs | None = None     # the last applied batch's outputs
-        self._manifest = None                           # the last commit
-        self._resumed: tuple[str, Any] | None = None    # (state dir, RDD) a resume reads
-        self._base_dir: str | None = None     # the state files the state falls back to
-        self._files = FileLoans()             # state files outputs handed out may read
+        self._at = Position(FramedState.empty(frame_ops(self.sc), layout, groups))
+        self._at.state.rdd.persist(self._level)
+        self._cache.hold(self._at.state.rdd)
+        self._rescaling = Rescaling(self._controller, self._ledger)
+        self._forecasting = Forecasting(self._controller)
         self.checkpoint_dir = checkpoint_dir
-        self._store = None if checkpoint_dir is None else store_for(self.sc, checkpoint_dir)
-        self._lease: Lease | None = None
-        if self._store is not None:
-            self._open_store(n, lease_timeout)
+        self._keeper = CheckpointKeeper(self.sc, checkpoint_dir)
+        if self._keeper.active:
+            self._open(n, lease_timeout)
 
     # ------------------------------------------------------------------ one batch
     @report.labelled("batch")
@@ -245,31 +221,31 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         lineage, with the same result: the locally checkpointed RDDs it recomputes from
         stay cached while it is referenced).
         A ``batch_id`` at or below the last applied one is never applied again (see
-        ``on_replay``): the replay of the last applied batch returns its kept outputs
-        (:meth:`last_outputs`), an older one None. When the batch or its checkpoint fails
-        (e.g. a read-only ``checkpoint_dir``: a ``CheckpointError`` naming it) the operator
-        is left as before the call.
+        ``on_replay``): the replay of the last applied batch id returns that batch's kept
+        outputs (also when calls without an id came in between), an older one None. When
+        the batch or its checkpoint fails (e.g. a read-only ``checkpoint_dir``: a
+        ``CheckpointError`` naming it) the operator is left as before the call. A key that
+        is or holds a NaN fails the batch (see :mod:`~sparkbalance.state.inputs`).
         """
         t0 = time.perf_counter()
         if batch_id is not None:
             batch_id = check_batch_id(batch_id)
             if already_applied(batch_id, self.last_batch_id):
                 return replayed(batch_id, self.last_batch_id, self.on_replay,
-                                self.last_outputs)
+                                lambda: self._keeper.replay_outputs(batch_id))
         snap = self._snapshot()
         try:
-            seq = self._seq
+            seq = self._at.seq
             merged = self._merged(batch)
             m = self._measure(merged)
             decision = self._decide(m)
             frames = outputs_frames(merged)
-            self._outputs = BatchOutputs(seq, batch_id, frames)
             outputs = held_outputs(frames, self._level)   # a late read reads its cache
-            # before the commit, whose cleanup would remove the files the merge read
-            self._files.lend(outputs, self._base_dir)
-            self._record(seq, batch_id, m, decision, t0)
+            # kept before the commit, whose cleanup would remove the files the merge read
+            self._keeper.keep_outputs(BatchOutputs(seq, batch_id, frames, outputs))
+            self._record(batch_id, m, decision, t0)
         except BaseException:
-            snap.restore(self)      # not advanced: a retry applies the batch exactly once
+            self._restore(snap)     # not advanced: a retry applies the batch exactly once
             raise
         return self._cache.lend(outputs)   # readable late, also past truncations
 
@@ -283,58 +259,31 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         return self._merged(batch, persist_carried=False).rdd
 
     def _merged(self, batch: Any, persist_carried: bool = True) -> Merged:
-        p = self._pending
-        pairs = as_pairs(batch, self.key_col, self.value_col)
-        if p is None:
-            return self._state.merge(pairs, self._fold, self._seq)
-        return self._state.merge(pairs, self._fold, self._seq, to=p.layout,
-                                 candidates=p.candidates,
-                                 carried_level=self._level if persist_carried else None)
+        return self._at.merged(as_pairs(batch, self.key_col, self.value_col), self._fold,
+                               self._level if persist_carried else None)
 
     def _measure(self, merged: Merged) -> Measurement:
         """Run the merge (one job, cached; the state becomes the merged one, placed by
         the layout the batch was routed with) and measure the batch's loads under it. A
-        riding migration is checked (keys out = keys in) and recorded."""
-        seq = self._seq
+        riding migration is recorded."""
+        seq = self._at.seq
         rebasing = self._rebasing
-        truncated = not rebasing and (seq + 1) % self.truncate_every == 0
-        self._cache.persist(merged.rdd, truncated)
-        if merged.moves and not rebasing:
-            self._cache.cut(merged.carried)
         group = f"sparkbalance-state-{id(self)}-{seq}"
-        t0 = time.perf_counter()
-        try:
-            with sparkbalance_job_group(self.sc, group, report.batch_description(self, seq)):
-                stats = merged.stats()
-            if merged.moves:
-                out, got, nbytes = Merged.moved(stats)
-                if out != got:
-                    raise RuntimeError(f"migration moved {out} keys out but {got} arrived; "
-                                       "refusing the new layout (state kept as before)")
-        except BaseException:
-            merged.rdd.unpersist()
-            if merged.moves:
-                merged.carried.unpersist()
-            raise
-        merge_s = time.perf_counter() - t0
-        self._cache.begin(merged.rdd, truncated)
+        run = run_merge(merged, self._cache, group, report.batch_description(self, seq),
+                        truncated=not rebasing and (seq + 1) % self.truncate_every == 0,
+                        rebasing=rebasing)
         if merged.moves:
-            # A truncated merge no longer reads the carried state; else keep it until the
-            # next truncation (a recomputation of this batch reads it, not the old state).
-            if truncated or rebasing:
-                self._cache.hold(merged.carried)
-            else:
-                self._cache.keep_until_truncation(merged.carried)
-            self._complete(got, nbytes, merged.frames_read, time.perf_counter() - t0)
-        self._state = merged.state()
-        layout = self._state.layout
-        m = self._controller.measure(stats, layout,
+            self._complete(run.keys_moved, run.bytes_moved, merged.frames_read,
+                           run.seconds)
+        state = merged.state()
+        layout = state.layout
+        m = self._controller.measure(run.stats, layout,
                                      merge_seconds(self.listener, group, layout.num_physical))
         # A batch that carried a migration teaches the cost model (its excess time), not
         # the time fit (Controller.observe_batch).
-        self._controller.observe_batch(merge_s, m, nbytes if merged.moves else 0.0)
-        self._last = m
-        self._num_keys, self._state_bytes = m.num_keys, m.state_bytes
+        self._controller.observe_batch(run.merge_seconds, m, run.bytes_moved)
+        self._at = self._at.replace(state=state, last=m, num_keys=m.num_keys,
+                                    state_bytes=m.state_bytes)
         return m
 
     @property
@@ -342,79 +291,38 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         """Every batch commits and the bridge can base the state on the commit's files:
         lineage then never reaches past the previous batch, so no truncation is needed
         and a migration's carried state need not be cut (both stay recomputable)."""
-        return (self._store is not None and self.checkpoint_every == 1
-                and self._state.ops.jvm)
+        return self._keeper.active and self.checkpoint_every == 1 and self._at.state.ops.jvm
 
     def _decide(self, m: Measurement) -> Decision | None:
         """The planned layout when λ > 1 + θ, the plan improves λ and (payoff trigger) the
         predicted saving exceeds the cost; else None. The judgement is kept for history."""
-        self._judgement = self._controller.judge(m, None)
-        self._plan_seconds = 0.0
-        if not self._controller.should_rebalance(m):
-            return None
-        decision = self._controller.plan(m, self._state.layout)
-        self._plan_seconds = decision.seconds
-        if decision.layout == self._state.layout:
-            decision = None
-        self._judgement = self._controller.judge(m, decision)
-        return decision if self._judgement.migrate else None
+        judgement, plan_seconds, decision = self._controller.judge(m, None), 0.0, None
+        if self._controller.should_rebalance(m):
+            decision = self._controller.plan(m, self._at.state.layout)
+            plan_seconds = decision.seconds
+            if decision.layout == self._at.state.layout:
+                decision = None
+            judgement = self._controller.judge(m, decision)
+        self._at = self._at.replace(judgement=judgement, plan_seconds=plan_seconds)
+        return decision if judgement.migrate else None
 
     def _complete(self, keys_moved: int, bytes_moved: float, frames: int,
-                  seconds: float) -> MigrationRecord:
-        """Record the pending migration as done: its :class:`MigrationRecord`, and the
-        moved keys and bytes in the history row of the batch that decided it."""
-        p, seq = self._pending, self._pending_seq
-        old = self._state.layout
-        rec = MigrationRecord(seq, "imbalance", old.num_partitions,
-                              p.layout.num_partitions, keys_moved, bytes_moved,
-                              p.planned_bytes, seconds, p.layout.version, frames)
-        self.migrations.append(rec)
-        for i in range(len(self.history) - 1, -1, -1):
-            if self.history[i].seq == seq:
-                self.history[i] = dataclasses.replace(
-                    self.history[i], keys_moved=keys_moved, bytes_moved=bytes_moved,
-                    migration_seconds=seconds)
-                break
+                  seconds: float) -> None:
+        """The pending migration moved: recorded, and no longer pending."""
+        rec = self._ledger.moved(self._at, keys_moved, bytes_moved, frames, seconds)
         report.post_migration(self, rec)
-        self._pending, self._pending_seq = None, -1
-        return rec
+        self._at = self._at.replace(pending=None, pending_seq=-1)
 
-    @report.labelled("settle")
-    def _settle(self) -> None:
-        """Move a pending migration now, on its own (one job plus one that materialises
-        the moved state with its lineage cut): for reads of the state between batches,
-        checkpoints and ``scale``."""
-        p = self._pending
-        if p is None:
-            return
-        self._state, rec = migrate_state(self._state, p.layout, seq=self._pending_seq,
-                                         reason="imbalance", planned_bytes=p.planned_bytes,
-                                         candidates=p.candidates, storage_level=self._level,
-                                         cut=self._cache.cut)
-        self._cache.pin(self._state.rdd)
-        self._controller.observe_migration(rec.seconds, rec.bytes_moved)   # its own jobs
-        self._complete(rec.keys_moved, rec.bytes_moved, rec.frames_touched, rec.seconds)
-
-    def _record(self, seq: int, batch_id: int | None, m: Measurement,
-                decision: Decision | None, t0: float) -> None:
-        moving = decision is not None and decision.layout != self._state.layout
-        # Provisional until the next batch moves the keys: the plan's moves and bytes.
-        planned = None if not moving else MigrationRecord(
-            seq, "imbalance", m.loads.size, decision.layout.num_partitions,
-            decision.planned_moves, decision.planned_bytes, decision.planned_bytes, 0.0,
-            decision.layout.version)
-        if moving:
-            self._pending, self._pending_seq = decision, seq
-        self._seq += 1
-        if batch_id is not None:
-            self.last_batch_id = batch_id
-        after = m.imbalance if not moving else decision.imbalance_after
-        self.history.append(batch_record(
-            seq, batch_id, m, self.layout, planned, after, self._plan_seconds,
-            time.perf_counter() - t0, timed=self.listener is not None,
-            judgement=self._judgement))
-        report.post_batch(self, m, decision if moving else None)
-        if self._store is not None and self._seq % self.checkpoint_every == 0:
+    def _record(self, batch_id: int | None, m: Measurement, decision: Decision | None,
+                t0: float) -> None:
+        at = self._at
+        moving = decision is not None and decision.layout != at.state.layout
+        decision = decision if moving else None
+        self._at = at.advanced(batch_id, decision)
+        self._ledger.batch(at, batch_id, m, self.layout, decision, time.perf_counter() - t0,
+                           timed=self.listener is not None)
+        report.post_batch(self, m, decision)
+        if self._keeper.active and self._at.seq % self.checkpoint_every == 0:
             self.save_checkpoint()
         self._cache.end()       # after the commit: a failed one rolls back to cached RDDs
 
@@ -428,22 +336,167 @@ class KeyedStateOperator(StateViews, Rescaling, Forecasting, Durable):
         """
         return self.process(df, batch_id=check_batch_id(batch_id))
 
-    # ------------------------------------------------------------------ scaling
+    # ------------------------------------------------------------------ moves between batches
+    @report.labelled("scale")
+    def scale(self, num_partitions: int) -> MigrationRecord:
+        """Change the number of partitions to ``num_partitions``, moving only what must move.
+
+        Key groups (SSM/MTM): the optimal interval migration of Ding et al. (new nodes take
+        over sub-intervals; removed nodes hand theirs over). Routing tables: h(k) = hash
+        mod n changes with n, so most keys move (that is what key groups avoid). Shrinking
+        keeps the emptied physical partitions as empty blocks (see ``state.layout``).
+        """
+        return self._rescaling.scale(num_partitions, self._settled, self._move_now)
+
+    @report.labelled("rebalance")
+    def rebalance(self, costs: Mapping[Any, float]) -> MigrationRecord | None:
+        """Move the state now to the layout the planner makes for ``costs``.
+
+        ``costs`` maps keys to their predicted work in the coming batch (records, seconds:
+        any unit, only ratios matter); keys not in it are predicted idle. The planner is the
+        operator's own (Mixed's table, SSM's intervals, ...) and plans as after a batch, from
+        the current layout, so only the keys (or key groups) whose placement changes move;
+        a correlation planner plans on the forecast alone, not on its window of batches.
+        A pending migration is moved first. Returns the migration's record (reason
+        "forecast"), or None when the plan changes nothing (or the planner is "none").
+        Bad ``costs`` raise before any job runs; a failed move leaves the operator as it
+        was (and its checkpoint, which the move then commits).
+        """
+        return self._forecasting.rebalance(costs, self._settled, self._move_now)
+
+    @report.labelled("settle")
+    def _settle(self) -> None:
+        """Move a pending migration now, on its own (one job plus one that materialises
+        the moved state with its lineage cut): for reads of the state between batches,
+        checkpoints and ``scale``."""
+        at = self._at
+        if at.pending is None:
+            return
+        state, rec = self._migrate(at.pending, at.pending_seq, "imbalance")
+        self._controller.observe_migration(rec.seconds, rec.bytes_moved)   # its own jobs
+        self._complete(rec.keys_moved, rec.bytes_moved, rec.frames_touched, rec.seconds)
+        self._at = self._at.settled(state)
+
+    def _settled(self) -> Position:
+        """The position once a pending migration is moved."""
+        self._settle()
+        return self._at
+
+    def _move_now(self, decision: Decision, reason: str, observe: bool = False
+                  ) -> MigrationRecord:
+        """Move the state to ``decision``'s layout now, in a job of its own, and commit it
+        (with a ``checkpoint_dir``); on failure the operator and its commit stay as before.
+        ``observe``: the move's seconds per byte teach the payoff model (a move at the
+        same partition count, like a settled migration)."""
+        snap = self._snapshot()
+        try:
+            state, rec = self._migrate(decision, self._at.seq, reason)
+            # its placement is the old layout's: no last measurement
+            self._at = self._at.replace(state=state, last=None)
+            self.migrations.append(rec)
+            if observe:
+                self._controller.observe_migration(rec.seconds, rec.bytes_moved)
+            report.post_migration(self, rec)
+            if self._keeper.active:
+                self.save_checkpoint()
+        except BaseException:
+            self._restore(snap)
+            raise
+        return rec
+
+    def _migrate(self, decision: Decision, seq: int, reason: str
+                 ) -> tuple[FramedState, MigrationRecord]:
+        """The state moved to ``decision.layout`` (cached, lineage cut, pinned)."""
+        state, rec = migrate_state(self._at.state, decision.layout, seq=seq, reason=reason,
+                                   planned_bytes=decision.planned_bytes,
+                                   candidates=decision.candidates, storage_level=self._level,
+                                   cut=self._cache.cut)
+        self._cache.pin(state.rdd)
+        return state, rec
+
+    # ------------------------------------------------------------------ views
+    strategy = property(lambda self: self._controller.strategy, doc="The registry record of "
+                        "the planner (:func:`sparkbalance.strategies.get`).")
+    num_partitions = forward("num_partitions")
+    layout = forward("layout")
+    pending_migration = forward("pending_migration")
+    partition_function = forward("partition_function")
+    table = forward("table")
+    version = forward("version")
+    state_rdd = forward("state_rdd")
+    blocks_rdd = forward("blocks_rdd")
+    frames_rdd = forward("frames_rdd")
+
+    def collect_state(self) -> dict:
+        """``{key: state}`` on the driver (tests and small states). A key stored twice is
+        a ``RuntimeError`` (a broken layout), never silently merged."""
+        return self._views().collect_state()
+
+    def _views(self) -> StateViews:
+        return StateViews(self._at, lambda: self._settled().state)
+
+    last_batch_id = property(lambda self: self._at.last_batch_id,
+                             doc="The last applied batch id (None: no batch with an id yet).")
+    # Read by the job descriptions and batch reports (control.report) and by tests.
+    _state = property(lambda self: self._at.state)
+    _seq = property(lambda self: self._at.seq)
+    _pending = property(lambda self: self._at.pending)
+    _judgement = property(lambda self: self._at.judgement)
+    _plan_seconds = property(lambda self: self._at.plan_seconds)
+    _base_dir = property(lambda self: self._keeper.base_dir)
+    _files = property(lambda self: self._keeper.files)
+    _lease = property(lambda self: self._keeper.lease)
+    _resumed = property(lambda self: self._keeper.resumed)
+
     # ------------------------------------------------------------------ durability
+    @report.labelled("checkpoint")
+    def save_checkpoint(self) -> None:
+        """Commit state + layout + version + last batch id + the last batch's outputs
+        (+ a decided migration, unmoved: the resume moves it) atomically to checkpoint_dir,
+        under new names (the previous commit stays valid until this one has committed);
+        ``CheckpointError`` names the directory on failure.
+        """
+        # No _settle(): the state is saved unmoved with the pending layout (no extra job),
+        # and the resumed operator's first batch moves it, as this one's would.
+        state = self._keeper.commit(self._at, planner=self.planner, window=self.window)
+        self._at = self._at.replace(state=state)
+
+    def last_outputs(self) -> Any:
+        """The outputs, an RDD of ``(key, output)``, of the last applied batch — also after
+        a restart, read from the checkpoint, until the next batch commits; None when there
+        is none (no batch yet, the checkpoint predates the outputs, or it keeps those of
+        an earlier batch with an id for its replay: the last batch had none)."""
+        return self._keeper.last_outputs(self._at.seq)
+
+    def _open(self, num_partitions: int, lease_timeout: float) -> None:
+        """Own the directory, then resume its commit or commit the empty state (so that
+        files without a manifest later always mean a lost manifest)."""
+        got = self._keeper.open(lease_timeout, self._at.state.ops, self.save_checkpoint,
+                                planner=self.planner, window=self.window,
+                                num_partitions=num_partitions, storage_level=self._level)
+        if got is not None:
+            self._at.state.rdd.unpersist()
+            self._cache.reset(*got.state.cached)
+            self._at = Position(got.state, got.seq, got.last_batch_id, got.num_keys,
+                                got.state_bytes, pending=got.pending,
+                                pending_seq=got.pending_seq)
+
     def _snapshot(self) -> Snapshot:
-        return Snapshot(self, ("_state", "_seq", "last_batch_id", "_num_keys",
-                               "_state_bytes", "_last", "_outputs", "_manifest", "_resumed", "_base_dir",
-                               "history", "migrations", "_pending", "_pending_seq",
-                               "_judgement", "_plan_seconds"), cache="_cache")
+        return Snapshot.take(self._at, self._ledger.mark(), self._keeper.mark(), self._cache)
+
+    def _restore(self, snap: Snapshot) -> None:
+        self._at = snap.position
+        self._ledger.restore(snap.records)
+        self._keeper.restore(snap.commits)
+        self._cache = snap.restore_cache(self._cache)
 
     # ------------------------------------------------------------------ cleanup
     def close(self) -> None:
         """Release every cached RDD of the operator and the lease on checkpoint_dir."""
-        if self._lease is not None:
-            self._lease.release()
-        self._cache.close(self._state.rdd)
+        self._keeper.release()
+        self._cache.close(self._at.state.rdd)
 
     def __repr__(self) -> str:
         return (f"KeyedStateOperator(num_partitions={self.num_partitions}, planner="
                 f"{self.planner!r}, theta={self.theta}, window={self.window}, "
-                f"batches={self._seq}, version={self.version})")
+                f"batches={self._at.seq}, version={self.version})")

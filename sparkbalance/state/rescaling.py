@@ -1,80 +1,86 @@
-"""Changing the keyed-state operator's partition count (``scale``), moving only what must.
+"""The keyed-state operator's rescaling part: the plan of ``scale``, moving only what must.
 
-:class:`Rescaling` holds :meth:`~sparkbalance.state.operator.KeyedStateOperator.scale`,
-the measurement of the standing state it plans from, and the move outside a batch it shares
-with ``rebalance`` (:mod:`.forecast`). A part of the operator kept in its own module, not a
-class to use alone.
+:class:`Rescaling` plans a new partition count with the operator's controller, from the
+standing state's sizes (and the last batch's costs): key groups (SSM/MTM) by the optimal
+interval migration of Ding et al., routing tables by the planner at the new ``n``. It reads
+the operator's :class:`~sparkbalance.state.position.Position` it is given, holds the controller
+and the records (a plan that moves nothing is recorded here), and has the operator move
+the state (the ``move`` it is given: outside a batch, committed, undone on failure).
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from sparkbalance.routing.base import check_num_partitions
-from sparkbalance.state.control import report
-from sparkbalance.state.control.controller import Decision, Measurement
+from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.frames.migration import migrate_state
 from sparkbalance.state.control.records import MigrationRecord
+from sparkbalance.state.ledger import Ledger
 
-__all__ = ["Rescaling"]
+if TYPE_CHECKING:
+    from sparkbalance.state.frames.framed_state import FramedState
+    from sparkbalance.state.position import Position
+
+__all__ = ["Rescaling", "Move"]
+
+#: ``move(decision, reason, observe) -> MigrationRecord``: the operator moves its state to
+#: ``decision.layout`` now, in a job of its own, and commits it (on failure it stays as it
+#: was); ``observe``: the move teaches the payoff model.
+Move = Callable[[Decision, str, bool], MigrationRecord]
 
 
 class Rescaling:
-    """``scale`` of :class:`~sparkbalance.state.operator.KeyedStateOperator`."""
+    """The plan of ``scale`` for a keyed-state operator.
 
-    @report.labelled("scale")
-    def scale(self, num_partitions: int) -> MigrationRecord:
-        """Change the number of partitions to ``num_partitions``, moving only what must move.
+    Parameters
+    ----------
+    controller : the operator's :class:`~sparkbalance.state.control.controller.Controller`.
+    ledger : the operator's records (:class:`~sparkbalance.state.ledger.Ledger`).
 
-        Key groups (SSM/MTM): the optimal interval migration of Ding et al. (new nodes take
-        over sub-intervals; removed nodes hand theirs over). Routing tables: h(k) = hash
-        mod n changes with n, so most keys move (that is what key groups avoid). Shrinking
-        keeps the emptied physical partitions as empty blocks (see ``state.layout``).
-        """
+    Examples
+    --------
+    >>> rescaling = Rescaling(op_controller, op_ledger)             # doctest: +SKIP
+    >>> rescaling.plan(settled_position, 8).layout.num_partitions   # doctest: +SKIP
+    8
+    """
+
+    def __init__(self, controller: Controller, ledger: Ledger) -> None:
+        self._controller = controller
+        self._ledger = ledger
+
+    def scale(self, num_partitions: int, settled: Callable[[], "Position"],
+              move: Move) -> MigrationRecord:
+        """Plan ``num_partitions`` partitions from ``settled()`` (the operator's position
+        with a pending migration moved) and ``move`` there; a plan that keeps every key in
+        place is recorded as it is. A bad count raises before any job runs."""
         n_new = check_num_partitions(num_partitions)
-        self._settle()
-        layout = self._state.layout
-        m = self._last if self._last is not None else self._measure_state()
-        if isinstance(layout, GroupLayout):
-            m = self._measure_state(cost=m.cost)
-        decision = self._controller.plan(m, layout, n_new)
-        if decision.layout == layout:
-            rec = MigrationRecord(self._seq, "scale", layout.num_partitions, n_new, 0,
-                                  0.0, 0.0, decision.seconds, layout.version)
-            self.migrations.append(rec)
-            return rec
-        return self._move_now(decision, "scale")
-
-    def _move_now(self, decision: Decision, reason: str, observe: bool = False
-                  ) -> MigrationRecord:
-        """Move the state to ``decision``'s layout now, in a job of its own, and commit it
-        (with a ``checkpoint_dir``); on failure the operator and its commit stay as before.
-        ``observe``: the move's seconds per byte teach the payoff model (a move at the
-        same partition count, like a settled migration)."""
-        snap = self._snapshot()
-        try:
-            self._state, rec = migrate_state(self._state, decision.layout, seq=self._seq,
-                                             reason=reason,
-                                             planned_bytes=decision.planned_bytes,
-                                             candidates=decision.candidates,
-                                             storage_level=self._level, cut=self._cache.cut)
-            self._cache.pin(self._state.rdd)
-            self.migrations.append(rec)
-            if observe:
-                self._controller.observe_migration(rec.seconds, rec.bytes_moved)
-            report.post_migration(self, rec)
-            self._last = None       # its placement is the old layout's
-            if self._store is not None:
-                self.save_checkpoint()
-        except BaseException:
-            snap.restore(self)
-            raise
+        at = settled()
+        decision = self.plan(at, n_new)
+        if decision.layout != at.state.layout:
+            return move(decision, "scale", False)
+        layout = at.state.layout
+        rec = MigrationRecord(at.seq, "scale", layout.num_partitions, n_new, 0, 0.0, 0.0,
+                              decision.seconds, layout.version)
+        self._ledger.migrations.append(rec)
         return rec
 
-    def _measure_state(self, cost: np.ndarray | None = None) -> Measurement:
-        """Sizes of the current state (cost: the given per-group cost, else zero)."""
-        layout = self._state.layout
-        m = self._controller.measure(self._state.stats(), layout)
+    def plan(self, at: "Position", num_partitions: int) -> Decision:
+        """The layout of ``num_partitions`` partitions for the state of ``at`` (settled: no
+        pending migration), planned on its last measurement or, without one (or for key
+        groups, whose sizes the plan weighs), on the state's sizes (one job)."""
+        layout = at.state.layout
+        m = at.last if at.last is not None else self._measure_state(at.state)
+        if isinstance(layout, GroupLayout):
+            m = self._measure_state(at.state, cost=m.cost)
+        return self._controller.plan(m, layout, num_partitions)
+
+    def _measure_state(self, state: "FramedState", cost: np.ndarray | None = None
+                       ) -> Measurement:
+        """Sizes of ``state`` (one job; cost: the given per-group cost, else zero)."""
+        layout = state.layout
+        m = self._controller.measure(state.stats(), layout)
         if cost is not None and isinstance(layout, GroupLayout):
             m = Measurement(m.loads, m.active, m.imbalance, None, np.asarray(cost), m.memory,
                             None, m.num_keys, m.state_bytes)

@@ -4,9 +4,10 @@ Spark re-runs the last micro-batch after a restart when its commit was not recor
 operator's checkpoint stores the last applied batch id atomically with the state, so a batch
 id at or below it is never applied again: the state sees every batch exactly once. What a
 replay gets (``on_replay``): ``"skip"`` (default) — the kept outputs of the last applied
-batch when it is that batch (a caller that crashed before delivering them delivers them
-now; they are kept with the checkpoint until the next batch commits), None for an older
-one; ``"error"`` — a :class:`ReplayError`.
+batch id when it is that batch (a caller that crashed before delivering them delivers them
+now; they are kept with the checkpoint until the next batch with an id commits, so a call
+without a batch id in between does not replace them), None for an older one, never
+another batch's; ``"error"`` — a :class:`ReplayError`.
 
 Examples
 --------

@@ -1,27 +1,46 @@
-"""Read-only views of the keyed-state operator: its layout, partition function and state.
+"""The keyed-state operator's views: where the state lives and reading it between batches.
 
-:class:`StateViews` holds the properties of
-:class:`~sparkbalance.state.operator.KeyedStateOperator` that describe where state lives
-and read it between batches (a read first moves a pending migration, ``_settle``). A part of
-the operator kept in its own module, not a class to use alone.
+:class:`StateViews` answers from the operator's :class:`~sparkbalance.state.position.Position`
+(the layout the next batch is routed with, its partition function, table and version) and
+reads the state once a pending migration is moved (``settled``). It is a view of what the
+operator gives it (its position and a function that moves a pending migration), made per
+read, so it holds no reference to the operator. :func:`forward` makes each view a property
+of :class:`~sparkbalance.state.operator.KeyedStateOperator` with the view's docstring.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
 
-__all__ = ["StateViews"]
+if TYPE_CHECKING:
+    from sparkbalance.state.frames.framed_state import FramedState
+    from sparkbalance.state.position import Position
+
+__all__ = ["StateViews", "forward"]
 
 
 class StateViews:
-    """Layout and state properties of :class:`~sparkbalance.state.operator.KeyedStateOperator`."""
+    """Layout and state reads of a keyed-state operator.
 
-    @property
-    def strategy(self) -> Any:
-        """The registry record of the planner (:func:`sparkbalance.strategies.get`)."""
-        return self._controller.strategy
+    Parameters
+    ----------
+    at : the operator's position now.
+    settled : ``settled() -> FramedState``, the state with a pending migration moved.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> layout = NS(num_partitions=4, version=2, fn="F")
+    >>> views = StateViews(NS(layout=layout, pending=None), None)
+    >>> views.num_partitions, views.version, views.pending_migration
+    (4, 2, False)
+    """
+
+    def __init__(self, at: "Position", settled: Callable[[], "FramedState"]) -> None:
+        self._at = at
+        self._settled = settled
 
     @property
     def num_partitions(self) -> int:
@@ -31,13 +50,13 @@ class StateViews:
     @property
     def layout(self) -> TableLayout | GroupLayout:
         """The layout the next batch is routed with (a decided migration included)."""
-        return self._state.layout if self._pending is None else self._pending.layout
+        return self._at.layout
 
     @property
     def pending_migration(self) -> bool:
         """A new layout is decided and its keys move with the next batch (or with the next
         read of the state or ``scale``; a checkpoint saves it unmoved)."""
-        return self._pending is not None
+        return self._at.pending is not None
 
     @property
     def partition_function(self) -> Any:
@@ -52,29 +71,43 @@ class StateViews:
 
     @property
     def version(self) -> int:
+        """The version of the layout the next batch is routed with."""
         return self.layout.version
 
     @property
     def state_rdd(self) -> Any:
         """``(key, state)`` pairs of the current state (lazy; for big states)."""
-        self._settle()
-        return self._state.pairs()
+        return self._settled().pairs()
 
     @property
     def blocks_rdd(self) -> Any:
         """One ``{key: entry}`` block per physical partition (entry = ``[state, S(k),
         window segments]``; lazy, decodes every frame)."""
-        self._settle()
-        return self._state.blocks()
+        return self._settled().blocks()
 
     @property
     def frames_rdd(self) -> Any:
         """The raw state RDD: frames (``bytes``, :mod:`~sparkbalance.state.frames.format`)."""
-        self._settle()
-        return self._state.rdd
+        return self._settled().rdd
 
     def collect_state(self) -> dict:
         """``{key: state}`` on the driver (tests and small states). A key stored twice is
         a ``RuntimeError`` (a broken layout), never silently merged."""
-        self._settle()
-        return self._state.collect()
+        return self._settled().collect()
+
+
+def forward(name: str) -> property:
+    """A read-only property of the operator answering ``StateViews.<name>`` of its views
+    (the operator's ``_views()``), with that view's docstring.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> class Op:
+    ...     version = forward("version")
+    ...     def _views(self): return StateViews(NS(layout=NS(version=5)), None)
+    >>> Op().version
+    5
+    """
+    view = getattr(StateViews, name)
+    return property(lambda op: getattr(op._views(), name), doc=view.__doc__)

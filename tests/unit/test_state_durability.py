@@ -11,6 +11,7 @@ import pytest
 from sparkbalance.state.durability import manifest as ck
 from sparkbalance.state.durability.lease import LEASE, Lease, LeaseError
 from sparkbalance.state.durability.rollback import Snapshot
+from sparkbalance.state.ledger import Ledger
 from sparkbalance.state.durability.state_files import check_files, frames_digest, part_name
 from sparkbalance.state.durability.store import LocalStore, error_cause
 from sparkbalance.state.streaming import ReplayError, check_on_replay, replayed
@@ -203,14 +204,18 @@ def test_snapshot_restores_fields_lists_in_place_and_releases_new_rdds():
 
     old, new = FakeRDD(), FakeRDD()
     op = Op()
-    op.seq, op.history, op._cache = 1, ["b0"], Cache([old])
+    ledger = Ledger()
+    ledger.history.append("b0")
+    op.seq, op.history, op._cache = 1, ledger.history, Cache([old])
     hist = op.history
-    snap = Snapshot(op, ("seq", "history"), cache="_cache")
+    snap = Snapshot.take(op.seq, ledger.mark(), cache=op._cache)
     op.seq = 2
     op.history.append("b1")
     op._cache._held.append(new)
     op._cache._pinned = new
-    snap.restore(op)
+    op.seq = snap.position
+    ledger.restore(snap.records)
+    op._cache = snap.restore_cache(op._cache)
     assert op.seq == 1 and op.history == ["b0"] and op.history is hist
     assert op._cache._held == [old] and op._cache._pinned is None
     assert new.released and not old.released

@@ -310,3 +310,14 @@ def test_each_public_class_name_means_one_thing():
                 where.setdefault(node.name, []).append(mod.name)
     twice = {name: mods for name, mods in where.items() if len(mods) > 1}
     assert twice == {}, "one class name, two classes: rename one"
+
+
+def test_keyed_state_operator_has_no_base_class():
+    """The operator holds its parts as objects (durability, rescaling, forecasting, views),
+    not mixins reaching into its attributes: its class statement names no base."""
+    tree = MODULES["sparkbalance.state.operator"].tree
+    found = [node for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef) and node.name == "KeyedStateOperator"]
+    assert len(found) == 1
+    assert [ast.unparse(b) for b in found[0].bases] in ([], ["object"])
+    assert found[0].keywords == []      # no metaclass either

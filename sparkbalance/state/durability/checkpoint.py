@@ -42,11 +42,13 @@ __all__ = ["BatchOutputs", "outputs_frames", "save_checkpoint", "restore_checkpo
 class BatchOutputs:
     """The outputs of one applied batch, kept with the checkpoint until the next batch
     commits: ``frames`` (an outputs frame RDD, not yet written) or, once committed, the
-    manifest's ``outputs_dir``."""
+    manifest's ``outputs_dir``; ``rdd``, the ``(key, output)`` RDD handed to the caller
+    (kept for a replay of ``batch_id``: its cache and the lineage it reads stay)."""
 
     seq: int
     batch_id: int | None
     frames: Any = None
+    rdd: Any = None
 
 
 def outputs_frames(merged: Any) -> Any:
@@ -302,7 +304,8 @@ def load_outputs(store: Any, sc: Any, man: Manifest) -> Any:
             raise ValueError(f"a {chr(f[0])!r} frame among the outputs of partition {pid}")
 
     return read_frames(sc, store, man.outputs_dir, man.outputs_files,
-                       len(man.outputs_files), _check).flatMap(fr.frame_payload)
+                       len(man.outputs_files), _check,
+                       kind="outputs").flatMap(fr.frame_payload)
 
 
 def still_reads(rdd: Any, source: Any, limit: int = 20000) -> bool:

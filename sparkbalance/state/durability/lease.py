@@ -4,7 +4,8 @@ Two operators writing one ``checkpoint_dir`` would interleave their commits (the
 writer wins, and a resume returns a mix of both streams). The owner therefore holds
 ``lease.json``::
 
-    {"owner": "<uuid>", "host": "...", "pid": 123, "heartbeat": <unix s>, "timeout": 30.0}
+    {"owner": "<uuid>", "host": "...", "pid": 123, "boot": "<boot id>", "pidns": "pid:[...]",
+     "started": "<start ticks>", "heartbeat": <unix s>, "timeout": 30.0}
 
 - **acquire**: created only when absent (:meth:`create_exclusive` of the store: a hard link
   locally, a rename without overwrite on HDFS), so of two starters exactly one wins; a lease
@@ -14,6 +15,12 @@ writer wins, and a resume returns a mix of both streams). The owner therefore ho
 - **stale takeover**: a lease whose heartbeat is older than its timeout (a killed driver)
   is moved aside under a name of the taker (a rename: of two takers only one moves it) and
   re-created; a lease that was refreshed in between is put back and the start refused;
+- **dead-owner takeover**: a taker on the owner's host (same host name, boot id and pid
+  namespace, from ``/proc`` on Linux) whose process is gone (no such pid, a zombie, or the
+  pid now names a process started at another time) takes the lease over at once, by the
+  same moving aside, instead of waiting for the heartbeat to go stale: a driver that
+  crashed and was restarted resumes without waiting. A taker on another host, or where
+  ``/proc`` tells nothing, waits for staleness;
 - **fence**: :meth:`Lease.check` runs before every commit and refuses to commit when the
   file names another owner (this one was paused past its timeout and taken over);
 - **release**: :meth:`Lease.release` (``KeyedStateOperator.close``, or the interpreter's
@@ -33,12 +40,14 @@ import threading
 import time
 import uuid
 import weakref
+from pathlib import Path
 from typing import Any, Callable
 
 from sparkbalance.state.durability.manifest import CheckpointError
 from sparkbalance.state.durability.store import error_cause
 
-__all__ = ["Lease", "LeaseError", "LEASE", "DEFAULT_LEASE_TIMEOUT", "check_lease_timeout"]
+__all__ = ["Lease", "LeaseError", "LEASE", "DEFAULT_LEASE_TIMEOUT", "check_lease_timeout",
+           "this_process", "owner_gone"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -58,6 +67,73 @@ def check_lease_timeout(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"lease_timeout={value!r}; expected seconds > 0")
     return float(value)
+
+
+def _process_start(pid: int) -> tuple[str, str] | None:
+    """``(state, start time)`` of process ``pid`` from ``/proc/<pid>/stat`` (the start in
+    clock ticks since boot, field 22); None when there is no such process (or no /proc)."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_bytes()
+    except (OSError, ValueError):
+        return None
+    # the command name (field 2) may hold spaces and parentheses: count after the last ')'
+    rest = stat[stat.rindex(b")") + 2:].split()
+    return rest[0].decode(), rest[19].decode()
+
+
+def this_process() -> dict[str, str]:
+    """What names this process on its host beyond its pid: the kernel's boot id, the pid
+    namespace and the process's start time (Linux ``/proc``; empty elsewhere).
+
+    Examples
+    --------
+    >>> sorted(this_process())                  # doctest: +SKIP
+    ['boot', 'pidns', 'started']
+    """
+    out: dict[str, str] = {}
+    try:
+        out["boot"] = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        out["pidns"] = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return {}
+    own = _process_start(os.getpid())
+    if own is not None:
+        out["started"] = own[1]
+    return out
+
+
+def owner_gone(rec: dict, here: dict[str, str] | None = None) -> str | None:
+    """Why the owner a lease record names is provably gone, or None when it may be alive.
+
+    Provable only on the owner's own host (same host name, boot id and pid namespace):
+    its pid runs no process, a zombie, or a process started at another time (the pid was
+    reused). Anywhere else (another host, or no ``/proc``) None: only a stale heartbeat
+    tells then.
+
+    Examples
+    --------
+    >>> owner_gone({"host": "elsewhere", "pid": 1, "boot": "b"}, {"boot": "b"}) is None
+    True
+    """
+    here = this_process() if here is None else here
+    if (rec.get("host") != socket.gethostname() or not here.get("boot")
+            or rec.get("boot") != here["boot"] or rec.get("pidns") != here.get("pidns")):
+        return None
+    try:
+        pid = int(rec["pid"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if pid == os.getpid():
+        return None                          # this process: alive by definition
+    now = _process_start(pid)
+    if now is None:
+        return f"its process {pid} is gone"
+    state, started = now
+    if state in ("Z", "X"):
+        return f"its process {pid} has exited"
+    if rec.get("started") and started != rec["started"]:
+        return f"pid {pid} now names another process"
+    return None
 
 
 class Lease:
@@ -88,11 +164,14 @@ class Lease:
         # back (a released directory would then look held by this owner until stale).
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._process = this_process()
+        #: seconds the last :meth:`acquire` took (lease handling of a start or restart)
+        self.acquire_seconds: float | None = None
 
     # ------------------------------------------------------------------ file
     def _record(self) -> dict:
         return {"owner": self.owner, "host": socket.gethostname(), "pid": os.getpid(),
-                "heartbeat": self.clock(), "timeout": self.timeout}
+                **self._process, "heartbeat": self.clock(), "timeout": self.timeout}
 
     def _encode(self) -> bytes:
         return json.dumps(self._record(), sort_keys=True).encode()
@@ -123,7 +202,15 @@ class Lease:
     # ------------------------------------------------------------------ protocol
     def acquire(self) -> None:
         """Take the lease, or raise :class:`LeaseError` (held by a live owner) or
-        :class:`CheckpointError` (the directory cannot be written)."""
+        :class:`CheckpointError` (the directory cannot be written). How long it took is
+        ``acquire_seconds``, also logged (INFO)."""
+        t0 = time.monotonic()
+        self._acquire()
+        self.acquire_seconds = time.monotonic() - t0
+        _LOG.info("sparkbalance: lease on %s acquired in %.3f s", self.store.display(),
+                  self.acquire_seconds)
+
+    def _acquire(self) -> None:
         where = self.store.display()
         for _ in range(4):
             try:
@@ -142,15 +229,19 @@ class Lease:
                 self.held = True
                 self._start()
                 return
+            why = "its heartbeat is stale"
             if self.clock() - float(cur["heartbeat"]) <= float(cur["timeout"]):
-                raise LeaseError(f"checkpoint_dir {where} is in use by {self._describe(cur)}; "
-                                 "one operator per checkpoint_dir (close() the other, or "
-                                 "give this one another directory)")
-            self._take_over(cur)
+                why = owner_gone(cur, self._process)
+                if why is None:
+                    raise LeaseError(f"checkpoint_dir {where} is in use by "
+                                     f"{self._describe(cur)}; one operator per "
+                                     "checkpoint_dir (close() the other, or give this one "
+                                     "another directory)")
+            self._take_over(cur, why)
         raise LeaseError(f"checkpoint_dir {where}: could not take the lease (other operators "
                          "are starting on it at the same time)")
 
-    def _take_over(self, stale: dict) -> None:
+    def _take_over(self, stale: dict, why: str) -> None:
         aside = f"{LEASE}.stale-{self.owner}"
         if not self.store.rename(LEASE, aside):
             return                            # another taker moved it first
@@ -161,8 +252,8 @@ class Lease:
                 self.store.rename(aside, LEASE)
             raise LeaseError(f"checkpoint_dir {self.store.display()} is in use by "
                              f"{self._describe(moved)}")
-        _LOG.warning("sparkbalance: taking over the stale lease of %s on %s",
-                     self._describe(stale), self.store.display())
+        _LOG.warning("sparkbalance: taking over the lease of %s on %s: %s",
+                     self._describe(stale), self.store.display(), why)
         self.store.remove(aside)
 
     def check(self) -> None:

@@ -1,18 +1,21 @@
-"""Undo a batch (or a ``scale()``) whose commit failed: the operator is not advanced.
+"""Undo a batch (or a move) whose commit failed: the operator is not advanced.
 
-A batch changes the operator in memory (state, sequence number, last batch id, records,
-cached RDDs) before its checkpoint commits; when the commit fails (a read-only or full
-directory, a lost lease) a retry of the same batch on the same object must apply it once.
-:class:`Snapshot` keeps the listed attributes as they were before the batch and puts them
-back; lists are restored in place (a caller's reference to ``op.history`` stays valid),
-and the cache bookkeeping object is copied with its lists so that the RDDs cached for the
-failed batch are released and those of the state before it stay cached (its cache is
-released only after the commit: see ``KeyedStateOperator._record``).
+A batch changes the operator in memory (its position, records, kept outputs, cached RDDs)
+before its checkpoint commits; when the commit fails (a read-only or full directory, a lost
+lease) a retry of the same batch on the same object must apply it once. A
+:class:`Snapshot` is the value each part gives before the batch and takes back after a
+failure: the operator's :class:`~sparkbalance.state.position.Position` (frozen), the marks
+of its records part (put back into the same lists: a caller's reference to ``op.history``
+stays valid) and of its durability part, and a copy of the cache bookkeeping with its lists, so
+that the RDDs cached for the failed batch are released and those of the state before it
+stay cached (its cache is released only after the commit: see
+``KeyedStateOperator._record``).
 """
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Snapshot"]
 
@@ -27,47 +30,59 @@ def _rdds_of(obj: Any) -> list[Any]:
     return found
 
 
+def _cache_copy(cache: Any) -> Any:
+    """A copy of the cache bookkeeping whose lists are its own (the live one's grow)."""
+    if cache is None:
+        return None
+    saved = copy.copy(cache)
+    for k, v in vars(cache).items():
+        if isinstance(v, list):
+            setattr(saved, k, list(v))
+    return saved
+
+
+@dataclass(frozen=True)
 class Snapshot:
-    """Attributes ``fields`` of ``obj`` (and ``cache``, the name of its cache-bookkeeping
-    attribute) as they are now.
+    """The operator's parts as they were: a value taken before a batch or a move, put back
+    after a failure.
+
+    Parameters
+    ----------
+    position : the operator's position (a frozen value, put back as it is).
+    records : the records part's mark (:meth:`~sparkbalance.state.ledger.Ledger.mark`).
+    commits : the durability part's mark (what it had committed and kept).
+    cache : a copy of the cache bookkeeping (:meth:`take` makes it).
 
     Examples
     --------
-    >>> class Op: pass
-    >>> op = Op(); op.seq, op.history = 3, [1]
-    >>> snap = Snapshot(op, ("seq", "history"))
-    >>> op.seq = 4; op.history.append(2)
-    >>> snap.restore(op); op.seq, op.history
-    (3, [1])
+    >>> class Cache:
+    ...     def __init__(self): self._held = []
+    >>> live = Cache()
+    >>> snap = Snapshot.take(position=3, records=("b0",), cache=live)
+    >>> live._held.append("rdd")
+    >>> snap.position, snap.records, snap.restore_cache(live)._held
+    (3, ('b0',), [])
     """
 
-    def __init__(self, obj: Any, fields: Iterable[str], cache: str | None = None) -> None:
-        self._values: dict[str, Any] = {}
-        for f in fields:
-            v = getattr(obj, f)
-            self._values[f] = (v, list(v)) if isinstance(v, list) else (v, None)
-        self._cache_name = cache
-        if cache is not None:
-            live = getattr(obj, cache)
-            saved = copy.copy(live)
-            for k, v in vars(live).items():
-                if isinstance(v, list):
-                    setattr(saved, k, list(v))
-            self._cache = saved
+    position: Any
+    records: Any = None
+    commits: Any = None
+    cache: Any = None
 
-    def restore(self, obj: Any) -> None:
-        """Put the attributes back; release RDDs cached since the snapshot."""
-        for f, (v, items) in self._values.items():
-            if items is not None:
-                v[:] = items
-            setattr(obj, f, v)
-        if self._cache_name is not None:
-            live = getattr(obj, self._cache_name)
-            keep = {id(r) for r in _rdds_of(self._cache)}
-            for r in _rdds_of(live):
-                if id(r) not in keep:
-                    try:
-                        r.unpersist()
-                    except Exception:  # noqa: BLE001 - releasing is best effort
-                        pass
-            setattr(obj, self._cache_name, self._cache)
+    @classmethod
+    def take(cls, position: Any, records: Any = None, commits: Any = None,
+             cache: Any = None) -> "Snapshot":
+        """The snapshot of these parts now (the cache bookkeeping copied with its lists)."""
+        return cls(position, records, commits, _cache_copy(cache))
+
+    def restore_cache(self, live: Any) -> Any:
+        """Release the RDDs ``live`` cached since the snapshot; return the cache bookkeeping
+        to use from now on (a copy of the one taken: the snapshot stays as it was)."""
+        keep = {id(r) for r in _rdds_of(self.cache)}
+        for r in _rdds_of(live):
+            if id(r) not in keep:
+                try:
+                    r.unpersist()
+                except Exception:  # noqa: BLE001 - releasing is best effort
+                    pass
+        return _cache_copy(self.cache)

@@ -127,8 +127,9 @@ def check_files(store: Any, name: str, table: FileTable) -> None:
 
 
 def _verifier(store: Any, name: str, table: FileTable, num_physical: int,
-              check: Callable[[int, bytes], Any] | None) -> Callable:
-    """The per-partition check of frames read back: ``(pid, frames) -> frames``."""
+              check: Callable[[int, bytes], Any] | None, kind: str = "state") -> Callable:
+    """The per-partition check of frames read back: ``(pid, frames) -> frames``; a bad
+    file is named as a ``kind`` file ("state" or "outputs")."""
     if len(table) != num_physical:
         raise ValueError(f"{store.display(name)}: the manifest lists {len(table)} part files; "
                          f"the layout has {num_physical} partitions")
@@ -147,13 +148,13 @@ def _verifier(store: Any, name: str, table: FileTable, num_physical: int,
             raise
         except Exception as e:  # noqa: BLE001 - unpickling garbage: name the file
             raise ValueError(f"{where}/{part_name(pid)}: unreadable ({type(e).__name__}: "
-                             f"{e}; the state file is corrupt)") from e
+                             f"{e}; the {kind} file is corrupt)") from e
         digest, n = frames_digest(frames)
         want_digest, want_n = expected[pid]
         if (digest, n) != (want_digest, want_n):
             raise ValueError(f"{where}/{part_name(pid)}: checksum {digest[:12]}... of {n} "
                              f"frames; the manifest records {want_digest[:12]}... of {want_n} "
-                             "(the state file is corrupt)")
+                             f"(the {kind} file is corrupt)")
         if check is not None:
             for f in frames:
                 check(pid, f)
@@ -163,13 +164,14 @@ def _verifier(store: Any, name: str, table: FileTable, num_physical: int,
 
 
 def read_frames(sc: Any, store: Any, name: str, table: FileTable, num_physical: int,
-                check: Callable[[int, bytes], Any] | None = None) -> Any:
+                check: Callable[[int, bytes], Any] | None = None, kind: str = "state") -> Any:
     """The frames of ``name`` as an RDD of ``num_physical`` partitions (lazy): partition
     ``pid`` holds the frames written from partition ``pid``, verified against ``table``'s
     digest (all frames of the partition before the first is passed on) and by
     ``check(pid, frame)``. A mismatch raises ``ValueError`` naming the part file in the
-    job that reads it. Reads through a shuffle (any file split), so it needs no bridge."""
-    verify = _verifier(store, name, table, num_physical, check)
+    job that reads it (as a ``kind`` file: "state" or "outputs"). Reads through a shuffle
+    (any file split), so it needs no bridge."""
+    verify = _verifier(store, name, table, num_physical, check, kind)
     return as_frames(sc.pickleFile(store.uri(name)).partitionBy(num_physical, lambda p: p)
                      .mapPartitionsWithIndex(verify, preservesPartitioning=True))
 

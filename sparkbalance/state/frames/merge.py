@@ -6,6 +6,12 @@ which hold several frames, or which a riding migration
 (:class:`~sparkbalance.state.frames.moves.Move`) changes are decoded and re-pickled —
 every other frame passes through as bytes. The fold itself is :func:`sparkbalance.state.frames.blocks.merge_blocks`.
 
+:func:`merge_partition` is the per-partition hot path, in named steps that each pass over
+their input once: sort the partition's frames (:func:`_read_frames`), apply a riding
+migration (:func:`_drop_leaving`, :func:`_take_arrivals`), cut the batch by key group, then
+per group either pass the frame on or fold the batch into its block, while
+:class:`_PartitionStats` adds the group to the statistics frame.
+
 Pure Python (no pyspark): runs inside executors and in unit tests.
 """
 from __future__ import annotations
@@ -60,6 +66,45 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     >>> [chr(x[0]) for x in out], frame_payload(out[1])
     (['S', 'O', 'T'], [('a', 3)])
     """
+    by_group, batch, carried = _read_frames(pid, frames, chunked)
+    # Entries decoded in this pass outside the batch fold: the stays of frames that lost
+    # entries, and the arrivals (routing table). Their groups are re-pickled.
+    extra: dict[int, dict] = {}
+    moved: tuple[int, int, float] = (0, 0, 0.0)
+    if move is not None:
+        moved_out = _drop_leaving(pid, by_group, move, extra)
+        moved = (moved_out, *_take_arrivals(pid, by_group, carried, num_groups, extra))
+    elif carried:
+        raise RuntimeError(f"partition {pid} received {len(carried)} migrating items but no "
+                           "migration rides in this batch")
+    batch_of = _by_group(batch, num_groups)
+    expire_before = None if fold.window is None else seq - fold.window
+    stats = _PartitionStats(num_groups, per_group, watch)
+    outputs: list = []
+    for g in sorted(set(by_group) | set(batch_of) | set(extra)):
+        fhs = by_group.get(g, [])
+        bsub = batch_of.get(g)
+        if (bsub is None and len(fhs) == 1 and g not in extra
+                and not _expiring(fhs, expire_before)):
+            f, h = fhs[0]
+            yield f                 # untouched: passes through as bytes
+            stats.passed(g, f, h)
+            continue
+        block = _group_block(pid, g, fhs, extra.get(g))
+        block, outs, (_, keys, c, mem, nk) = merge_blocks(pid, block, bsub or {}, fold, seq)
+        outputs.extend(outs)
+        if block:
+            yield state_frame(g, block)
+        stats.merged(g, keys, c, mem, nk)
+    yield data_frame(TAG_OUTPUTS, outputs, nkeys=len(outputs))
+    yield stats.frame(pid, moved)
+
+
+def _read_frames(pid: int, frames: Iterable[bytes], chunked: bool
+                 ) -> tuple[dict[int, list[tuple[bytes, Header]]], dict, list]:
+    """The partition's state frames by group, the batch block ``{key: [values]}`` and the
+    items a riding migration carried here; a partition without exactly one batch block
+    (or, ``chunked``, with a ``B`` frame) is a ``RuntimeError``."""
     by_group: dict[int, list[tuple[bytes, Header]]] = defaultdict(list)
     batch: dict | None = {} if chunked else None
     carried: list = []
@@ -81,131 +126,164 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
             raise RuntimeError(f"partition {pid} holds a {chr(h.tag)!r} frame in its state")
     if batch is None:
         raise RuntimeError(f"partition {pid} received no batch block; expected exactly one")
-    # Entries decoded in this pass outside the batch fold: the stays of frames that lost
-    # entries, and the arrivals (routing table). Their groups are re-pickled.
-    extra: dict[int, dict] = {}
-    moved_out = moved_in = 0
-    bytes_in = 0.0
-    if move is not None:
-        for g in [g for g in by_group if move.marked(pid, g)]:
-            kept: list[tuple[bytes, Header]] = []
-            for f, h in by_group[g]:
-                if move.g2p is not None:
-                    if int(move.g2p[g]) != pid:
-                        moved_out += h.nkeys
-                    else:
-                        kept.append((f, h))
-                    continue
-                block = frame_block(f, h)
-                if move.leaving is not None:
-                    n = len(block)
-                    for k in move.leaving.get((pid, g), ()):
-                        block.pop(k, None)
-                    stays = block
-                    moved_out += n - len(stays)
+    return by_group, batch, carried
+
+
+def _drop_leaving(pid: int, by_group: dict[int, list[tuple[bytes, Header]]], move: Move,
+                  extra: dict[int, dict]) -> int:
+    """Drop what leaves ``pid`` from the frames ``move`` marks: whole frames (key groups),
+    else the leaving entries, the stays going to ``extra``. Returns the count that left."""
+    moved_out = 0
+    for g in [g for g in by_group if move.marked(pid, g)]:
+        kept: list[tuple[bytes, Header]] = []
+        for f, h in by_group[g]:
+            if move.g2p is not None:
+                if int(move.g2p[g]) != pid:
+                    moved_out += h.nkeys
                 else:
-                    fn = move.fn
-                    stays = {k: e for k, e in block.items() if fn(k) == pid}
-                    moved_out += len(block) - len(stays)
-                _add_entries(extra, g, stays, pid)
-            if kept:
-                by_group[g] = kept
+                    kept.append((f, h))
+                continue
+            block = frame_block(f, h)
+            if move.leaving is not None:
+                n = len(block)
+                for k in move.leaving.get((pid, g), ()):
+                    block.pop(k, None)
+                stays = block
+                moved_out += n - len(stays)
             else:
-                del by_group[g]
-        arrivals: dict = {}
-        for item in carried:
-            if item[0] == "f":
-                f = item[1]
-                h = header(f)
-                by_group[h.group].append((f, h))
-                moved_in += h.nkeys
-                bytes_in += h.nbytes
-            else:
-                _, k, e = item
-                if k in arrivals:
-                    raise RuntimeError(f"key {k!r} arrived twice at partition {pid}; the "
-                                       "migration is inconsistent")
-                arrivals[k] = e
-                moved_in += 1
-                bytes_in += float(e[1])
-        if arrivals:
-            akeys = list(arrivals)
-            for k, g in zip(akeys, key_groups(akeys, num_groups).tolist()):
-                _add_entries(extra, g, {k: arrivals[k]}, pid)
-    elif carried:
-        raise RuntimeError(f"partition {pid} received {len(carried)} migrating items but no "
-                           "migration rides in this batch")
-    bkeys = list(batch)
-    bgroups = key_groups(bkeys, num_groups).tolist() if bkeys else []
-    batch_of: dict[int, dict] = defaultdict(dict)
-    for k, g in zip(bkeys, bgroups):
-        batch_of[g][k] = batch[k]
-    expire_before = None if fold.window is None else seq - fold.window
-    watch_groups = None
-    if watch is not None and not per_group:
-        watch_groups = set(key_groups(list(watch), num_groups).tolist()) if watch else set()
-    outputs: list = []
-    s_keys: list = []
-    s_cost: list = []
-    s_mem: list = []
-    g_cost = np.zeros(num_groups) if per_group else None
-    g_mem = np.zeros(num_groups) if per_group else None
-    nkeys, total = 0, 0.0
-    for g in sorted(set(by_group) | set(batch_of) | set(extra)):
-        fhs = by_group.get(g, [])
-        fs = [f for f, _ in fhs]
-        bsub = batch_of.get(g)
-        expiring = expire_before is not None and any(0 <= h.oldest <= expire_before
-                                                     for _, h in fhs)
-        if bsub is None and not expiring and len(fs) == 1 and g not in extra:
-            h = fhs[0][1]
-            yield fs[0]
-            nkeys += h.nkeys
-            total += h.nbytes
-            if per_group:
-                g_mem[g] += h.nbytes
-            elif watch_groups is None or g in watch_groups:
-                keys, sizes = frame_index(fs[0], h)
-                if watch_groups is not None:
-                    sel = [i for i, k in enumerate(keys) if k in watch]
-                    keys, sizes = [keys[i] for i in sel], sizes[sel]
-                s_keys.extend(keys)
-                s_cost.append(np.zeros(len(keys)))
-                s_mem.append(sizes)
-            continue
-        block = union_block(fs, g) if fs else {}
-        more = extra.get(g)
-        if more:
-            both = block.keys() & more.keys()
-            if both:
-                raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} are stored twice in "
-                                   f"key group {g} of partition {pid}; the state layout is "
-                                   "inconsistent")
-            block.update(more)
-        block, outs, (_, keys, c, mem, nk) = merge_blocks(pid, block, bsub or {}, fold, seq)
-        outputs.extend(outs)
-        if block:
-            yield state_frame(g, block)
-        nkeys += nk
-        total += float(mem.sum())
-        if per_group:
-            g_cost[g] += c.sum()
-            g_mem[g] += mem.sum()
+                fn = move.fn
+                stays = {k: e for k, e in block.items() if fn(k) == pid}
+                moved_out += len(block) - len(stays)
+            _add_entries(extra, g, stays, pid)
+        if kept:
+            by_group[g] = kept
         else:
-            if watch is not None:
-                sel = [i for i, k in enumerate(keys) if c[i] > 0 or k in watch]
-                keys, c, mem = [keys[i] for i in sel], c[sel], mem[sel]
-            s_keys.extend(keys)
-            s_cost.append(c)
-            s_mem.append(mem)
-    yield data_frame(TAG_OUTPUTS, outputs, nkeys=len(outputs))
-    moved = (moved_out, moved_in, bytes_in)
-    if per_group:
-        stats = (pid, None, g_cost, g_mem, nkeys, total) + moved
-    else:
-        stats = (pid, s_keys, np.concatenate(s_cost) if s_cost else np.zeros(0),
-                 np.concatenate(s_mem) if s_mem else np.zeros(0), nkeys, total) + moved
-    yield data_frame(TAG_STATS, stats, nkeys=nkeys)
+            del by_group[g]
+    return moved_out
+
+
+def _take_arrivals(pid: int, by_group: dict[int, list[tuple[bytes, Header]]],
+                   carried: list, num_groups: int, extra: dict[int, dict]
+                   ) -> tuple[int, float]:
+    """Take in the carried items: whole frames join ``by_group``, entries go to ``extra``
+    by their key group. Returns (keys in, Σ S(k) in), counted before the batch folds."""
+    moved_in, bytes_in = 0, 0.0
+    arrivals: dict = {}
+    for item in carried:
+        if item[0] == "f":
+            f = item[1]
+            h = header(f)
+            by_group[h.group].append((f, h))
+            moved_in += h.nkeys
+            bytes_in += h.nbytes
+        else:
+            _, k, e = item
+            if k in arrivals:
+                raise RuntimeError(f"key {k!r} arrived twice at partition {pid}; the "
+                                   "migration is inconsistent")
+            arrivals[k] = e
+            moved_in += 1
+            bytes_in += float(e[1])
+    if arrivals:
+        akeys = list(arrivals)
+        for k, g in zip(akeys, key_groups(akeys, num_groups).tolist()):
+            _add_entries(extra, g, {k: arrivals[k]}, pid)
+    return moved_in, bytes_in
+
+
+def _by_group(batch: dict, num_groups: int) -> dict[int, dict]:
+    """The batch block cut by key group: ``{group: {key: [values]}}``."""
+    bkeys = list(batch)
+    batch_of: dict[int, dict] = defaultdict(dict)
+    if bkeys:
+        for k, g in zip(bkeys, key_groups(bkeys, num_groups).tolist()):
+            batch_of[g][k] = batch[k]
+    return batch_of
+
+
+def _expiring(fhs: list[tuple[bytes, Header]], expire_before: int | None) -> bool:
+    """A frame of the group holds a window segment at or before ``expire_before``."""
+    return expire_before is not None and any(0 <= h.oldest <= expire_before
+                                             for _, h in fhs)
+
+
+def _group_block(pid: int, g: int, fhs: list[tuple[bytes, Header]], more: dict | None
+                 ) -> dict:
+    """Group ``g``'s entries decoded: its frames' and the ``more`` decoded by the move."""
+    block = union_block([f for f, _ in fhs], g) if fhs else {}
+    if more:
+        both = block.keys() & more.keys()
+        if both:
+            raise RuntimeError(f"keys {sorted(map(repr, both))[:5]} are stored twice in "
+                               f"key group {g} of partition {pid}; the state layout is "
+                               "inconsistent")
+        block.update(more)
+    return block
+
+
+class _PartitionStats:
+    """The statistics (``T``) frame of a partition, added to group by group: per key (the
+    batch's keys and the watched ones) or per group (``per_group``)."""
+
+    __slots__ = ("per_group", "watch", "watch_groups", "keys", "cost", "mem", "g_cost",
+                 "g_mem", "nkeys", "total")
+
+    def __init__(self, num_groups: int, per_group: bool, watch: frozenset | None) -> None:
+        self.per_group = per_group
+        self.watch = watch
+        self.watch_groups: set | None = None
+        if watch is not None and not per_group:
+            self.watch_groups = (set(key_groups(list(watch), num_groups).tolist()) if watch
+                                 else set())
+        self.keys: list = []
+        self.cost: list = []
+        self.mem: list = []
+        self.g_cost = np.zeros(num_groups) if per_group else None
+        self.g_mem = np.zeros(num_groups) if per_group else None
+        self.nkeys, self.total = 0, 0.0
+
+    def passed(self, g: int, f: bytes, h: Header) -> None:
+        """Group ``g``'s one frame passed on unread: sizes from its header, and per key its
+        index, read only if it may hold a watched key."""
+        self.nkeys += h.nkeys
+        self.total += h.nbytes
+        if self.per_group:
+            self.g_mem[g] += h.nbytes
+        elif self.watch_groups is None or g in self.watch_groups:
+            keys, sizes = frame_index(f, h)
+            if self.watch_groups is not None:
+                sel = [i for i, k in enumerate(keys) if k in self.watch]
+                keys, sizes = [keys[i] for i in sel], sizes[sel]
+            self.keys.extend(keys)
+            self.cost.append(np.zeros(len(keys)))
+            self.mem.append(sizes)
+
+    def merged(self, g: int, keys: list, c: np.ndarray, mem: np.ndarray, nk: int) -> None:
+        """Group ``g`` folded with the batch: its keys' costs and sizes (per key, those the
+        batch touched or the planner watches)."""
+        self.nkeys += nk
+        self.total += float(mem.sum())
+        if self.per_group:
+            self.g_cost[g] += c.sum()
+            self.g_mem[g] += mem.sum()
+            return
+        if self.watch is not None:
+            sel = [i for i, k in enumerate(keys) if c[i] > 0 or k in self.watch]
+            keys, c, mem = [keys[i] for i in sel], c[sel], mem[sel]
+        self.keys.extend(keys)
+        self.cost.append(c)
+        self.mem.append(mem)
+
+    def frame(self, pid: int, moved: tuple[int, int, float]) -> bytes:
+        """The ``T`` frame: ``(pid, keys, cost, memory, nkeys, total_bytes) + moved``."""
+        if self.per_group:
+            stats = (pid, None, self.g_cost, self.g_mem, self.nkeys, self.total) + moved
+        else:
+            stats = (pid, self.keys,
+                     np.concatenate(self.cost) if self.cost else np.zeros(0),
+                     np.concatenate(self.mem) if self.mem else np.zeros(0),
+                     self.nkeys, self.total) + moved
+        return data_frame(TAG_STATS, stats, nkeys=self.nkeys)
 
 
 def _add_entries(extra: dict[int, dict], g: int, entries: dict, pid: int) -> None:

@@ -1,0 +1,77 @@
+"""The one job of a keyed-state batch: run the merge, cache it, collect its statistics.
+
+:func:`run_merge` runs a batch's merged RDD
+(:class:`~sparkbalance.state.frames.framed_state.Merged`) in one Spark job under the
+operator's job group, with the cache bookkeeping around it
+(:class:`~sparkbalance.state.frames.caching.BatchCache`): the merged RDD is persisted (its
+lineage cut every ``truncate_every`` batches), the state carried by a riding migration is
+cut after the job, and what the batch holds is handed to the cache only once the job ran
+(a failed job releases them; the operator's rollback does the rest). A riding migration
+is checked: the keys that left must be the keys that arrived.
+"""
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+from sparkbalance.spark.session.jobs import sparkbalance_job_group
+from sparkbalance.state.frames.caching import BatchCache
+from sparkbalance.state.frames.framed_state import Merged
+
+__all__ = ["MergeRun", "run_merge"]
+
+
+class MergeRun(NamedTuple):
+    """What one batch's merge job returned and took."""
+
+    stats: list[tuple]         # per-partition statistics (:meth:`Merged.stats`)
+    merge_seconds: float       # the job's wall time
+    keys_moved: int            # keys (or key groups) a riding migration moved (0: none)
+    bytes_moved: float         # their Σ S(k) (0.0 without a riding migration)
+    seconds: float             # wall time up to the cache handover (the migration's)
+
+
+def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *,
+              truncated: bool, rebasing: bool) -> MergeRun:
+    """Run ``merged`` (one job in job group ``group``, described as ``description``).
+
+    ``truncated``: cut the merged RDD's lineage (every ``truncate_every`` batches);
+    ``rebasing``: the state is based on each commit's files, so neither the merged RDD nor
+    a riding migration's carried state is cut. A migration whose keys out and in differ
+    is a ``RuntimeError`` (the state stays as before the batch).
+
+    Examples
+    --------
+    >>> run = run_merge(merged, op_cache, "group", "batch 3", truncated=False,
+    ...                 rebasing=False)                             # doctest: +SKIP
+    >>> run.keys_moved                                              # doctest: +SKIP
+    0
+    """
+    cache.persist(merged.rdd, truncated)
+    if merged.moves and not rebasing:
+        cache.cut(merged.carried)
+    t0 = time.perf_counter()
+    got, nbytes = 0, 0.0
+    try:
+        with sparkbalance_job_group(cache.sc, group, description):
+            stats = merged.stats()
+        if merged.moves:
+            out, got, nbytes = Merged.moved(stats)
+            if out != got:
+                raise RuntimeError(f"migration moved {out} keys out but {got} arrived; "
+                                   "refusing the new layout (state kept as before)")
+    except BaseException:
+        merged.rdd.unpersist()
+        if merged.moves:
+            merged.carried.unpersist()
+        raise
+    merge_s = time.perf_counter() - t0
+    cache.begin(merged.rdd, truncated)
+    if merged.moves:
+        # A truncated merge no longer reads the carried state; else keep it until the
+        # next truncation (a recomputation of this batch reads it, not the old state).
+        if truncated or rebasing:
+            cache.hold(merged.carried)
+        else:
+            cache.keep_until_truncation(merged.carried)
+    return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0)
