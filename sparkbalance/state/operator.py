@@ -1,32 +1,17 @@
 """KeyedStateOperator: keyed state across batches, rebalanced by moving only the delta.
 
-Per batch (Fang et al. §4, Fig. 5), :meth:`KeyedStateOperator.process` is four steps:
-**merge** — the batch is routed with the layout ``F`` and merged into the state frames,
-narrow on the state (:meth:`~sparkbalance.state.frames.framed_state.FramedState.merge`); a
-layout ``F'`` the previous batch decided rides in the same shuffle (only the keys with
-``F'(k) != F(k)`` move, no job of their own); **measure** — one job runs the merge and
-collects per-key (or per-group) costs and sizes (:mod:`~sparkbalance.state.merge_job`);
-**decide** — λ > 1 + θ? then the planner gives ``F'`` for the next batch
-(:class:`~sparkbalance.state.control.controller.Controller`); **record** — a
-:class:`~sparkbalance.state.control.records.BatchRecord` and, with a ``checkpoint_dir``, a
-commit.
+Per batch (Fang et al. §4, Fig. 5) :meth:`KeyedStateOperator.process` merges the batch into
+the state frames (a decided layout rides in the same shuffle), measures the loads in that one
+job, decides (λ > 1 + θ and the payoff model) and records, with a commit when there is a
+``checkpoint_dir``. The operator holds its parts as objects, none holding it: the
+:class:`~sparkbalance.state.position.Position` (a value replaced as the stream advances), the
+cache bookkeeping, the controller, the :class:`~sparkbalance.state.ledger.Ledger`, the
+:class:`~sparkbalance.state.durability.keeper.CheckpointKeeper`, the views, rescaling and
+forecasting; a failed batch or move is undone from a
+:class:`~sparkbalance.state.durability.rollback.Snapshot` (docs/architecture.md draws it).
 
-The operator is its parts, each with its own state and a narrow interface, none holding the
-operator: its :class:`~sparkbalance.state.position.Position` (the state and where the
-stream is: a value, replaced as it advances), the cache bookkeeping
-(:class:`~sparkbalance.state.frames.caching.BatchCache`), the controller, the records
-(:class:`~sparkbalance.state.ledger.Ledger`), durability
-(:class:`~sparkbalance.state.durability.keeper.CheckpointKeeper`: commits, resume, the last
-outputs), the views (:class:`~sparkbalance.state.views.StateViews`), rescaling
-(:class:`~sparkbalance.state.rescaling.Rescaling`, ``scale``) and forecasting
-(:class:`~sparkbalance.state.forecast.Forecasting`, ``rebalance``). A batch or move whose
-commit fails is undone from the :class:`~sparkbalance.state.durability.rollback.Snapshot`
-the parts gave before it.
-
-Long because: the public class docstring documents every parameter (70 lines), and one
-batch's steps, the moves between batches (a pending migration settled, ``scale``,
-``rebalance``) and the snapshot that undoes them touch the same parts, so they stay in the
-class that holds them.
+Long because: the public class docstring documents every parameter (70 lines); the batch's
+steps, the moves between batches and the rollback touch the same parts.
 """
 from __future__ import annotations
 
