@@ -8,7 +8,6 @@ import operator
 import pytest
 from pyspark.sql import functions as F
 
-from sparkbalance import strategies
 from sparkbalance.routing import HashPartitioner
 from sparkbalance.spark import fit as sbfit
 from sparkbalance.spark.diagnose.skew_report import diagnose
@@ -18,19 +17,6 @@ from sparkbalance.spark.sql import join as sbjoin
 from sparkbalance.spark.sql.grouped import COPARTITION_CONF
 
 N = 4
-
-
-@pytest.fixture
-def calls(monkeypatch):
-    """The resolver wrapped: ``calls`` lists the strategy of each call."""
-    seen: list = []
-    real = strategies.resolve
-
-    def counted(strategy=None, params=None, **kw):
-        seen.append(strategy)
-        return real(strategy, params, **kw)
-    monkeypatch.setattr(strategies, "resolve", counted)
-    return seen
 
 
 @pytest.fixture(scope="module")

@@ -17,18 +17,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sparkbalance"
 STATS = KeyStats.from_counts({f"k{i}": (200 if i < 3 else 1 + i % 5) for i in range(120)})
 
 
-@pytest.fixture
-def calls(monkeypatch):
-    seen: list = []
-    real = strategies.resolve
-
-    def counted(strategy=None, params=None, **kw):
-        seen.append(strategy)
-        return real(strategy, params, **kw)
-    monkeypatch.setattr(strategies, "resolve", counted)
-    return seen
-
-
 def test_the_record_is_checked_and_immutable():
     r = strategies.resolve("mixed", {"theta": 0.1})
     assert (r.name, r.kind, r.theta, r.max_table, r.splits_keys) == (
