@@ -68,17 +68,13 @@ BYPASS_MERGE_THRESHOLD: int = 200
 _A1, _B1 = family_constants(GROUP_HASH)
 #: ``stats=MAP_OUTPUT`` asks an RDD adapter for the zero-pass statistics explicitly.
 MAP_OUTPUT = "map-output"
-_available: dict[int, bool] = {}
 _warned = [False]
 
 
 def available(spark_or_sc: Any) -> bool:
-    """True when the JVM holds the bridge's ``MapStats`` class (cached per context)."""
-    sc = spark_context(spark_or_sc)
-    key = id(sc)
-    if key not in _available:
-        _available[key] = bridge_has(sc, MAPSTATS_CLASS)  # brought in if it can be
-    return _available[key]
+    """True when the JVM holds the bridge's ``MapStats`` class: brought in if it can be, and
+    remembered per session by :mod:`~sparkbalance.spark.session.jvm_loader`."""
+    return bridge_has(spark_context(spark_or_sc), MAPSTATS_CLASS)
 
 
 def num_groups_for(num_partitions: int) -> int:
