@@ -26,6 +26,8 @@ from sparkbalance.hashing import validate_key
 
 __all__ = ["as_pairs", "check_pairs", "state_key_error", "nan_in_key"]
 
+_NO_NAN = frozenset({str, int, bytes})
+
 
 def nan_in_key(key: Any) -> str | None:
     """Where ``key`` holds a value not equal to itself: ``"key"``, ``"key[1]"``,
@@ -76,7 +78,8 @@ def check_pairs(it: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
             raise ValueError(f"batch record {rec!r} has {len(rec)} fields; expected a "
                              "(key, value) pair")
         k = rec[0]
-        if k is None or nan_in_key(k) is not None:
+        # str and int keys (the common ones) cannot hold a NaN: no call per record for them
+        if k is None or (type(k) not in _NO_NAN and nan_in_key(k) is not None):
             raise state_key_error(k, f"batch record {rec!r} (record {i} of its input "
                                      "partition)")
         validate_key(k)
