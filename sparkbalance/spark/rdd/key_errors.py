@@ -15,6 +15,18 @@ partition and raises :class:`NotAPairError` when it does not unpack into two, th
 rest on untouched (``itertools.chain``), so it costs nothing per record. A partition whose
 first record is a pair but a later one is not still fails with PySpark's own unpacking error.
 
+On the driver a task's failure comes back as PySpark's ``PythonException``, whose text is the
+executor's traceback (and, in the log, a Java trace per failed task attempt).
+:func:`install_driver_errors` (installed when this module is imported) turns such
+an exception, when its cause is one of the two errors above, into one exception on the
+driver: a :class:`KeyRoutingError` or :class:`NotAPairError` that is also the
+``PythonException`` PySpark raised (code catching either keeps working), whose text is the
+cause's two lines (key, partition, stage, fix) and whose ``executor_error`` keeps the
+executor's full text. What stays out of reach of Python: Spark still logs each failed task
+attempt (``ERROR Executor`` / ``WARN TaskSetManager``) and retries it up to
+``spark.task.maxFailures`` times (1 in local mode, 4 on a cluster) before the job fails;
+docs/troubleshooting.md says how to quiet those lines.
+
 Examples
 --------
 >>> g = KeyGuard(HashPartitioner(4))                         # doctest: +SKIP
@@ -32,7 +44,8 @@ from typing import Any, Callable, Iterable, Iterator
 from sparkbalance.routing.base import partition_func
 
 __all__ = ["KeyRoutingError", "KeyGuard", "VALID_KEYS", "describe_bad_key", "NotAPairError",
-           "check_pairs", "describe_bad_record", "unpacks_into_two", "bad_record_error"]
+           "check_pairs", "describe_bad_record", "unpacks_into_two", "bad_record_error",
+           "cause_in", "install_driver_errors"]
 
 #: What every partition function of sparkbalance routes.
 VALID_KEYS = ("None, int, str, bytes, float, bool, Decimal, date, datetime, time, timedelta, "
@@ -237,3 +250,121 @@ def bad_record_error(kv: Any, route: Callable[[Any], Any], f: Any) -> Exception 
     except (TypeError, ValueError) as refused:
         return KeyRoutingError(describe_bad_key(kv[0], f, refused))
     return None
+
+
+#: The errors a task may fail with that :func:`install_driver_errors` raises on the driver.
+_CAUSES = (KeyRoutingError, NotAPairError)
+#: Where the cause's text ends in a ``PythonException``'s message (Spark 4 appends the SQL
+#: state; a Java trace starts with a tab).
+_TEXT_ENDS = (" SQLSTATE", "\tat ", "JVM stacktrace:")
+
+
+def cause_in(text: str) -> tuple[type, str] | None:
+    """The sparkbalance error class and its message found in a task failure's ``text``
+    (the executor's traceback as PySpark reports it), or None.
+
+    Examples
+    --------
+    >>> tb = ("Traceback (most recent call last):\\n  File ...\\n"
+    ...       "sparkbalance.spark.rdd.key_errors.NotAPairError: sparkbalance: records must "
+    ...       "be (key, value) pairs; partition 3 got a <class 'int'>: 5\\n"
+    ...       "  Key the RDD first.\\n SQLSTATE: 38000")
+    >>> cls, message = cause_in(tb)
+    >>> cls.__name__, message.splitlines()[1]
+    ('NotAPairError', '  Key the RDD first.')
+    """
+    for cls in _CAUSES:
+        at = text.rfind(f"{cls.__module__}.{cls.__name__}: ")
+        if at < 0:
+            continue
+        lines = text[at:].split(": ", 1)[1].splitlines()
+        kept = [lines[0]]
+        for line in lines[1:]:
+            if not line.strip() or line.startswith(_TEXT_ENDS):
+                break
+            kept.append(line)
+        return cls, "\n".join(kept)
+    return None
+
+
+#: ``{(cause class, PySpark's exception class): the class raised on the driver}``.
+_DRIVER_CLASSES: dict[tuple[type, type], type] = {}
+
+
+def _driver_error(converted: BaseException) -> BaseException | None:
+    found = cause_in(str(getattr(converted, "_desc", None) or converted))
+    if found is None:
+        return None
+    cause, message = found
+    key = (cause, type(converted))
+    cls = _DRIVER_CLASSES.get(key)
+    if cls is None:
+        cls = _DRIVER_CLASSES[key] = type(cause.__name__, (cause, type(converted)), {
+            "__module__": __name__, "__str__": lambda self: self.args[0],
+            "__doc__": f"{cause.__name__} raised on an executor, as PySpark's "
+                       f"{type(converted).__name__} (catch either)."})
+    err = cls.__new__(cls, message)
+    err.__dict__.update(converted.__dict__)
+    err.args = (message + "\n  (met in a Spark task; the task's full failure is this "
+                "exception's executor_error)",)
+    err.executor_error = str(converted)
+    return err
+
+
+#: Causes looked through for a task's PythonException (a SparkException wraps it once or
+#: twice when the job was awaited in the JVM).
+_CAUSE_DEPTH = 4
+
+
+def _python_cause(e: Any) -> Any:
+    """The ``org.apache.spark.api.python.PythonException`` among the causes of the Java
+    exception ``e``, or None."""
+    try:
+        cause = e.getCause()
+        for _ in range(_CAUSE_DEPTH):
+            if cause is None:
+                return None
+            if cause.getClass().getName() == "org.apache.spark.api.python.PythonException":
+                return cause
+            cause = cause.getCause()
+    except Exception:  # noqa: BLE001 - not a py4j Java exception: nothing to look through
+        return None
+    return None
+
+
+def install_driver_errors() -> None:
+    """Make PySpark raise a task's :class:`KeyRoutingError` / :class:`NotAPairError` as such
+    on the driver (once per process; a no-op where PySpark has no exception conversion).
+
+    PySpark turns a failed job's Java exception into a Python one in
+    ``pyspark.errors.exceptions.captured.convert_exception``; this wraps that function so a
+    ``PythonException`` whose cause is one of ours comes back as :func:`_driver_error`'s
+    exception, and every other exception unchanged.
+    """
+    try:
+        from pyspark.errors.exceptions import captured
+    except ImportError:   # pragma: no cover - PySpark < 3.4
+        return
+    original = captured.convert_exception
+    if getattr(original, "_sparkbalance", False):
+        return
+
+    def convert_exception(e: Any) -> Any:
+        converted = original(e)
+        clear = None
+        if isinstance(converted, captured.PythonException):
+            clear = _driver_error(converted)
+        else:   # a job run from the JVM (the bridge's map stage) wraps the task's failure
+            cause = _python_cause(e)
+            if cause is not None:
+                clear = _driver_error(original(cause))
+        return converted if clear is None else clear
+
+    convert_exception._sparkbalance = True  # type: ignore[attr-defined]
+    captured.convert_exception = convert_exception
+
+
+# On import: the RDD adapters import this module before their first job, and a job run from
+# the JVM (the zero-pass map stage) creates no guard, so KeyGuard.of alone would be too late
+# there. Harmless where it runs without a driver (an executor never converts py4j errors).
+install_driver_errors()
