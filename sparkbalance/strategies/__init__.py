@@ -187,8 +187,12 @@ def get(name: str) -> Strategy:
         key = _ALIASES.get(key, key)
         if key in _REGISTRY:
             return _REGISTRY[key]
-    valid = ", ".join(list(_REGISTRY) + list(_ALIASES))
-    raise ValueError(f"strategy={name!r}; expected one of {valid}")
+    # the state-only names are offered apart: an adapter refuses them (resolve)
+    valid = ", ".join([s.name for s in _R if not s.state_only]
+                      + [a for a, s in _ALIASES.items() if not _REGISTRY[s].state_only])
+    state = ", ".join(s.name for s in _R if s.state_only)
+    raise ValueError(f"strategy={name!r}; expected one of {valid} (keyed state only, as "
+                     f"KeyedStateOperator(planner=...): {state})")
 
 
 def _named_params(func: Any, skip: tuple[str, ...]) -> tuple[set[str], bool]:
