@@ -3,7 +3,7 @@
 
 ``submit-args`` prints the ``spark-submit`` arguments that ship this installation.
 ``diagnose PATH --key COL`` prints a skew report of a Parquet/CSV file
-(:mod:`sparkbalance.spark.diagnose.skew_report`). ``demo`` runs the demos of :mod:`sparkbalance.demo` in
+(:mod:`sparkbalance.spark.diagnose.cli`). ``demo`` runs the demos of :mod:`sparkbalance.demo` in
 this process. ``reproduce PAPER``
 runs the reproduction of one paper's tables and figures
 (:mod:`sparkbalance.bench.reproduce`) in this process, plots under ``--out``. ``bench`` runs the
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = _bench_parser(sub)
     _reproduce_parser(sub)
     try:
-        from sparkbalance.spark.diagnose.skew_report import add_cli  # no pyspark import until the command runs
+        from sparkbalance.spark.diagnose.cli import add_cli  # no pyspark import until it runs
     except ImportError:   # numpy missing: submit-args needs none of it
         add_cli = None
     if add_cli is not None:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "diagnose":
         if forwarded:
             parser.error(f"unrecognized arguments: -- {' '.join(forwarded)}")
-        from sparkbalance.spark.diagnose.skew_report import run_cli
+        from sparkbalance.spark.diagnose.cli import run_cli
         return run_cli(args)
     if args.command == "reproduce":
         if forwarded:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import collections
 import functools
+import sys
+import time
 
 import pytest
 from pyspark.sql import functions as F
@@ -101,3 +103,41 @@ def test_bad_calls_are_refused(known, sc):
         sb.diagnose(known, "k", num_partitions=0)
     with pytest.raises(ValueError, match="first element"):
         sb.diagnose(sc.parallelize([(1, 1)]), "k")
+    with pytest.raises(ValueError, match="keyed state only") as info:
+        sb.diagnose(known, "k", strategies=["bogus"])
+    offered = str(info.value).split("(keyed state only")[0]   # what the adapters take
+    assert "mixed" in offered and "mtm" not in offered and "correlation" not in offered
+
+
+def test_advice_names_calls_of_the_diagnosed_api(known, sc):
+    """A DataFrame's report advises DataFrame calls; a pair RDD's, RDD calls."""
+    r = sb.diagnose(known, "k", num_partitions=N)
+    assert r.recommended != "spark"
+    assert r.advice.startswith(f"sb.group_by(df, 'k', num_partitions={N}, strategy=")
+    assert "sb.repartition(df, 4, 'k'" in r.advice and f"use: {r.advice}" in str(r)
+    # key 7 holds 39% of the rows: no key-grouping placement reaches balance, and the report
+    # says what may split it, in DataFrame calls
+    assert "sb.join(df, other, on, strategy='split')" in r.reason
+    assert "reduce_by_key" not in str(r) and "partition_by" not in str(r)
+    pairs = sc.parallelize([("hot", 1)] * 300 + [(f"k{i}", 1) for i in range(300)], 3)
+    rr = sb.diagnose(pairs, num_partitions=N)
+    assert rr.source == "rdd" and rr.advice.startswith(f"sb.partition_by(rdd, {N}, strategy=")
+    assert "sb.reduce_by_key(rdd, f, n, strategy='pkg')" in rr.reason
+    assert "sb.group_by" not in str(rr)
+
+
+def test_plot_without_matplotlib_fails_before_spark_is_asked(known, tmp_path, monkeypatch,
+                                                             capsys):
+    data = tmp_path / "data.csv"
+    data.write_text("k,v\n1,2\n")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)   # as where it is not installed
+    started = time.monotonic()
+    assert main(["diagnose", str(data), "--key", "k", "--plot", str(tmp_path / "p.png")]) == 2
+    assert time.monotonic() - started < 5
+    err = capsys.readouterr().err
+    assert "--plot" in err and "pip install 'sparkbalance[plot]'" in err
+    assert main(["diagnose", str(tmp_path / "nope.csv"), "--key", "k"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    r = sb.diagnose(known, "k", num_partitions=N, strategies=["hash"])
+    with pytest.raises(ImportError, match=r"sparkbalance\[plot\]"):
+        r.plot()

@@ -28,7 +28,6 @@ Examples
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -43,7 +42,7 @@ from sparkbalance.spark.diagnose.loads import df_loads, rdd_loads
 from sparkbalance.spark.sql.route import NULL_PARTITION
 
 __all__ = ["SkewReport", "PartitionLoads", "diagnose", "evaluate", "fit_all", "report",
-           "TOP_KEYS", "TIE_TOLERANCE", "BALANCED_ENOUGH", "KEEP", "add_cli", "run_cli"]
+           "TOP_KEYS", "TIE_TOLERANCE", "BALANCED_ENOUGH", "KEEP", "check_plot"]
 
 #: Keys listed in the report.
 TOP_KEYS = 10
@@ -85,6 +84,8 @@ class SkewReport:
     placements : ``{strategy: PartitionLoads}`` of the key-grouping strategies.
     partitioners : ``{strategy: PartitionFunction}`` they were fitted to.
     recommended, reason : the advice: a strategy name, or :data:`KEEP` ("spark").
+    source : ``"dataframe"`` or ``"rdd"``: what was diagnosed, so the advice names calls
+        of that API (:attr:`advice`).
     """
 
     keys: list[str]
@@ -99,11 +100,34 @@ class SkewReport:
     partitioners: dict[str, PartitionFunction] = field(repr=False)
     recommended: str
     reason: str
+    source: str = "dataframe"
 
     @property
     def chosen(self) -> PartitionLoads:
         """The recommended placement (``"spark"``: keep plain Spark's)."""
         return self.spark if self.recommended == KEEP else self.placements[self.recommended]
+
+    @property
+    def advice(self) -> str:
+        """The call that places the data as recommended, in the diagnosed input's API.
+
+        Examples
+        --------
+        >>> r = report(KeyStats.from_counts({"a": 6, "b": 2}), np.array([8.0, 0.0]),
+        ...            {"hash": np.array([6.0, 2.0])}, {}, keys=["user"])
+        >>> r.advice
+        "sb.group_by(df, 'user', num_partitions=2, strategy='hash') or sb.repartition(df, 2, 'user', strategy='hash')"
+        """
+        n, name = self.num_partitions, self.recommended
+        if name == KEEP:
+            return ("keep Spark's own groupBy/repartition" if self.source == "dataframe"
+                    else "keep Spark's own partitionBy/reduceByKey")
+        if self.source == "rdd":
+            return (f"sb.partition_by(rdd, {n}, strategy={name!r}) or "
+                    f"sb.reduce_by_key(rdd, f, {n}, strategy={name!r})")
+        cols = ", ".join(repr(k) for k in self.keys)
+        return (f"sb.group_by(df, {cols}, num_partitions={n}, strategy={name!r}) or "
+                f"sb.repartition(df, {n}, {cols}, strategy={name!r})")
 
     @property
     def speedup(self) -> float:
@@ -128,19 +152,22 @@ class SkewReport:
             mark = "  <- recommended" if name == self.recommended else ""
             lines.append(f"    {name:<{w - 2}}{p.max_over_avg:8.2f}{mark}")
         lines += [f"  predicted speed-up of the slowest task: {self.speedup:.2f}x",
-                  f"  recommendation: {self.recommended} - {self.reason}"]
+                  f"  recommendation: {self.recommended} - {self.reason}",
+                  f"  use: {self.advice}"]
         return "\n".join(lines)
 
     def plot(self, path: str | None = None) -> Any:
         """Rows per partition (plain Spark vs recommended) and the top keys' shares.
 
-        Needs matplotlib (the ``plot`` extra). Returns the ``matplotlib.figure.Figure``;
+        Needs matplotlib (the ``plot`` extra; without it an ``ImportError`` saying so,
+        :func:`check_plot` asks before a run). Returns the ``matplotlib.figure.Figure``;
         saves it to ``path`` when given.
 
         Examples
         --------
         >>> report.plot("skew.png")                                       # doctest: +SKIP
         """
+        check_plot()
         from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
         fig = Figure(figsize=(11, 4), layout="constrained")
         ax, ax2 = fig.subplots(1, 2, width_ratios=[2, 1])
@@ -163,6 +190,19 @@ class SkewReport:
         if path:
             fig.savefig(path, dpi=110)
         return fig
+
+
+def check_plot() -> None:
+    """Refuse plotting at once when matplotlib is missing (before a run, not after it).
+
+    Examples
+    --------
+    >>> check_plot()                 # with the ``plot`` extra installed   # doctest: +SKIP
+    """
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError("plotting the skew report needs matplotlib: pip install "
+                          "'sparkbalance[plot]' (or matplotlib)")
 
 
 def evaluate(stats: KeyStats, num_partitions: int, spark_partition: Sequence[int] | np.ndarray,
@@ -242,12 +282,13 @@ def _fit(stats: KeyStats, n: int, records: Sequence[Any]) -> dict[str, Partition
 
 def report(stats: KeyStats, spark_loads: np.ndarray, loads: dict[str, np.ndarray],
            fitted: dict[str, PartitionFunction], *, null_rows: float = 0,
-           keys: Sequence[str] = ("key",)) -> SkewReport:
+           keys: Sequence[str] = ("key",), source: str = "dataframe") -> SkewReport:
     """The report from rows per partition of each placement (null-key rows included).
 
     ``stats`` lists the heaviest keys (bounded statistics: the rest in ``tail_count`` and
     ``num_distinct``); ``spark_loads`` and ``loads[name]`` are the rows per partition of
-    plain Spark's hash and of each fitted function.
+    plain Spark's hash and of each fitted function; ``source`` (``"dataframe"`` or
+    ``"rdd"``) picks the API the advice names.
 
     Examples
     --------
@@ -272,14 +313,26 @@ def report(stats: KeyStats, spark_loads: np.ndarray, loads: dict[str, np.ndarray
     placements = {name: PartitionLoads(name, np.asarray(x, dtype=float))
                   for name, x in loads.items()}
     spark_p = PartitionLoads("spark", spark_loads)
-    best, reason = _recommend(spark_p, placements, bound, top)
+    if source not in _SPLIT_ADVICE:
+        raise ValueError(f"source={source!r}; expected one of {', '.join(_SPLIT_ADVICE)}")
+    best, reason = _recommend(spark_p, placements, bound, top, source)
     distinct = int(round(stats.distinct)) + (1 if null_rows else 0)
     return SkewReport(list(keys), n, int(round(total)), int(null_rows), distinct, top, bound,
-                      spark_p, placements, fitted, best, reason)
+                      spark_p, placements, fitted, best, reason, source)
+
+
+#: What may split a hot key, in each API (a key-grouping placement cannot).
+_SPLIT_ADVICE = {
+    "dataframe": "joins: sb.join(df, other, on, strategy='split'); window functions: "
+                 "sb.with_window_columns(df, ...); a groupBy().agg already combines a key "
+                 "map-side, so only a costly step per group (applyInPandas) stays bound",
+    "rdd": "aggregations: sb.reduce_by_key(rdd, f, n, strategy='pkg'); joins: "
+           "sb.join(rdd, other, n, strategy='pkg')",
+}
 
 
 def _recommend(spark: PartitionLoads, placements: dict[str, PartitionLoads], bound: float,
-               top: list) -> tuple[str, str]:
+               top: list, source: str = "dataframe") -> tuple[str, str]:
     lowest = min(p.max_over_avg for p in placements.values())
     ranked = sorted(placements, key=lambda s: (_PREFERENCE.index(s) if s in _PREFERENCE
                                                else len(_PREFERENCE)))
@@ -294,8 +347,8 @@ def _recommend(spark: PartitionLoads, placements: dict[str, PartitionLoads], bou
     if got <= bound * BALANCED_ENOUGH and bound > 1.5 and top:
         k, _, share = top[0]
         why += (f"; key {k!r} alone holds {100 * share:.1f}% of the rows, so no key-grouping "
-                "placement can do better: an operation that may split a key would (joins: "
-                "join_df(strategy='split'); aggregations: reduce_by_key(strategy='pkg'))")
+                f"placement can do better: an operation that may split a key would "
+                f"({_SPLIT_ADVICE[source]})")
     return best, why
 
 
@@ -337,7 +390,7 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
         stats = key_stats(data, *keys, max_keys=max_keys)
         fitted = _fit(stats, n, records)
         spark, loads, nulls = df_loads(data, keys, n, fitted)
-        names = list(keys)
+        names, source = list(keys), "dataframe"
     else:
         from sparkbalance.spark.rdd.keystats import exact_counts, top_counts
         if keys:
@@ -351,45 +404,5 @@ def diagnose(data: Any, *keys: str, num_partitions: int | None = None,
         stats = top_counts(live, max_keys) if max_keys is not None else exact_counts(live)
         fitted = _fit(stats, n, records)
         spark, loads, nulls = rdd_loads(data, n, fitted)
-        names = ["key"]
-    return report(stats, spark, loads, fitted, null_rows=nulls, keys=names)
-
-
-def add_cli(sub: Any) -> argparse.ArgumentParser:
-    """Register ``diagnose PATH --key COL [--partitions N]`` on an argparse subparsers."""
-    p = sub.add_parser("diagnose", help="skew report of a Parquet/CSV file's keys",
-                       description="One statistics pass over PATH: rows and distinct keys, "
-                                   "top keys, the lower bound, the max/avg load of plain "
-                                   "Spark hash partitioning and of every key-grouping "
-                                   "strategy, and a recommendation.")
-    p.add_argument("path", metavar="PATH", help="a Parquet file/folder or a CSV file")
-    p.add_argument("--key", action="append", required=True, metavar="COL",
-                   help="key column (repeat for a multi-column key)")
-    p.add_argument("--partitions", type=int, default=None, metavar="N",
-                   help="partitions to plan for (default spark.sql.shuffle.partitions)")
-    p.add_argument("--format", choices=["auto", "parquet", "csv"], default="auto")
-    p.add_argument("--plot", metavar="PNG", help="also save the plot here (matplotlib)")
-    p.add_argument("--master", default="local[*]", help="Spark master (local[*])")
-    return p
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """Run the ``diagnose`` command; prints the report, returns 0."""
-    import os
-    import sys
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master(args.master).appName("sparkbalance-diagnose")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    fmt = args.format
-    if fmt == "auto":
-        fmt = "csv" if str(args.path).lower().endswith((".csv", ".csv.gz")) else "parquet"
-    reader = spark.read.option("header", True).option("inferSchema", True)
-    df = reader.csv(args.path) if fmt == "csv" else spark.read.parquet(args.path)
-    report = diagnose(df, *args.key, num_partitions=args.partitions)
-    print(report)
-    if args.plot:
-        report.plot(args.plot)
-        print(f"plot: {args.plot}")
-    return 0
+        names, source = ["key"], "rdd"
+    return report(stats, spark, loads, fitted, null_rows=nulls, keys=names, source=source)
