@@ -33,7 +33,7 @@ TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_state_cache.py tests/spark/test_state_datapath.py \
             tests/spark/test_state_forecast.py integration/test_ui35.py
 
-.PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist clean
+.PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist docs clean
 
 setup: $(STAMP) $(JAR)
 
@@ -86,7 +86,7 @@ $(STAMP35): | $(PY35)
 test-spark35: $(STAMP35) $(JAR)
 	PYTHONPATH=$(CURDIR) $(PY35) -m pytest $(PYTEST_FLAGS) $(TESTS35)
 
-# dist/: the wheel (with the bridge jar as package data), the sdist (sources, jvm_bridge/
+# dist/: the wheel (with the bridge jar as package data), the sdist (sources, the jar prebuilt, jvm_bridge/
 # sources, tests) and the --py-files zip for spark-submit.
 dist: setup
 	$(PY) -m pip install --quiet build
@@ -94,6 +94,12 @@ dist: setup
 	SPARKBALANCE_BUILD_PYTHON=$(abspath $(PY)) SPARKBALANCE_REQUIRE_JAR=1 \
 	    $(PY) -m build --sdist --wheel --outdir dist .
 	$(PY) -c "import sparkbalance as sb; print(sb.pyfiles_zip(f'dist/sparkbalance-{sb.__version__}-pyfiles.zip'))"
+
+# The API reference, generated from the docstrings by pdoc (the docs extra) into build/api/
+# (not in git): open build/api/index.html.
+docs: setup
+	$(PY) -m pip install --quiet "pdoc>=15"
+	$(PY) tools/api_docs.py build/api
 
 bench: setup
 	$(PY) -m sparkbalance bench $(BENCH_ARGS)
