@@ -11,9 +11,10 @@ What it shows
     before the batch runs. The final state equals a plain count.
 
 How to run
-    From the repository root: ``.venv/bin/python examples/keyed_state_stream.py``
-    (or ``PYTHONPATH=. python examples/keyed_state_stream.py``). Finishes in seconds on
-    ``local[2]``. Pass ``checkpoint_dir=`` to the operator to make it restartable.
+    ``python examples/keyed_state_stream.py`` where sparkbalance is installed (from a checkout:
+    ``.venv/bin/python examples/keyed_state_stream.py``, or ``PYTHONPATH=. python ...``). Needs
+    PySpark 3.5 or 4.x and Java 17, nothing else. Finishes in seconds on ``local[2]``.
+    Pass ``checkpoint_dir=`` to the operator to make it restartable.
 """
 from __future__ import annotations
 

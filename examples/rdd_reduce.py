@@ -8,9 +8,9 @@ What it shows
     returns the fitted partition function itself, so you can see where the keys go.
 
 How to run
-    From the repository root, with the package importable (``make setup`` once, then
-    ``.venv/bin/python examples/rdd_reduce.py``; or ``PYTHONPATH=. python examples/...``).
-    Finishes in a few seconds on ``local[2]``.
+    ``python examples/rdd_reduce.py`` where sparkbalance is installed (from a checkout:
+    ``.venv/bin/python examples/rdd_reduce.py``, or ``PYTHONPATH=. python ...``). Needs
+    PySpark 3.5 or 4.x and Java 17, nothing else. Finishes in seconds on ``local[2]``.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ What it shows
     keys are sent less often to it.
 
 How to run
-    From the repository root: ``.venv/bin/python examples/time_aware_weights.py``
-    (or ``PYTHONPATH=. python examples/time_aware_weights.py``). Finishes in seconds on
-    ``local[2]``.
+    ``python examples/time_aware_weights.py`` where sparkbalance is installed (from a checkout:
+    ``.venv/bin/python examples/time_aware_weights.py``, or ``PYTHONPATH=. python ...``). Needs
+    PySpark 3.5 or 4.x and Java 17, nothing else. Finishes in seconds on ``local[2]``.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every script in ``examples/`` runs inside the shared session and checks its own result.
+"""Every script in ``examples/`` runs inside the shared session and checks its own result;
+so does the quickstart's first balanced job (docs/quickstart.md).
 
 Each example exposes ``main(spark=None)``; given the session it neither creates nor stops
 one. New examples are picked up by the glob below.
@@ -9,11 +10,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame
-
-#: Examples of the DataFrame adapters, which place rows with ``DataFrame.repartitionById``
-#: (Spark >= 4.1).
-NEEDS_REPARTITION_BY_ID = {"dataframe_groupby_join"}
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.py"))
 
 
@@ -31,10 +28,17 @@ def test_the_examples_are_there():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs(spark, path):
-    if path.stem in NEEDS_REPARTITION_BY_ID and not hasattr(DataFrame, "repartitionById"):
-        pytest.skip("DataFrame adapters need DataFrame.repartitionById (Spark >= 4.1)")
     module = _load(path)
     assert module.__doc__ and "How to run" in module.__doc__, "say what it shows and how to run it"
     module.main(spark)          # each example asserts its result against plain Spark
     assert not spark.sparkContext._jsc.sc().isStopped(), "an example must not stop the session"
 
+
+
+def test_the_quickstarts_first_balanced_job_runs(spark):
+    """docs/quickstart.md section 3, as written (its getOrCreate returns this session)."""
+    text = (ROOT / "docs" / "quickstart.md").read_text()
+    section = text.split("## 3.", 1)[1].split("## 4.", 1)[0]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/quickstart.md", "exec"), {})
+    assert not spark.sparkContext._jsc.sc().isStopped()
