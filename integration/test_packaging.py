@@ -14,15 +14,18 @@ jar in it to begin with) and installed with ``--no-deps`` into one fresh virtual
   with compiling turned off (as on a machine without a JDK) still holds it (~30 s);
 * ``pip install -e .``: the installed package uses the checkout's ``jvm_bridge/build`` jar
   (~10 s);
-* no JDK: the build goes on without the jar and prints why (``pip -v`` shows it), or fails
-  with ``SPARKBALANCE_REQUIRE_JAR=1`` (~20 s).
+* no JDK (a PATH without javac): the build goes on without the jar and prints why (``pip
+  -v`` shows it), or fails with ``SPARKBALANCE_REQUIRE_JAR=1`` (~20 s).
+
+The times are on an idle 2-core machine; under load they stretch several-fold. Only the
+first build runs in pip's build isolation (the path a user takes); the others reuse this
+interpreter's setuptools (``--no-build-isolation``), which changes nothing the jar depends on.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import venv
 import zipfile
@@ -34,6 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 JAR = "sparkbalance/jars/sparkbalance-bridge.jar"
 BUILT = Path("jvm_bridge") / "build" / "sparkbalance-bridge.jar"
 pytestmark = pytest.mark.slow
+#: The builds after the first (which shows pip's isolated build fetching PySpark) reuse the
+#: fresh environment's setuptools (``builder``): a build environment each costs ~10-20 s and
+#: proves nothing more about the jar.
+_NO_ISOLATION = ("--no-build-isolation",)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -86,6 +93,13 @@ def env_py(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def builder(env_py) -> Path:
+    """The fresh environment with the build tools, for the builds without isolation."""
+    _run([env_py, "-m", "pip", "install", "--quiet", "build", "setuptools>=64", "wheel"])
+    return env_py
+
+
+@pytest.fixture(scope="module")
 def outside(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("elsewhere")
 
@@ -106,9 +120,9 @@ def test_pip_install_dot_compiles_the_jar_with_pyspark_fetched_for_the_build(
 
 
 def test_the_wheel_holds_the_jar_and_an_installed_wheel_finds_it(
-        installed, checkout, env_py, outside, tmp_path):
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", tmp_path,
-          checkout], env=_env(SPARKBALANCE_REQUIRE_JAR="1"))
+        installed, checkout, env_py, builder, outside, tmp_path):
+    _run([builder, "-m", "pip", "wheel", "--quiet", "--no-deps", *_NO_ISOLATION,
+          "-w", tmp_path, checkout], env=_env(SPARKBALANCE_REQUIRE_JAR="1"))
     (wheel,) = tmp_path.glob("sparkbalance-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert JAR in names
@@ -126,31 +140,34 @@ def test_the_wheel_holds_the_jar_and_an_installed_wheel_finds_it(
 
 
 def test_the_sdist_ships_the_jar_prebuilt_and_its_wheel_needs_no_jdk(
-        installed, checkout, env_py, tmp_path):
-    _run([env_py, "-m", "pip", "install", "--quiet", "build"])
-    _run([env_py, "-m", "build", "--sdist", "--outdir", tmp_path, checkout],
-         env=_env(SPARKBALANCE_REQUIRE_JAR="1"))
+        installed, checkout, builder, tmp_path):
+    _run([builder, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check",
+          "--outdir", tmp_path, checkout], env=_env(SPARKBALANCE_REQUIRE_JAR="1"))
     (sdist,) = tmp_path.glob("sparkbalance-*.tar.gz")
     names = tarfile.open(sdist).getnames()
     top = names[0].split("/")[0]
     assert f"{top}/{BUILT.as_posix()}" in names and f"{top}/tools/build_jar.py" in names
     assert not any(n.endswith(".class") or "__pycache__" in n for n in names)
     # as where no JDK is: compiling off, the prebuilt jar goes into the wheel
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", tmp_path,
-          sdist], env=_env(SPARKBALANCE_COMPILE="0", SPARKBALANCE_REQUIRE_JAR="1"))
+    _run([builder, "-m", "pip", "wheel", "--quiet", "--no-deps", *_NO_ISOLATION,
+          "-w", tmp_path, sdist], env=_env(SPARKBALANCE_COMPILE="0",
+                                           SPARKBALANCE_REQUIRE_JAR="1"))
     (wheel,) = tmp_path.glob("sparkbalance-*.whl")
     assert JAR in zipfile.ZipFile(wheel).namelist()
 
 
-def test_an_editable_install_uses_the_checkouts_jar(installed, checkout, env_py, outside):
-    _run([env_py, "-m", "pip", "install", "--quiet", "--no-deps", "-e", checkout])
+def test_an_editable_install_uses_the_checkouts_jar(installed, checkout, env_py, builder,
+                                                    outside):
+    _run([builder, "-m", "pip", "install", "--quiet", "--no-deps", *_NO_ISOLATION, "-e",
+          checkout])
     try:
         assert _jar_of(env_py, outside) == str(checkout / BUILT)
     finally:
         _run([env_py, "-m", "pip", "uninstall", "--quiet", "--yes", "sparkbalance"])
 
 
-def test_without_a_jdk_the_build_says_so_or_fails_when_the_jar_is_required(tmp_path):
+def test_without_a_jdk_the_build_says_so_or_fails_when_the_jar_is_required(builder,
+                                                                            tmp_path):
     bare = _copy_checkout(tmp_path / "bare")
     no_jdk = tmp_path / "bin"            # a PATH with bash and git but no javac
     no_jdk.mkdir()
@@ -158,13 +175,14 @@ def test_without_a_jdk_the_build_says_so_or_fails_when_the_jar_is_required(tmp_p
         if shutil.which(tool):
             (no_jdk / tool).symlink_to(shutil.which(tool))
     env = _env(PATH=str(no_jdk))
-    out = _run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", tmp_path,
-                bare], env=env)
+    out = _run([builder, "-m", "pip", "wheel", "-v", "--no-deps", *_NO_ISOLATION,
+                "-w", tmp_path, bare], env=env)
     said = out.stdout + out.stderr
     assert "WITHOUT its JVM bridge jar" in said and "no javac" in said, said[-3000:]
     (wheel,) = tmp_path.glob("sparkbalance-*.whl")
     assert JAR not in zipfile.ZipFile(wheel).namelist()
-    failed = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp_path / "w2",
-                   bare], env=dict(env, SPARKBALANCE_REQUIRE_JAR="1"), ok=False)
+    failed = _run([builder, "-m", "pip", "wheel", "--no-deps", *_NO_ISOLATION,
+                   "-w", tmp_path / "w2", bare], env=dict(env, SPARKBALANCE_REQUIRE_JAR="1"),
+                  ok=False)
     assert failed.returncode != 0
     assert "SPARKBALANCE_REQUIRE_JAR=1" in failed.stdout + failed.stderr
