@@ -296,13 +296,17 @@ def _driver_error(converted: BaseException) -> BaseException | None:
     if found is None:
         return None
     cause, message = found
-    key = (cause, type(converted))
+    # Always PySpark's PythonException, whatever ``converted`` is: PySpark 3.5 converts a
+    # job's failure to an UnknownException, which its handler re-raises as the raw
+    # Py4JJavaError (Java trace and all); the captured state (_desc, _origin...) is shared.
+    from pyspark.errors.exceptions.captured import PythonException
+    key = (cause, PythonException)
     cls = _DRIVER_CLASSES.get(key)
     if cls is None:
-        cls = _DRIVER_CLASSES[key] = type(cause.__name__, (cause, type(converted)), {
+        cls = _DRIVER_CLASSES[key] = type(cause.__name__, (cause, PythonException), {
             "__module__": __name__, "__str__": lambda self: self.args[0],
             "__doc__": f"{cause.__name__} raised on an executor, as PySpark's "
-                       f"{type(converted).__name__} (catch either)."})
+                       "PythonException (catch either)."})
     err = cls.__new__(cls, message)
     err.__dict__.update(converted.__dict__)
     err.args = (message + "\n  (met in a Spark task; the task's full failure is this "
