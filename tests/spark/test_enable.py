@@ -36,7 +36,7 @@ def _colliding_ints(count: int, n: int = N) -> list[int]:
 @pytest.fixture(scope="module")
 def skewed(spark):
     hot = _colliding_ints(3)   # three keys of 25 % each, all on Spark's partition of the first
-    rows = [(hot[i % 3] if i % 4 else 1000 + i % 97, i) for i in range(1200)]
+    rows = [(hot[i % 3] if i % 4 else 1000 + i % 13, i) for i in range(1200)]
     return spark.createDataFrame(rows, "k int, v long").repartition(3).cache()
 
 

@@ -17,7 +17,7 @@ _EXPORTS = {
     "is_enabled": "sparkbalance.spark.enable.install",
     "is_installed": "sparkbalance.spark.enable.install",
     "decisions": "sparkbalance.spark.enable.hooks",
-    "Decision": "sparkbalance.spark.enable.hooks",
+    "EnableDecision": "sparkbalance.spark.enable.hooks",
     "predicted_gain": "sparkbalance.spark.enable.check",
 }
 __all__ = sorted(_EXPORTS)

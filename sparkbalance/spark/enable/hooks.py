@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 from sparkbalance.spark.enable import check
 from sparkbalance.spark.session import conf
 
-__all__ = ["Decision", "decisions", "dataframe_hooks", "grouped_hooks", "rdd_hooks",
+__all__ = ["EnableDecision", "decisions", "dataframe_hooks", "grouped_hooks", "rdd_hooks",
            "KEYS_ATTR"]
 
 _LOG = logging.getLogger("sparkbalance.enable")
@@ -44,7 +44,7 @@ _OWN = ("sparkbalance", "pyspark", "py4j")
 
 
 @dataclass(frozen=True)
-class Decision:
+class EnableDecision:
     """One intercepted call: what it was, what the check saw, which way it went."""
 
     call: str                 # "DataFrame.repartition", "GroupedData.applyInPandas", ...
@@ -56,10 +56,10 @@ class Decision:
     reason: str
 
 
-_DECISIONS: collections.deque[Decision] = collections.deque(maxlen=100)
+_DECISIONS: collections.deque[EnableDecision] = collections.deque(maxlen=100)
 
 
-def decisions() -> list[Decision]:
+def decisions() -> list[EnableDecision]:
     """The last 100 decisions of the session-wide mode, oldest first.
 
     Examples
@@ -70,7 +70,7 @@ def decisions() -> list[Decision]:
     return list(_DECISIONS)
 
 
-def _record(d: Decision) -> None:
+def _record(d: EnableDecision) -> None:
     _DECISIONS.append(d)
     _LOG.info("%s(%s, n=%d): %s (%s; gain %s over %d sampled rows)", d.call, ", ".join(d.keys),
               d.num_partitions, "balanced" if d.balanced else "plain", d.reason,
@@ -125,18 +125,18 @@ def _decide(data: Any, call: str, cols: Sequence[Any], n: int, sample: Callable[
         tokens, homes = sample(rows)
         gain = check.predicted_gain(tokens, homes, n)
     except Exception as exc:  # the check is an optimisation: never the reason a job fails
-        _record(Decision(call, keys, n, False, None, 0, f"check failed: {exc!r:.200}"))
+        _record(EnableDecision(call, keys, n, False, None, 0, f"check failed: {exc!r:.200}"))
         _LOG.warning("%s: the skew check failed (%r); running plain Spark", call, exc)
         return plain
     sampled = len(homes)
     if sampled < check.MIN_SAMPLE_ROWS:
-        _record(Decision(call, keys, n, False, gain, sampled, "too few rows to judge"))
+        _record(EnableDecision(call, keys, n, False, gain, sampled, "too few rows to judge"))
         return plain
     if gain < 1.0 + min_gain:
-        _record(Decision(call, keys, n, False, gain, sampled, f"gain below 1 + {min_gain:g}"))
+        _record(EnableDecision(call, keys, n, False, gain, sampled, f"gain below 1 + {min_gain:g}"))
         return plain
     out = balanced()
-    _record(Decision(call, keys, n, True, gain, sampled, f"gain >= 1 + {min_gain:g}"))
+    _record(EnableDecision(call, keys, n, True, gain, sampled, f"gain >= 1 + {min_gain:g}"))
     return out
 
 
@@ -149,10 +149,10 @@ def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Any,
         kc = key_columns(df, cols)
         sqlhash.check_key_columns(kc.df, kc.names)
     except (TypeError, ValueError) as exc:
-        _record(Decision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
+        _record(EnableDecision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
         return plain
     if check.has_shuffle(df):
-        _record(Decision(call, keys, n, False, None, 0,
+        _record(EnableDecision(call, keys, n, False, None, 0,
                          "input is a shuffle's output: even a sample would cost a full pass"))
         return plain
     return _decide(df, call, cols, n, lambda rows: check.sample_dataframe(df, cols, n, rows),

@@ -30,6 +30,9 @@ DataFrame adapters (which need one partition per key) then use the default, ``au
 say so once in the log. The same value in ``spark.sparkbalance.dataframe.strategy`` is an
 error. Every error about a value read from the conf names its key, before any job runs.
 
+Long because: the one table of keys with a parser per key (each error naming its key) and
+the per-API rule sit together, so no adapter reads a key another way.
+
 ``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
 routing-table planners) and to the keyed state; :func:`resolve_record` adds them to those
 strategies' parameters and refuses unknown parameters (``TypeError``) before any Spark job
