@@ -91,13 +91,14 @@ def predicted_gain(tokens: Sequence[Any] | np.ndarray, homes: Sequence[int] | np
 
 
 def _tokens(tokens: Sequence[Any] | np.ndarray) -> np.ndarray:
-    arr = np.asarray(tokens)
-    if arr.dtype == object or arr.ndim != 1:
-        # arbitrary hashable keys (an RDD's): number them by first appearance
-        index: dict[Any, int] = {}
-        return np.fromiter((index.setdefault(t, len(index)) for t in tokens), dtype=np.int64,
-                           count=len(tokens))
-    return arr
+    """Tokens as an array ``np.unique`` can sort: as given when numeric, else arbitrary
+    hashable keys (an RDD's) numbered by first appearance."""
+    if isinstance(tokens, np.ndarray) and tokens.dtype != object and tokens.ndim == 1:
+        return tokens
+    index: dict[Any, int] = {}
+    items = list(tokens)
+    return np.fromiter((index.setdefault(t, len(index)) for t in items), dtype=np.int64,
+                       count=len(items))
 
 
 def partitions_to_read(num_input: int, rows: int) -> tuple[list[int], int]:
