@@ -1,9 +1,11 @@
 """The skew check of the session-wide mode: does balancing this call pay?
 
-One small Spark job reads a bounded prefix of the call's input — at most
-``spark.sparkbalance.check.sampleRows`` rows (default 2048), a few rows from each of up to
-:data:`MAX_CHECK_PARTITIONS` input partitions spread over the input — and returns, per
-sampled row, a token of its key and the partition **Spark itself** would send it to:
+A small Spark job reads a bounded prefix of the call's input — at most
+``spark.sparkbalance.check.sampleRows`` rows (default 2048): for an RDD a few rows from each
+of up to :data:`MAX_CHECK_PARTITIONS` input partitions spread over the input; for a
+DataFrame the first rows of its first partitions, read in the JVM without a Python worker
+(Spark's ``limit``) — and returns, per sampled row, a token of its key and the partition
+**Spark itself** would send it to:
 ``pmod(hash(keys), n)`` for a DataFrame (Spark's hash partitioning, Murmur3 seed 42) and
 ``portable_hash(key) % n`` for an RDD (PySpark's default ``partitionFunc``). No full pass:
 a task stops reading its partition after its share of rows. From that sample
@@ -142,14 +144,19 @@ def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> tuple[list, np.ndarr
 
 def sample_dataframe(df: "DataFrame", cols: Sequence[Any], num_partitions: int,
                      rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(key tokens, homes)`` of a bounded prefix sample of ``df``'s key columns: the
-    token is ``xxhash64(keys)``, the home Spark's ``pmod(hash(keys), n)``."""
+    """``(key tokens, homes)`` of the first ``rows`` rows of ``df``'s key columns: the token
+    is ``xxhash64(keys)``, the home Spark's ``pmod(hash(keys), n)``.
+
+    Runs in the JVM only (no Python worker): Spark's ``limit`` then ``collect`` reads the
+    first input partition, then 4 times as many, ... until it has ``rows`` rows
+    (``spark.sql.limit.scaleUpFactor``), so a large input is read for a prefix only.
+    """
     from pyspark.sql import functions as F
-    keyed = df.select(F.xxhash64(*cols).alias("t"),
-                      F.pmod(F.hash(*cols), F.lit(int(num_partitions))).alias("p")).rdd
-    parts, each = partitions_to_read(keyed.getNumPartitions(), rows)
-    tokens, homes = _split(keyed.context.runJob(keyed, _Prefix(each, None), parts))
-    return np.array(tokens, dtype=np.int64), homes
+    got = df.select(F.xxhash64(*cols).alias("t"),
+                    F.pmod(F.hash(*cols), F.lit(int(num_partitions))).alias("p")
+                    ).limit(int(rows)).collect()
+    return (np.array([r[0] for r in got], dtype=np.int64),
+            np.array([r[1] for r in got], dtype=np.int64))
 
 
 def has_shuffle(df: "DataFrame") -> bool:
