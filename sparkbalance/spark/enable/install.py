@@ -21,7 +21,7 @@ Examples
 --------
 >>> import sparkbalance as sb
 >>> sb.enable(spark)            # doctest: +SKIP
->>> df.groupBy("user").applyInPandas(fit, schema)   # balanced when the check says it pays
+>>> df.groupBy("user").applyInPandas(fit, schema)   # doctest: +SKIP
 >>> sb.disable()                # doctest: +SKIP
 """
 from __future__ import annotations
