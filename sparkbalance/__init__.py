@@ -46,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "join": "sparkbalance.spark.joins",
     "fit_partitioner": "sparkbalance.spark.fit",
     "install": "sparkbalance.spark.rdd.install",   # rdd.balancedReduceByKey, df.balancedGroupBy...
+    # or leave the calls unchanged: df.repartition / groupBy / rdd.reduceByKey balanced
+    # when skew makes it pay (session-wide mode, docs/enable.md)
+    "enable": "sparkbalance.spark.enable.install",
+    "disable": "sparkbalance.spark.enable.install",
     # keyed state across batches
     "KeyedStateOperator": "sparkbalance.state.operator",
     "stateful": "sparkbalance.state.pandas_state.query",  # applyInPandasWithState, balanced

@@ -83,3 +83,56 @@ def test_keyed_state_reads_the_conf_and_explicit_wins(spark):
         op = KeyedStateOperator(spark, 4, update=lambda s, v: s + v, initial=0,
                                 planner="mintable", theta=0.1, window=None)
         assert (op.planner, op.theta, op.window) == ("mintable", 0.1, None)
+
+
+# ------------------------------------------------ keys for all APIs, keys for one API
+@contextlib.contextmanager
+def _keys(spark, **settings):
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+
+
+def test_a_whole_app_splitting_strategy_applies_to_rdds_not_dataframes(spark, pairs, caplog):
+    df = spark.createDataFrame([(i % 7, i) for i in range(70)], "k int, v int")
+    with _keys(spark, **{conf.CONF_STRATEGY: "pkg"}):
+        assert isinstance(sbrdd.fit_partitioner(pairs, 4), PKGPartitioner)
+        with caplog.at_level("WARNING", logger="sparkbalance.conf"):
+            out = sbdf.group_by(df, "k", num_partitions=4).count()   # no longer refused
+        assert sorted(out.collect()) == sorted(df.groupBy("k").count().collect())
+        assert conf.strategy_for(df, "dataframe") == (None, None)
+        assert conf.strategy_for(df, "rdd") == ("pkg", conf.CONF_STRATEGY)
+    with _keys(spark, **{"spark.sparkbalance.dataframe.strategy": "hash",
+                         "spark.sparkbalance.rdd.strategy": "mintable"}):
+        assert conf.strategy_for(df, "dataframe") == ("hash",
+                                                      "spark.sparkbalance.dataframe.strategy")
+        assert conf.strategy_for(pairs, "rdd")[0] == "mintable"
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("spark.sparkbalance.dataframe.strategy", "pkg",
+     r"splits keys.*from the session's spark.sparkbalance.dataframe.strategy"),
+    ("spark.sparkbalance.strategy", "nope", r"spark.sparkbalance.strategy='nope'; expected one of"),
+    ("spark.sparkbalance.strategy", "mtm", r"keyed state only.*spark.sparkbalance.strategy"),
+    ("spark.sparkbalance.sampleFraction", "2", r"spark.sparkbalance.sampleFraction='2'; expected"),
+    ("spark.sparkbalance.theta", "-1", r"spark.sparkbalance.theta='-1'; expected a number >= 0"),
+    ("spark.sparkbalance.maxKeys", "x", r"spark.sparkbalance.maxKeys='x'; expected a number"),
+    ("spark.sparkbalance.check.minGain", "abc", r"spark.sparkbalance.check.minGain='abc'"),
+])
+def test_every_error_from_a_conf_value_names_its_key(spark, key, value, message):
+    df = spark.createDataFrame([(1, 2)], "k int, v int")
+    tracker = spark.sparkContext.statusTracker()
+    before = len(tracker.getJobIdsForGroup(None))
+    with _keys(spark, **{key: value}):
+        with pytest.raises(ValueError, match=message):
+            if key.endswith("maxKeys"):
+                conf.resolve_max_keys(df)
+            elif key.endswith("minGain"):
+                conf.resolve(df, "check.min_gain")
+            else:
+                sbdf.group_by(df, "k", num_partitions=2, strategy=None)
+    assert len(tracker.getJobIdsForGroup(None)) == before

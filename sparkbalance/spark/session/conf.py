@@ -15,7 +15,23 @@ adapter (RDD, DataFrame, keyed state) resolves a setting the same way:
 * ``sample_fraction``: ``spark.sparkbalance.sampleFraction``, unset: exact statistics;
 * ``window``: ``spark.sparkbalance.window``, batches of state kept per key, unset: all;
 * ``max_keys``: ``spark.sparkbalance.maxKeys``, keys the statistics list with exact counts
-  (the rest are summed in totals), default 100,000; ``all`` lists every distinct key.
+  (the rest are summed in totals), default 100,000; ``all`` lists every distinct key;
+* ``rdd.strategy`` / ``dataframe.strategy``: ``spark.sparkbalance.rdd.strategy`` and
+  ``spark.sparkbalance.dataframe.strategy``, one API's strategy (wins over the general key);
+* ``enabled``: ``spark.sparkbalance.enabled``, the session-wide mode of
+  :mod:`sparkbalance.spark.enable` (``true``/``false``, read at each intercepted call);
+* ``check.sample_rows`` / ``check.min_gain``: ``spark.sparkbalance.check.sampleRows`` and
+  ``spark.sparkbalance.check.minGain``, the budget and the threshold of its skew check.
+
+**Keys for all APIs and keys for one.** ``spark.sparkbalance.strategy`` applies to every
+adapter that can run its value; the per-API key wins over it. A splitting strategy (``pkg``,
+``dchoices``, ``wchoices``, ``tag``) in the general key applies to the RDD adapters only: the
+DataFrame adapters (which need one partition per key) then use the default, ``auto``, and
+say so once in the log. The same value in ``spark.sparkbalance.dataframe.strategy`` is an
+error. Every error about a value read from the conf names its key, before any job runs.
+
+Long because: the one table of keys with a parser per key (each error naming its key) and
+the per-API rule sit together, so no adapter reads a key another way.
 
 ``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
 routing-table planners) and to the keyed state; :func:`resolve_record` adds them to those
@@ -31,6 +47,8 @@ True
 """
 from __future__ import annotations
 
+import logging
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -39,27 +57,88 @@ from sparkbalance import strategies
 from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 
 __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
-           "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "DEFAULT_MAX_KEYS",
-           "FROM_CONF", "read", "resolve", "resolve_record", "resolve_strategy",
-           "resolve_sample_fraction", "resolve_max_keys", "default_partitions"]
+           "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "CONF_ENABLED",
+           "DEFAULT_MAX_KEYS", "APIS", "FROM_CONF", "read", "resolve", "resolve_record",
+           "resolve_strategy", "strategy_for", "resolve_sample_fraction", "resolve_max_keys",
+           "default_partitions"]
 
 #: Keys the statistics list with exact counts unless told otherwise; the rest are summed,
 #: so the driver's memory is bounded whatever the number of distinct keys.
 DEFAULT_MAX_KEYS: int = 100_000
 
 
+#: The APIs a per-API key names: the RDD adapters and the DataFrame adapters.
+APIS = ("rdd", "dataframe")
+_LOG = logging.getLogger("sparkbalance.conf")
+
+
 def _number(value: str) -> float:
-    return float(value)
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError("expected a finite number")
+    return x
+
+
+def _fraction(value: str) -> float:
+    x = _number(value)
+    if not 0.0 < x <= 1.0:
+        raise ValueError("expected a number with 0 < f <= 1")
+    return x
+
+
+def _non_negative(value: str) -> float:
+    x = _number(value)
+    if x < 0:
+        raise ValueError("expected a number >= 0")
+    return x
 
 
 def _count(value: str) -> int:
     # "3000" and "3e3" both mean 3000 entries
-    return int(float(value))
+    return int(_number(value))
+
+
+def _positive_count(value: str) -> int:
+    x = _count(value)
+    if x < 1:
+        raise ValueError("expected an integer >= 1")
+    return x
+
+
+def _non_negative_count(value: str) -> int:
+    x = _count(value)
+    if x < 0:
+        raise ValueError("expected an integer >= 0")
+    return x
 
 
 def _max_keys(value: str) -> int:
-    # "all": every distinct key (0 here, as None would read as "unset")
-    return 0 if value.strip().lower() == "all" else _count(value)
+    # "all" (or 0): every distinct key (0 here, as None would read as "unset")
+    return 0 if value.strip().lower() == "all" else _non_negative_count(value)
+
+
+def _boolean(value: str) -> bool:
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return text == "true"
+
+
+def _known(name: str) -> str:
+    try:
+        strategies.get(name)            # an unknown name fails here, before any job
+    except ValueError as exc:           # "strategy='x'; expected one of ...": keep the list
+        raise ValueError(str(exc).split("; ", 1)[-1]) from None
+    return name
+
+
+def _strategy_name(value: str) -> str:
+    return _known(value.strip())
+
+
+def _planner_name(value: str) -> str:
+    name = value.strip()
+    return name if name.lower() == "none" else _known(name)
 
 
 class _FromConf:
@@ -83,20 +162,43 @@ class ConfKey:
     doc: str
 
 
+#: The skew check of the session-wide mode reads at most this many input rows (spread over
+#: up to 16 input partitions): ~0.1 s of tasks, and enough for a key of >= 2 % of the rows
+#: to show ~40 times.
+DEFAULT_CHECK_ROWS: int = 2048
+#: ... and balances when it predicts the slowest task at least this much shorter (25 %).
+DEFAULT_CHECK_MIN_GAIN: float = 0.25
+
 KEYS: Mapping[str, ConfKey] = {
-    "strategy": ConfKey("spark.sparkbalance.strategy", lambda: strategies.DEFAULT_STRATEGY, str,
-                        "strategy of the RDD and DataFrame adapters when the caller names none"),
-    "planner": ConfKey("spark.sparkbalance.planner", "mixed", str,
+    "strategy": ConfKey("spark.sparkbalance.strategy", lambda: strategies.DEFAULT_STRATEGY,
+                        _strategy_name, "strategy of every adapter that can run it when the "
+                        "caller names none (a splitting one: the RDD adapters only)"),
+    "rdd.strategy": ConfKey("spark.sparkbalance.rdd.strategy", None, _strategy_name,
+                            "strategy of the RDD adapters (wins over spark.sparkbalance."
+                            "strategy)"),
+    "dataframe.strategy": ConfKey("spark.sparkbalance.dataframe.strategy", None,
+                                  _strategy_name, "key-grouping strategy of the DataFrame "
+                                  "adapters (wins over spark.sparkbalance.strategy)"),
+    "planner": ConfKey("spark.sparkbalance.planner", "mixed", _planner_name,
                        "planner of the keyed state (KeyedStateOperator) when not given"),
-    "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, _number,
+    "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, _non_negative,
                      "θ_max, the imbalance tolerated before re-planning (Fang et al. §3)"),
-    "max_table": ConfKey("spark.sparkbalance.maxTable", DEFAULT_MAX_TABLE, _count,
+    "max_table": ConfKey("spark.sparkbalance.maxTable", DEFAULT_MAX_TABLE, _non_negative_count,
                          "A_max, the routing-table size bound (Fang et al. §4)"),
-    "sample_fraction": ConfKey("spark.sparkbalance.sampleFraction", None, _number,
+    "sample_fraction": ConfKey("spark.sparkbalance.sampleFraction", None, _fraction,
                                "statistics on a Bernoulli sample of this fraction "
                                "(unset: exact)"),
-    "window": ConfKey("spark.sparkbalance.window", None, _count,
+    "window": ConfKey("spark.sparkbalance.window", None, _positive_count,
                       "keyed state: batches of state kept per key (unset: all batches)"),
+    "enabled": ConfKey("spark.sparkbalance.enabled", False, _boolean,
+                       "the session-wide mode (sb.enable): the DataFrame and RDD calls users "
+                       "write go through sparkbalance when the skew check says it pays"),
+    "check.sample_rows": ConfKey("spark.sparkbalance.check.sampleRows", DEFAULT_CHECK_ROWS,
+                                 _positive_count, "session-wide mode: input rows the skew "
+                                 "check reads at most"),
+    "check.min_gain": ConfKey("spark.sparkbalance.check.minGain", DEFAULT_CHECK_MIN_GAIN,
+                              _non_negative, "session-wide mode: balance when the check "
+                              "predicts the slowest task cut by at least this fraction"),
     "max_keys": ConfKey("spark.sparkbalance.maxKeys", DEFAULT_MAX_KEYS, _max_keys,
                         "statistics: the heaviest keys listed with exact counts, the rest "
                         "summed ('all': every distinct key)"),
@@ -108,6 +210,7 @@ CONF_MAX_TABLE: str = KEYS["max_table"].key
 CONF_SAMPLE_FRACTION: str = KEYS["sample_fraction"].key
 CONF_WINDOW: str = KEYS["window"].key
 CONF_MAX_KEYS: str = KEYS["max_keys"].key
+CONF_ENABLED: str = KEYS["enabled"].key
 
 
 def _raw(spark_or_df: Any, key: str) -> str | None:
@@ -137,6 +240,10 @@ def _raw(spark_or_df: Any, key: str) -> str | None:
     return None if value in (None, "") else value
 
 
+_NUMERIC = (_number, _fraction, _non_negative, _count, _positive_count, _non_negative_count,
+            _max_keys)
+
+
 def _entry(name: str) -> ConfKey:
     try:
         return KEYS[name]
@@ -159,8 +266,11 @@ def read(spark_or_df: Any, name: str) -> Any:
         return None
     try:
         return entry.parse(text)
-    except ValueError:
-        raise ValueError(f"{entry.key}={text!r}; expected a number") from None
+    except ValueError as exc:
+        why = str(exc)
+        if not why.startswith("expected"):   # float("abc"), or the registry's own words
+            why = "expected a number" if entry.parse in _NUMERIC else why
+        raise ValueError(f"{entry.key}={text!r}; {why}") from None
 
 
 def resolve(spark_or_df: Any, name: str, explicit: Any = None) -> Any:
@@ -210,9 +320,65 @@ def resolve_record(spark_or_df: Any, strategy: Any, params: Mapping[str, Any], *
     fraction = None
     if not isinstance(strategy, PartitionFunction):
         fraction = resolve_sample_fraction(spark_or_df, sample_fraction)
-    return strategies.resolve(strategy, params, setting=lambda name: read(spark_or_df, name),
-                              sample_fraction=fraction, key_grouping=key_grouping,
-                              map_output=map_output, asked=asked)
+    used: dict[str, str] = {}   # short name -> conf key, for the settings the conf supplied
+    if strategy is None:
+        strategy, key = strategy_for(spark_or_df, "dataframe" if key_grouping else "rdd")
+        if key is not None:
+            used["strategy"] = key
+
+    def setting(name: str) -> Any:
+        if name == "strategy":
+            return None       # strategy_for above applied the per-API rule
+        value = read(spark_or_df, name)
+        if value is not None:
+            used[name] = KEYS[name].key
+        return value
+
+    try:
+        return strategies.resolve(strategy, params, setting=setting, sample_fraction=fraction,
+                                  key_grouping=key_grouping, map_output=map_output,
+                                  asked=asked)
+    except (ValueError, TypeError) as exc:
+        named = [k for name, k in used.items() if name == "strategy" or name in str(exc)]
+        if not named:
+            raise
+        raise type(exc)(f"{exc} (from the session's {', '.join(named)})") from None
+
+
+def strategy_for(spark_or_df: Any, api: str) -> tuple[str | None, str | None]:
+    """``(strategy name, conf key it came from)`` the session gives one API, or
+    ``(None, None)`` when the API's default applies.
+
+    ``api`` is ``"rdd"`` or ``"dataframe"``. The per-API key wins; else the general
+    ``spark.sparkbalance.strategy``, unless its value cannot run on this API (a splitting
+    strategy on the DataFrame adapters, which need one partition per key): then the API's
+    default, and one log line naming the key.
+
+    Examples
+    --------
+    >>> strategy_for(None, "dataframe")
+    (None, None)
+    """
+    if api not in APIS:
+        raise ValueError(f"api={api!r}; expected one of {', '.join(APIS)}")
+    own = read(spark_or_df, f"{api}.strategy")
+    if own is not None:
+        return own, KEYS[f"{api}.strategy"].key
+    general = read(spark_or_df, "strategy")
+    if general is None:
+        return None, None
+    if api == "dataframe" and strategies.get(general).splits_keys:
+        if general not in _SKIPPED:
+            _SKIPPED.add(general)
+            _LOG.warning("%s=%s splits keys: it applies to the RDD adapters; the DataFrame "
+                         "adapters use %r (set %s to choose theirs)", CONF_STRATEGY, general,
+                         strategies.DEFAULT_STRATEGY, KEYS["dataframe.strategy"].key)
+        return None, None
+    return general, CONF_STRATEGY
+
+
+#: General strategies already reported as not applying to the DataFrame adapters.
+_SKIPPED: set[str] = set()
 
 
 def resolve_strategy(spark_or_df: Any, strategy: str | None, params: Mapping[str, Any]

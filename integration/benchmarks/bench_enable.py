@@ -1,0 +1,176 @@
+"""Benchmark: ``sb.enable(spark)`` on an unchanged job vs the same job without it.
+
+Two jobs as users write them, on a real table (parquet files written once, read back with
+``spark.read.parquet``) keyed by a skewed column (``user``: Zipf over ``--keys`` users, the
+ids shuffled as in bench_grouped.py) and on the same table with uniform keys:
+
+  grouped     : ``df.groupBy("user").applyInPandas(f, schema)``, f costs ROW_COST per row
+  repartition : ``df.repartition(n, "user").mapInPandas(g, schema)``, g costs ROW_COST per row
+
+The costly per-record step is an I/O-like wait (``time.sleep``): the machine has 2 cores,
+so ``local[n]`` makes its n slots act as n cores. AQE is on with partition coalescing off
+(as in bench_grouped.py: on this small table AQE would otherwise merge all n partitions
+into one task and the comparison would measure that). Arms are interleaved (plain, enabled,
+plain, enabled...); figures are medians over ``--repeats`` runs of whole jobs: wall seconds
+(the enabled arm's skew check, statistics pass and planning included) and CPU seconds of the
+whole process tree (driver, JVM, Python workers). Each job's result is checked equal to the
+plain one's once, untimed.
+
+Usage: python integration/benchmarks/bench_enable.py [--quick] [--slots 8] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import sparkbalance as sb  # noqa: E402
+from sparkbalance.bench.cpu import ProcessTreeCPU  # noqa: E402
+from sparkbalance.spark.enable import decisions  # noqa: E402
+
+#: seconds of the per-record step (an I/O-like wait)
+ROW_COST = 2e-3
+SCHEMA_G = "user long, n long, s double"
+SCHEMA_R = "user long, v double"
+
+
+def zipf_keys(rows: int, num_keys: int, z: float, seed: int = 7) -> np.ndarray:
+    """Keys 0..K-1 with P(rank r) ∝ r^-z, shuffled ids so heavy keys are not 0, 1, 2..."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, num_keys + 1) ** z
+    ranks = rng.choice(num_keys, size=rows, p=p / p.sum())
+    return rng.permutation(num_keys)[ranks].astype(np.int64)
+
+
+def per_group(pdf):
+    import time as _t
+
+    import pandas as pd
+    _t.sleep(ROW_COST * len(pdf))
+    return pd.DataFrame({"user": [int(pdf["user"].iloc[0])], "n": [len(pdf)],
+                         "s": [float(pdf["v"].sum())]})
+
+
+def per_row(batches):
+    import time as _t
+    for pdf in batches:
+        _t.sleep(ROW_COST * len(pdf))
+        yield pdf[["user", "v"]].assign(v=pdf["v"] * 2.0)
+
+
+def build_session(slots: int):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    jar = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
+    b = (SparkSession.builder.master(f"local[{slots}]").appName(f"bench-enable-{slots}")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.memory", "2g")
+         .config("spark.sql.shuffle.partitions", str(slots))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
+         # small Arrow batches: a partition's rows reach mapInPandas in several batches
+         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
+         .config("spark.python.worker.reuse", "true"))
+    if jar.exists():
+        b = b.config("spark.jars", str(jar))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_table(spark, folder: str, keys: np.ndarray, files: int) -> str:
+    import pandas as pd
+    path = os.path.join(folder, "t.parquet")
+    rng = np.random.default_rng(11)
+    pdf = pd.DataFrame({"user": keys, "v": rng.random(len(keys)),
+                        "note": [f"row-{i}" for i in range(len(keys))]})
+    spark.createDataFrame(pdf).repartition(files).write.mode("overwrite").parquet(path)
+    return path
+
+
+def jobs(spark, path: str, slots: int) -> dict:
+    def grouped():
+        return spark.read.parquet(path).groupBy("user").applyInPandas(per_group, SCHEMA_G)
+
+    def repartition():
+        return spark.read.parquet(path).repartition(slots, "user").mapInPandas(per_row,
+                                                                                SCHEMA_R)
+    return {"grouped": grouped, "repartition": repartition}
+
+
+def timed(build) -> tuple[float, float]:
+    cpu = ProcessTreeCPU()
+    c0, t0 = cpu.seconds(), time.perf_counter()
+    build().write.format("noop").mode("overwrite").save()   # the DataFrame is built inside
+    return time.perf_counter() - t0, cpu.seconds() - c0
+
+
+def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int) -> list[dict]:
+    spark = build_session(slots)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="bench-enable-") as tmp:
+        tables = {"skewed": zipf_keys(rows, num_keys, z),
+                  "uniform": np.random.default_rng(3).integers(0, num_keys, rows)}
+        for table, keys in tables.items():
+            path = write_table(spark, os.path.join(tmp, table), keys, files=slots)
+            for job, build in jobs(spark, path, slots).items():
+                sb.disable(spark)
+                expected = sorted(map(tuple, build().collect()))   # also warms the workers
+                sb.enable(spark)
+                got = sorted(map(tuple, build().collect()))
+                decision = decisions()[-1]
+                assert got == expected, f"{table} {job}: enabled result differs from plain"
+                arms: dict[str, list] = {"plain": [], "enabled": []}
+                for _ in range(repeats):
+                    for arm in arms:                     # interleaved
+                        (sb.enable if arm == "enabled" else sb.disable)(spark)
+                        arms[arm].append(timed(build))
+                        w, c = arms[arm][-1]
+                        print(f"  {table} {job} {arm}: wall {w:.2f}s cpu {c:.2f}s", flush=True)
+                sb.disable(spark)
+                row = {"table": table, "job": job, "balanced": decision.balanced,
+                       "gain": decision.gain}
+                for arm, xs in arms.items():
+                    row[arm] = (statistics.median(x[0] for x in xs),
+                                statistics.median(x[1] for x in xs))
+                out.append(row)
+    spark.stop()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a small table, one repeat")
+    ap.add_argument("--slots", type=int, default=8)
+    ap.add_argument("--rows", type=int, default=24_000)
+    ap.add_argument("--keys", type=int, default=1000)
+    ap.add_argument("--zipf", type=float, default=1.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    rows, repeats = (args.rows // 6, 1) if args.quick else (args.rows, args.repeats)
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    result = bench(args.slots, rows, args.keys, args.zipf, repeats)
+    print(f"load average after: {os.getloadavg()}")
+    print(f"\nslots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
+          f"ROW_COST={ROW_COST * 1e3:g}ms repeats={repeats} (medians)")
+    print(f"{'table':<8} {'job':<12} {'check':<16} {'plain wall':>10} {'enabled wall':>12} "
+          f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11}")
+    for r in result:
+        check = f"{'balanced' if r['balanced'] else 'plain'} ({r['gain'] or 0:.2f})"
+        (pw, pc), (ew, ec) = r["plain"], r["enabled"]
+        print(f"{r['table']:<8} {r['job']:<12} {check:<16} {pw:10.2f} {ew:12.2f} "
+              f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""The bodies that replace Spark's methods while the session-wide mode is installed.
+
+Each hook first decides whether the call is one to consider; anything else reaches Spark's
+own method at once, unchanged:
+
+* **the caller is the user's code**: a call made from sparkbalance's own modules (its
+  adapters call ``df.groupBy``, ``df.repartition``, ``rdd.partitionBy``...), from PySpark's
+  (``reduceByKey`` calls ``combineByKey`` calls ``partitionBy``) or from py4j reaches the
+  original, as does any call made while a hook is already deciding in this thread (a
+  thread-local flag) — so nothing recurses;
+* **the session is on**: ``spark.sparkbalance.enabled`` of the call's session, read at each
+  call (a bad value raises, naming the key, before any job);
+* **the call has keys sparkbalance can place**: ``repartition(n, *cols)`` with an int ``n``
+  and at least one column; ``groupBy(*cols)`` of names or Columns; the pair-RDD methods
+  with PySpark's default ``partitionFunc``; anything else (ordinals, rollups, a custom
+  ``partitionFunc``, a Spark Connect DataFrame) stays plain.
+
+Then Spark's own method runs first (its analysis, so a bad column fails exactly as Spark
+fails), the skew check (:mod:`.check`) samples the input, and the plain result is returned
+unless balancing pays, in which case the sparkbalance adapter's result is. Each decision is
+kept (:func:`decisions`, the last 100) and logged at INFO on ``sparkbalance.enable``.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from sparkbalance.spark.enable import check
+from sparkbalance.spark.session import conf
+
+__all__ = ["EnableDecision", "decisions", "dataframe_hooks", "grouped_hooks", "rdd_hooks",
+           "KEYS_ATTR"]
+
+_LOG = logging.getLogger("sparkbalance.enable")
+_LOCAL = threading.local()
+#: Attribute the groupBy hook leaves on the GroupedData it returns: the grouping keys.
+KEYS_ATTR = "_sparkbalance_keys"
+_OWN = ("sparkbalance", "pyspark", "py4j")
+
+
+@dataclass(frozen=True)
+class EnableDecision:
+    """One intercepted call: what it was, what the check saw, which way it went."""
+
+    call: str                 # "DataFrame.repartition", "GroupedData.applyInPandas", ...
+    keys: tuple[str, ...]
+    num_partitions: int
+    balanced: bool
+    gain: float | None        # predicted slowest-task ratio plain / balanced (None: no check)
+    sampled_rows: int
+    reason: str
+
+
+_DECISIONS: collections.deque[EnableDecision] = collections.deque(maxlen=100)
+
+
+def decisions() -> list[EnableDecision]:
+    """The last 100 decisions of the session-wide mode, oldest first.
+
+    Examples
+    --------
+    >>> isinstance(decisions(), list)
+    True
+    """
+    return list(_DECISIONS)
+
+
+def _record(d: EnableDecision) -> None:
+    _DECISIONS.append(d)
+    _LOG.info("%s(%s, n=%d): %s (%s; gain %s over %d sampled rows)", d.call, ", ".join(d.keys),
+              d.num_partitions, "balanced" if d.balanced else "plain", d.reason,
+              "-" if d.gain is None else f"{d.gain:.2f}", d.sampled_rows)
+
+
+def _from_user(depth: int = 2) -> bool:
+    """Whether the hook's caller is user code (``depth`` frames up: the caller of the hook
+    when the hook itself asks)."""
+    if getattr(_LOCAL, "busy", False):
+        return False
+    module = sys._getframe(depth).f_globals.get("__name__", "") or ""
+    return module.split(".", 1)[0] not in _OWN
+
+
+@contextlib.contextmanager
+def _busy() -> Iterator[None]:
+    _LOCAL.busy = True
+    try:
+        yield
+    finally:
+        _LOCAL.busy = False
+
+
+def _on(obj: Any) -> bool:
+    return bool(conf.read(obj, "enabled"))
+
+
+def _key_list(cols: tuple) -> tuple | None:
+    """The grouping keys as given (names or Columns), or None when sparkbalance cannot
+    place them (ordinals, none, other types)."""
+    from pyspark.sql import Column
+    if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+        cols = tuple(cols[0])
+    if not cols or not all(isinstance(c, (str, Column)) and not isinstance(c, bool)
+                           for c in cols):
+        return None
+    return cols
+
+
+def _names(cols: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(c if isinstance(c, str) else str(c) for c in cols)
+
+
+def _decide(data: Any, call: str, cols: Sequence[Any], n: int, sample: Callable[[int], Any],
+            plain: Any, balanced: Callable[[], Any]) -> Any:
+    """The plain result, or the balanced one when the check predicts it pays."""
+    keys = _names(cols)
+    rows = conf.resolve(data, "check.sample_rows")
+    min_gain = conf.resolve(data, "check.min_gain")
+    try:
+        tokens, homes = sample(rows)
+        gain = check.predicted_gain(tokens, homes, n)
+    except Exception as exc:  # the check is an optimisation: never the reason a job fails
+        _record(EnableDecision(call, keys, n, False, None, 0, f"check failed: {exc!r:.200}"))
+        _LOG.warning("%s: the skew check failed (%r); running plain Spark", call, exc)
+        return plain
+    sampled = len(homes)
+    if sampled < check.MIN_SAMPLE_ROWS:
+        _record(EnableDecision(call, keys, n, False, gain, sampled, "too few rows to judge"))
+        return plain
+    if gain < 1.0 + min_gain:
+        _record(EnableDecision(call, keys, n, False, gain, sampled, f"gain below 1 + {min_gain:g}"))
+        return plain
+    out = balanced()
+    _record(EnableDecision(call, keys, n, True, gain, sampled, f"gain >= 1 + {min_gain:g}"))
+    return out
+
+
+def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Any,
+                    balanced: Callable[[], Any]) -> Any:
+    from sparkbalance.spark.sql import hash_columns as sqlhash
+    from sparkbalance.spark.sql.key_columns import key_columns
+    keys = _names(cols)
+    try:  # key types the routing expression can hash (INT..., STRING, BINARY, BOOLEAN)
+        kc = key_columns(df, cols)
+        sqlhash.check_key_columns(kc.df, kc.names)
+    except (TypeError, ValueError) as exc:
+        _record(EnableDecision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
+        return plain
+    if check.has_shuffle(df):
+        _record(EnableDecision(call, keys, n, False, None, 0,
+                         "input is a shuffle's output: even a sample would cost a full pass"))
+        return plain
+    return _decide(df, call, cols, n, lambda rows: check.sample_dataframe(df, cols, n, rows),
+                   plain, balanced)
+
+
+# --------------------------------------------------------------------------- DataFrame
+def dataframe_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
+    """Hooks of ``DataFrame.repartition`` and ``groupBy`` (and its alias ``groupby``)."""
+    orig_repartition, orig_group_by = originals["repartition"], originals["groupBy"]
+
+    def repartition(self: Any, numPartitions: Any, *cols: Any) -> Any:
+        plain = orig_repartition(self, numPartitions, *cols)
+        if not (isinstance(numPartitions, int) and not isinstance(numPartitions, bool)
+                and cols and _from_user() and _on(self)):
+            return plain
+        keys = _key_list(cols)
+        if keys is None:
+            return plain
+        from sparkbalance.spark.sql.dataframe import repartition as sb_repartition
+        with _busy():
+            return _dataframe_call(self, "DataFrame.repartition", keys, numPartitions, plain,
+                                   lambda: sb_repartition(self, numPartitions, *keys))
+
+    def groupBy(self: Any, *cols: Any) -> Any:
+        grouped = orig_group_by(self, *cols)
+        if _from_user():
+            keys = _key_list(cols)
+            if keys is not None:
+                setattr(grouped, KEYS_ATTR, keys)   # read by the GroupedData hooks
+        return grouped
+
+    return {"repartition": repartition, "groupBy": groupBy, "groupby": groupBy}
+
+
+def grouped_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
+    """Hooks of the ``GroupedData`` methods that end a ``groupBy``: ``agg``, the
+    shorthands, ``applyInPandas`` and ``applyInArrow``."""
+    return {name: _grouped_hook(name, fn) for name, fn in originals.items()}
+
+
+def _grouped_hook(name: str, original: Callable) -> Callable:
+    def hook(self: Any, *args: Any, **kwargs: Any) -> Any:
+        keys = getattr(self, KEYS_ATTR, None)
+        if keys is None or not _from_user():
+            return original(self, *args, **kwargs)
+        df = self._df
+        plain = original(self, *args, **kwargs)   # Spark's analysis (and errors) first
+        if not _on(df):
+            return plain
+        from sparkbalance.spark.sql.dataframe import group_by
+        n = conf.default_partitions(df)
+
+        def balanced() -> Any:
+            return getattr(group_by(df, *keys, num_partitions=n), name)(*args, **kwargs)
+        with _busy():
+            return _dataframe_call(df, f"GroupedData.{name}", keys, n, plain, balanced)
+    hook.__name__ = name
+    hook.__doc__ = original.__doc__
+    return hook
+
+
+# --------------------------------------------------------------------------------- RDD
+def rdd_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
+    """Hooks of ``RDD.partitionBy``, ``reduceByKey``, ``aggregateByKey``, ``groupByKey``."""
+    from pyspark.rdd import portable_hash
+    from sparkbalance.spark.rdd import adapters as sb
+
+    def _n(rdd: Any, num_partitions: Any) -> int:
+        return int(rdd._defaultReducePartitions() if num_partitions is None else num_partitions)
+
+    def _go(rdd: Any, call: str, pf: Any, num_partitions: Any, plain: Callable[[], Any],
+            balanced: Callable[[int], Any]) -> Any:
+        if pf is not portable_hash or not _from_user(3) or not _on(rdd):
+            return plain()
+        n = _n(rdd, num_partitions)
+        out = plain()        # PySpark's own checks first (lazy: no job runs)
+        with _busy():
+            return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(rdd, n, rows),
+                           out, lambda: balanced(n))
+
+    def partitionBy(self: Any, numPartitions: Any, partitionFunc: Any = portable_hash) -> Any:
+        return _go(self, "RDD.partitionBy", partitionFunc, numPartitions,
+                   lambda: originals["partitionBy"](self, numPartitions, partitionFunc),
+                   lambda n: sb.partition_by(self, n, _key_grouping_strategy(self)))
+
+    def reduceByKey(self: Any, func: Any, numPartitions: Any = None,
+                    partitionFunc: Any = portable_hash) -> Any:
+        return _go(self, "RDD.reduceByKey", partitionFunc, numPartitions,
+                   lambda: originals["reduceByKey"](self, func, numPartitions, partitionFunc),
+                   lambda n: sb.reduce_by_key(self, func, n))
+
+    def aggregateByKey(self: Any, zeroValue: Any, seqFunc: Any, combFunc: Any,
+                       numPartitions: Any = None, partitionFunc: Any = portable_hash) -> Any:
+        return _go(self, "RDD.aggregateByKey", partitionFunc, numPartitions,
+                   lambda: originals["aggregateByKey"](self, zeroValue, seqFunc, combFunc,
+                                                       numPartitions, partitionFunc),
+                   lambda n: sb.aggregate_by_key(self, zeroValue, seqFunc, combFunc, n))
+
+    def groupByKey(self: Any, numPartitions: Any = None, partitionFunc: Any = portable_hash
+                   ) -> Any:
+        return _go(self, "RDD.groupByKey", partitionFunc, numPartitions,
+                   lambda: originals["groupByKey"](self, numPartitions, partitionFunc),
+                   lambda n: sb.group_by_key(self, n))
+
+    return {"partitionBy": partitionBy, "reduceByKey": reduceByKey,
+            "aggregateByKey": aggregateByKey, "groupByKey": groupByKey}
+
+
+def _key_grouping_strategy(rdd: Any) -> str | None:
+    """partitionBy keeps Spark's contract (each key on one partition): a splitting strategy
+    of the session's RDD keys does not apply to it (None: the session's, else "auto")."""
+    from sparkbalance import strategies
+    name, _ = conf.strategy_for(rdd, "rdd")
+    return "auto" if name is not None and strategies.get(name).splits_keys else None
