@@ -35,6 +35,8 @@ from sparkbalance import strategies
 from sparkbalance.routing.base import PartitionFunction
 from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.spark.report.balance_log import post
+from sparkbalance.spark.report.hot_keys import TOP_KEYS, hot_keys, split_loads
+from sparkbalance.spark.report.spark_placement import spark_partitions
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
 
 __all__ = ["reported", "fit", "plan_groups", "plan_split", "plan_record", "plan_log_line"]
@@ -144,7 +146,9 @@ def _table_size(f: Any) -> tuple[int, str | None]:
 
 def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
                 current: PartitionFunction | None = None,
-                group_sizes: np.ndarray | None = None) -> dict[str, Any]:
+                group_sizes: np.ndarray | None = None,
+                spark_where: np.ndarray | None = None,
+                placement: str | None = None) -> dict[str, Any]:
     """Loads before/after, LB, table size and rerouted keys of a fitted ``f`` (record fields).
 
     Parameters
@@ -154,6 +158,10 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
     stats : the KeyStats it was fitted on (None: a plan without statistics).
     current : the partition function in use before (None: stable hash).
     group_sizes : for a zero-pass plan, the measured size of each key group of ``f``.
+    spark_where : where plain Spark puts each key of ``stats``
+        (:func:`~sparkbalance.spark.report.spark_placement.spark_partitions`), the "before"
+        when there is no ``current``; None: sparkbalance's stable hash stands in.
+    placement : how ``spark_where`` was computed (or why it could not be), for the record.
 
     Examples
     --------
@@ -176,19 +184,44 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
         rec["loads_before"] = _loads(plain_owner(w.shape[0], n), w, n)  # hash placement
         rec["loads_after"] = _loads(np.asarray(f.owner_of_group, dtype=np.int64), w, n)
         rec["lower_bound"] = max(float(w.sum()) / n, float(w.max(initial=0.0)))
+        rec["before_placement"] = ("key groups on their hash home (the records per group "
+                                   "were counted in the shuffle itself, not per key)")
         return rec
     if stats is None or len(stats) == 0:
+        if f.splits_keys:  # PKG gathers nothing: its loads exist only once the job ran
+            rec["loads_note"] = (f"{type(f).__name__} gathers no key statistics: records are "
+                                 f"routed as they arrive, so loads are not known when it plans; "
+                                 f"see the stage skew view for the tasks as they ran")
         return rec
     cost = np.asarray(stats.cost, dtype=np.float64)
-    before = current if current is not None and not current.splits_keys else HashPartitioner(n)
-    where_before = before.assign(stats.keys)
-    rec["loads_before"] = _loads(where_before, cost, before.num_partitions)
+    counts = np.asarray(stats.counts, dtype=np.float64)
+    if current is not None and not current.splits_keys:
+        where_before = current.assign(stats.keys)
+        rec["before_placement"] = f"current partition function ({type(current).__name__})"
+        n_before = current.num_partitions
+    elif spark_where is not None and len(spark_where) == len(stats):
+        where_before, n_before = np.asarray(spark_where, dtype=np.int64), n
+        rec["before_placement"] = placement or "Spark's hash partitioning"
+    else:
+        where_before, n_before = HashPartitioner(n).assign(stats.keys), n
+        rec["before_placement"] = ("sparkbalance's stable hash (Spark's own placement "
+                                   f"unknown: {placement or 'not computed'})")
+    rec["loads_before"] = _loads(where_before, cost, n_before)
+    total = float(stats.data_count)
     if f.splits_keys:  # records of one key spread at run time: LB of a perfect split
         rec["lower_bound"] = float(cost.sum()) / n
+        loads, spread = split_loads(f, stats.keys, counts, cost)
+        rec["loads_after"] = loads
+        rec["loads_after_estimated"] = True
+        rec["hot_keys"] = hot_keys(stats.keys, counts, cost, total, where_before, spread)
+        rec["split_keys"] = [h for h in hot_keys(stats.keys, counts, cost, total, where_before,
+                                                 spread, k=len(stats))
+                             if len(h["after"]) > 1][:TOP_KEYS]
         return rec
     where_after = f.assign(stats.keys)
     rec["loads_after"] = _loads(where_after, cost, n)
     rec["lower_bound"] = max(float(cost.sum()) / n, float(cost.max(initial=0.0)))
+    rec["hot_keys"] = hot_keys(stats.keys, counts, cost, total, where_before, where_after)
     if current is not None and not current.splits_keys:
         rec["keys_rerouted"] = int(np.count_nonzero(where_before != where_after))
     return rec
@@ -214,11 +247,22 @@ def plan_log_line(rec: dict[str, Any]) -> str:
         return "?" if x is None else f"{x:.2f}"
 
     mean = rec.get("avg_after") or rec.get("avg_before")
-    parts = [f"{rec.get('strategy')} ({rec.get('planner')})",
-             f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
-             f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))} "
-             f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})",
-             f"table {rec.get('table_size', 0)}"]
+    parts = [f"{rec.get('strategy')} ({rec.get('planner')})"]
+    if rec.get("max_before") is None and rec.get("max_after") is None:
+        parts.append("loads not measured when planned (no key statistics)")
+    else:
+        est = " estimated" if rec.get("loads_after_estimated") else ""
+        parts.append(f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
+                     f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))}{est} "
+                     f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})")
+    hot = rec.get("hot_keys") or []
+    if hot and hot[0].get("share") is not None:
+        h = hot[0]
+        where = h.get("after")
+        where = ("+".join(sorted(where, key=int)) if isinstance(where, dict) else where)
+        parts.append(f"hot key {h['key']!r} {100 * h['share']:.1f}% p{h.get('before')} -> "
+                     f"p{where}")
+    parts.append(f"table {rec.get('table_size', 0)}")
     if rec.get("keys_rerouted") is not None:
         parts.append(f"{rec['keys_rerouted']} keys rerouted")
     if rec.get("keys_moved") is not None:
@@ -320,6 +364,8 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             except TypeError:  # bad arguments: the function raises its own error
                 return fn(*args, **kwargs)
             sc = _context(args[0]) if args else None
+            arguments = sig.bind(*args, **kwargs).arguments
+            cols = arguments.get("cols") or arguments.get("on")
             kind_ = kind if kind is not None else (
                 "dataframe" if hasattr(args[0], "sparkSession") else "rdd")
             first = next_job_id(sc) if sc is not None else None
@@ -333,6 +379,7 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             finally:
                 _FACTS.reset(token)
             if "f" in facts:
+                facts["data"], facts["cols"] = args[0], cols
                 _report(sc, kind_, operation, label, key, facts, first, description,
                         time.perf_counter() - t0)
             return out
@@ -344,8 +391,15 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
             first: int | None, description: str, seconds: float) -> None:
     f = facts["f"]
     try:
-        rec = dict(facts["record"]) if "record" in facts else plan_record(f, f.num_partitions, stats=facts.get("stats"),
-                          current=facts.get("current"), group_sizes=facts.get("group_sizes"))
+        stats = facts.get("stats")
+        where, placement = None, None
+        if "record" not in facts and stats is not None and len(stats) and \
+                facts.get("current") is None:
+            where, placement = spark_partitions(facts.get("data"), facts.get("cols"),
+                                                stats.keys, f.num_partitions)
+        rec = dict(facts["record"]) if "record" in facts else plan_record(
+            f, f.num_partitions, stats=stats, current=facts.get("current"),
+            group_sizes=facts.get("group_sizes"), spark_where=where, placement=placement)
     except Exception as exc:  # reporting must never fail the user's operation
         _LOG.debug("no loads for the %s record: %r", label, exc)
         rec = {"num_partitions": f.num_partitions, "planner": type(f).__name__}
