@@ -233,9 +233,9 @@ def _check_rows(html: str, records: list[dict]) -> None:
             assert text["hot_keys"] == "-"
         if r.get("loads_note"):
             assert text["max_avg_after"] == "not known when planned"
-        assert text["job_ids"].replace(" ", "") == ",".join(map(str, r["job_ids"]))
+        assert text["job_ids"].replace(" ", "") == (",".join(map(str, r["job_ids"])) or "-")
         if r.get("plan_seconds") is not None:
-            assert text["plan_seconds"] == f"{r['plan_seconds']:.4g}"
+            assert float(text["plan_seconds"]) == float(f"{r['plan_seconds']:.4g}")
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -414,6 +414,9 @@ def test_stage_skew_view_lists_every_stage_as_spark_measures_it(app):
     skewed = 0
     for s in stages:
         row = t.rows[f"{s['stageId']}.{s['attemptId']}"]
+        if s["status"] != "COMPLETE":  # skipped (its shuffle reused): no tasks, no summary
+            assert int(row["tasks"]) == 0 and row["skewed"] == "false"
+            continue
         summary = json.loads(_get(f"{api}/stages/{s['stageId']}/{s['attemptId']}/taskSummary"
                                   "?quantiles=0.5,1.0"))
         median, mx = summary["executorRunTime"]

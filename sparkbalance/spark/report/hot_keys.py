@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TOP_KEYS", "SIMULATED_RECORDS", "key_label", "hot_keys", "split_loads"]
+__all__ = ["TOP_KEYS", "SIMULATED_RECORDS", "key_label", "hot_keys", "split_loads",
+           "split_fields"]
 
 #: Keys named per record (diagnose lists 10; the tab's row has room for a few).
 TOP_KEYS = 5
@@ -112,3 +113,23 @@ def split_loads(f: Any, keys: np.ndarray, counts: np.ndarray, cost: np.ndarray,
     spread = [{int(p): float(s) for p in np.flatnonzero(row) for s in (row[p],)}
               for row in shares]
     return loads.tolist(), spread
+
+
+def split_fields(f: Any, keys: np.ndarray, counts: np.ndarray, cost: np.ndarray,
+                 total_count: float, before: np.ndarray | None) -> dict[str, Any]:
+    """The record fields of a splitting function fitted on key statistics: estimated
+    ``loads_after`` (:func:`split_loads`), ``hot_keys`` with the partitions each was spread
+    over, and ``split_keys``, the heaviest keys that landed on more than one partition.
+
+    Examples
+    --------
+    >>> from sparkbalance.routing.pkg import PKGPartitioner
+    >>> r = split_fields(PKGPartitioner(4), np.array(["hot0", "x"], dtype=object),
+    ...                  np.array([90., 10.]), np.array([90., 10.]), 100.0, None)
+    >>> r["split_keys"][0]["key"], r["loads_after_estimated"]
+    ('hot0', True)
+    """
+    loads, spread = split_loads(f, keys, counts, cost)
+    every = hot_keys(keys, counts, cost, total_count, before, spread, k=len(keys))
+    return {"loads_after": loads, "loads_after_estimated": True, "hot_keys": every[:TOP_KEYS],
+            "split_keys": [h for h in every if len(h["after"]) > 1][:TOP_KEYS]}

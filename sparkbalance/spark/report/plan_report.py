@@ -33,10 +33,9 @@ import numpy as np
 
 from sparkbalance import strategies
 from sparkbalance.routing.base import PartitionFunction
-from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.spark.report.balance_log import post
-from sparkbalance.spark.report.hot_keys import TOP_KEYS, hot_keys, split_loads
-from sparkbalance.spark.report.spark_placement import spark_partitions
+from sparkbalance.spark.report.hot_keys import hot_keys, split_fields
+from sparkbalance.spark.report.spark_placement import before_placement, spark_partitions
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
 
 __all__ = ["reported", "fit", "plan_groups", "plan_split", "plan_record", "plan_log_line"]
@@ -195,28 +194,13 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
         return rec
     cost = np.asarray(stats.cost, dtype=np.float64)
     counts = np.asarray(stats.counts, dtype=np.float64)
-    if current is not None and not current.splits_keys:
-        where_before = current.assign(stats.keys)
-        rec["before_placement"] = f"current partition function ({type(current).__name__})"
-        n_before = current.num_partitions
-    elif spark_where is not None and len(spark_where) == len(stats):
-        where_before, n_before = np.asarray(spark_where, dtype=np.int64), n
-        rec["before_placement"] = placement or "Spark's hash partitioning"
-    else:
-        where_before, n_before = HashPartitioner(n).assign(stats.keys), n
-        rec["before_placement"] = ("sparkbalance's stable hash (Spark's own placement "
-                                   f"unknown: {placement or 'not computed'})")
+    where_before, n_before, rec["before_placement"] = before_placement(
+        stats.keys, n, current, spark_where, placement)
     rec["loads_before"] = _loads(where_before, cost, n_before)
     total = float(stats.data_count)
     if f.splits_keys:  # records of one key spread at run time: LB of a perfect split
         rec["lower_bound"] = float(cost.sum()) / n
-        loads, spread = split_loads(f, stats.keys, counts, cost)
-        rec["loads_after"] = loads
-        rec["loads_after_estimated"] = True
-        rec["hot_keys"] = hot_keys(stats.keys, counts, cost, total, where_before, spread)
-        rec["split_keys"] = [h for h in hot_keys(stats.keys, counts, cost, total, where_before,
-                                                 spread, k=len(stats))
-                             if len(h["after"]) > 1][:TOP_KEYS]
+        rec.update(split_fields(f, stats.keys, counts, cost, total, where_before))
         return rec
     where_after = f.assign(stats.keys)
     rec["loads_after"] = _loads(where_after, cost, n)

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["SPARK_HASH_SEED", "murmur3_hash", "df_partitions", "portable_hash",
-           "rdd_partitions"]
+           "rdd_partitions", "spark_partitions", "before_placement"]
 
 #: Seed of Spark's ``hash`` and its hash partitioning (``Murmur3Hash(_, 42)``).
 SPARK_HASH_SEED = 42
@@ -254,3 +254,25 @@ def spark_partitions(data: Any, cols: Any, keys: np.ndarray, n: int
         return (where, text) if where is not None else (None, f"{text}: worker hash seed "
                                                               f"{seed!r} not reproducible")
     return None, "unknown input"
+
+
+def before_placement(keys: np.ndarray, n: int, current: Any = None,
+                     spark_where: np.ndarray | None = None, placement: str | None = None
+                     ) -> tuple[np.ndarray, int, str]:
+    """The "before" of a plan record: (partition of each key, partition count, what placed
+    them). The partition function in use when the caller gave one (``current=``), else plain
+    Spark's placement (``spark_where``), else sparkbalance's stable hash, said so.
+
+    Examples
+    --------
+    >>> before_placement(np.array([3, 4]), 2, spark_where=np.array([1, 0]), placement="Spark")
+    (array([1, 0]), 2, 'Spark')
+    """
+    if current is not None and not current.splits_keys:
+        return (current.assign(keys), current.num_partitions,
+                f"current partition function ({type(current).__name__})")
+    if spark_where is not None and len(spark_where) == len(keys):
+        return np.asarray(spark_where, dtype=np.int64), n, placement or "Spark's hash"
+    from sparkbalance.routing.hash import HashPartitioner
+    return (HashPartitioner(n).assign(keys), n, "sparkbalance's stable hash (Spark's own "
+            f"placement unknown: {placement or 'not computed'})")
