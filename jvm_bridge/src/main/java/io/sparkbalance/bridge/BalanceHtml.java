@@ -237,7 +237,7 @@ public final class BalanceHtml {
             .append(".</p>");
       }
       b.append(BalanceSvg.loadBars(before, after, r.avg("after") != null ? r.avg("after")
-              : r.avg("before"), r.lowerBound(), BalanceKeys.hottest(r)));
+              : r.avg("before"), r.lowerBound(), BalanceKeys.hottest(r), BalanceKeys.names(r)));
     }
     b.append(BalanceKeys.table(r, "hot_keys", "sparkbalance-hot-keys", "Hot keys"));
     b.append(BalanceKeys.table(r, "split_keys", "sparkbalance-split-keys",

@@ -54,7 +54,7 @@ final class BalanceKeys {
     for (int i = 0; i < Math.min(IN_ROW, hot.size()); i++) {
       JsonNode h = hot.get(i);
       if (b.length() > 0) b.append("<br/>");
-      b.append("<span class=\"hot-key\" data-key=\"").append(BalanceHtml.esc(key(h)))
+      b.append("<span class=\"hot-key\" style=\"white-space:nowrap\" data-key=\"").append(BalanceHtml.esc(key(h)))
           .append("\"><code>").append(BalanceHtml.esc(key(h))).append("</code> ")
           .append(share(h)).append(" <small>").append(where(h.get("before"))).append(" &rarr; ")
           .append(where(h.get("after"))).append("</small></span>");
@@ -63,13 +63,21 @@ final class BalanceKeys {
   }
 
   /** The detail page's table of hot keys (or of split keys: {@code field = "split_keys"}). */
+  /** Names of "before" and "after": plain Spark vs sparkbalance for a plan; for a keyed-state
+   * batch, the layout it ran with vs the layout its plan made for the next batch. */
+  static String[] names(BalanceRecord r) {
+    return "state".equals(r.kind())
+        ? new String[] {"as run (layout in use)", "after its plan (next layout)"}
+        : new String[] {"before (plain Spark)", "after (sparkbalance)"};
+  }
+
   static String table(BalanceRecord r, String field, String id, String title) {
     List<JsonNode> hot = r.hotKeys(field);
     if (hot.isEmpty()) return "";
     StringBuilder b = new StringBuilder("<h4>").append(BalanceHtml.esc(title)).append("</h4>");
     b.append("<table class=\"").append(BalanceHtml.TABLE).append("\" id=\"").append(id)
         .append("\"><thead><tr><th>Key</th><th>Share of records</th><th>Load</th>"
-            + "<th>Before (plain Spark)</th><th>After (sparkbalance)</th></tr></thead><tbody>");
+            + "<th>" + names(r)[0] + "</th><th>" + names(r)[1] + "</th></tr></thead><tbody>");
     for (JsonNode h : hot) {
       JsonNode load = h.get("load");
       b.append("<tr data-key=\"").append(BalanceHtml.esc(key(h))).append("\">")

@@ -90,7 +90,7 @@ final class BalanceSvg {
    * the chart scrolls inside its box, so a 200-partition join's bars stay visible.
    */
   static String loadBars(List<Double> before, List<Double> after, Double avg, Double lb,
-                         com.fasterxml.jackson.databind.JsonNode hottest) {
+                         com.fasterxml.jackson.databind.JsonNode hottest, String[] names) {
     int parts = Math.max(before.size(), after.size());
     double top = lb == null ? 0 : lb;
     for (int i = 0; i < parts; i++) top = Math.max(top, Math.max(at(before, i), at(after, i)));
@@ -107,8 +107,8 @@ final class BalanceSvg {
         + "\">");
     yAxis(b, ymax, "load", width);
     List<String> colors = new java.util.ArrayList<>(), labels = new java.util.ArrayList<>();
-    if (!before.isEmpty()) { colors.add(BalanceHtml.BEFORE_COLOR); labels.add("before (plain Spark)"); }
-    if (!after.isEmpty()) { colors.add(BalanceHtml.AFTER_COLOR); labels.add("after (sparkbalance)"); }
+    if (!before.isEmpty()) { colors.add(BalanceHtml.BEFORE_COLOR); labels.add(names[0]); }
+    if (!after.isEmpty()) { colors.add(BalanceHtml.AFTER_COLOR); labels.add(names[1]); }
     if (lb != null) { colors.add(BalanceHtml.LB_COLOR); labels.add("lower bound"); }
     legend(b, colors.toArray(new String[0]), labels.toArray(new String[0]));
     int labelEvery = Math.max(1, (int) Math.ceil(parts / (plotW / 28.0)));
