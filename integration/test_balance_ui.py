@@ -489,7 +489,8 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
              _shot(f"{app.ui}/balance/operation/?id={df['id']}", "record.png", 1300),
              _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "operator.png", 1700),
              _shot(f"{app.ui}/balance/operation/?id={wide['id']}", "record-200-partitions.png", 1000),
-             _shot(f"{app.ui}/balance/operation/?id={dch['id']}", "record-split-keys.png", 1300)]
+             _shot(f"{app.ui}/balance/operation/?id={dch['id']}", "record-split-keys.png", 1300),
+             _shot(f"{app.ui}/balance/#sparkbalance-stage-skew", "stages.png", 1200)]
     print("screenshots:", *paths)
 
 

@@ -234,3 +234,14 @@ def test_splitting_record_estimates_loads_and_names_split_keys():
 def test_key_labels_are_json_values():
     assert [hk.key_label(k) for k in (np.int64(2), ("a", 1), None, float("nan"))] == [
         2, ["a", 1], None, "nan"]
+
+
+def test_vectorised_integer_placement_equals_the_scalar_hashes():
+    rng = np.random.default_rng(3)
+    v = np.concatenate([rng.integers(-2**63, 2**63 - 1, 2000),
+                        np.array([-1, -2, 0, 2**61 - 1, 2**61, -2**63, 2**63 - 1])])
+    for t in ("bigint", "int"):
+        w = v if t == "bigint" else (v % 2**32 - 2**31)
+        assert sp.df_partitions(w, [t], 13).tolist() == [
+            sp.murmur3_hash([int(x)], [t]) % 13 for x in w]
+    assert sp.rdd_partitions(v, 13).tolist() == [hash(int(x)) % 13 for x in v]
