@@ -408,6 +408,7 @@ def test_stage_skew_view_lists_every_stage_as_spark_measures_it(app):
     stages = json.loads(_get(api + "/stages"))
     job_stages = {s: j["jobId"] for j in json.loads(_get(api + "/jobs")) for s in j["stageIds"]}
     by_job = {j: r["id"] for r in app.records[-KEPT:] for j in r["job_ids"]}
+    by_rdd = {i: r["id"] for r in app.records[-KEPT:] for i in r.get("rdd_ids", ())}
     html = _get(app.ui + "/balance/")
     t = _table(html, "sparkbalance-stages")
     assert set(t.rows) == {f"{s['stageId']}.{s['attemptId']}" for s in stages}
@@ -425,10 +426,16 @@ def test_stage_skew_view_lists_every_stage_as_spark_measures_it(app):
         assert row["skewed"] == str(is_skewed).lower()
         skewed += is_skewed
         want = by_job.get(job_stages.get(s["stageId"]))
+        if want is None:  # a lazy RDD operation: the stage computing the RDD it returned
+            want = next((by_rdd[i] for i in s.get("rddIds", ()) if i in by_rdd), None)
         assert _num(row["record"]) == want
         if want is None and is_skewed:
             assert "sb.diagnose(" in t.text[f"{s['stageId']}.{s['attemptId']}"]["record"]
     assert f"{skewed} of {len(stages)} stage attempts skewed" in html
+    linked = {int(r["record"]) for r in t.rows.values() if r["record"] not in ("", "null")}
+    pkg = app.records[1]
+    assert pkg["rdd_ids"] and (pkg["id"] in linked or pkg["id"] not in
+                                {r["id"] for r in app.records[-KEPT:]})
 
 
 def test_browser_renders_the_tab_and_a_detail_page(app):
@@ -480,6 +487,10 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
     widths = re.findall(r'<g class="partition" data-partition="\d+"[^>]*>.*?<rect [^>]*'
                         r'width="([^"]+)"', dom)
     assert len(widths) == WIDE and min(float(w) for w in widths) >= 4
+    # and a page-wide chart of the peaks (max of every 4 partitions): the hot key's after
+    peaks = re.findall(r'<g class="partition-group" data-partition="\d+" data-before="([^"]+)" '
+                       r'data-after="([^"]+)"', dom)
+    assert len(peaks) == WIDE // 4 and max(float(a) for _, a in peaks) == max(wide["loads_after"])
     # the dchoices record: its split key and its (estimated) loads after
     dch = app.records[2]
     dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={dch['id']}")

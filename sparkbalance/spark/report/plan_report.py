@@ -34,6 +34,7 @@ import numpy as np
 from sparkbalance import strategies
 from sparkbalance.routing.base import PartitionFunction
 from sparkbalance.spark.report.balance_log import post
+from sparkbalance.spark.report.log_line import plan_log_line
 from sparkbalance.spark.report.hot_keys import hot_keys, split_fields
 from sparkbalance.spark.report.spark_placement import before_placement, spark_partitions
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
@@ -211,56 +212,6 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
     return rec
 
 
-def _ratio(peak: Any, mean: Any) -> float | None:
-    return float(peak) / float(mean) if peak is not None and mean else None
-
-
-def plan_log_line(rec: dict[str, Any]) -> str:
-    """The INFO line of a plan record: strategy, imbalance before -> after, LB, table size,
-    keys rerouted or moved, seconds, Spark jobs.
-
-    Examples
-    --------
-    >>> plan_log_line({"operation": "repartition", "label": "repartition(k, 2, mixed)",
-    ...                "strategy": "mixed", "planner": "RoutingTablePartitioner",
-    ...                "max_before": 8.0, "avg_before": 5.0, "max_after": 6.0, "avg_after": 5.0,
-    ...                "lower_bound": 6.0, "table_size": 3, "plan_seconds": 0.002})
-    'sparkbalance: repartition(k, 2, mixed): mixed (RoutingTablePartitioner), imbalance 1.60 -> 1.20 (LB 1.20), table 3, plan 0.002 s'
-    """
-    def fmt(x: float | None) -> str:
-        return "?" if x is None else f"{x:.2f}"
-
-    mean = rec.get("avg_after") or rec.get("avg_before")
-    parts = [f"{rec.get('strategy')} ({rec.get('planner')})"]
-    if rec.get("max_before") is None and rec.get("max_after") is None:
-        parts.append("loads not measured when planned (no key statistics)")
-    else:
-        est = " estimated" if rec.get("loads_after_estimated") else ""
-        parts.append(f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
-                     f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))}{est} "
-                     f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})")
-    hot = rec.get("hot_keys") or []
-    if hot and hot[0].get("share") is not None:
-        h = hot[0]
-        where = h.get("after")
-        where = ("+".join(sorted(where, key=int)) if isinstance(where, dict) else where)
-        parts.append(f"hot key {h['key']!r} {100 * h['share']:.1f}% p{h.get('before')} -> "
-                     f"p{where}")
-    parts.append(f"table {rec.get('table_size', 0)}")
-    if rec.get("keys_rerouted") is not None:
-        parts.append(f"{rec['keys_rerouted']} keys rerouted")
-    if rec.get("keys_moved") is not None:
-        parts.append(f"{rec['keys_moved']} keys / {rec.get('bytes_moved', 0):.0f} B moved")
-    if rec.get("plan_seconds") is not None:
-        parts.append(f"plan {rec['plan_seconds']:.3g} s")
-    if rec.get("seconds") is not None:
-        parts.append(f"{rec['seconds']:.3g} s in all")
-    if rec.get("job_ids"):
-        parts.append(f"jobs {rec['job_ids']}")
-    label = rec.get("label") or rec.get("operation")
-    return f"{DESCRIPTION_PREFIX}{label}: " + ", ".join(parts)
-
-
 # ----------------------------------------------------------------------- the wrapper
 def _context(data: Any) -> Any:
     for get in (lambda d: d.context, lambda d: d.sparkSession.sparkContext):
@@ -363,12 +314,25 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             finally:
                 _FACTS.reset(token)
             if "f" in facts:
-                facts["data"], facts["cols"] = args[0], cols
+                facts["data"], facts["cols"], facts["out"] = args[0], cols, out
                 _report(sc, kind_, operation, label, key, facts, first, description,
                         time.perf_counter() - t0)
             return out
         return run
     return decorate
+
+
+def _rdd_id(out: Any) -> int | None:
+    """The id of the JVM RDD a returned RDD's stage computes (its jobs run later, under the
+    user's action), else None. A PipelinedRDD's own JVM RDD is skipped when an action
+    pipelines more Python onto it, so its source (``_prev_jrdd``) is the one in the stage."""
+    try:
+        prev = getattr(out, "_prev_jrdd", None)
+        if prev is not None:
+            return int(prev.id())
+        return int(out.id()) if hasattr(out, "_jrdd") else None
+    except Exception:  # not an RDD, or no JVM behind it
+        return None
 
 
 def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dict[str, Any],
@@ -393,5 +357,8 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
                strategy=facts["strategy"], plan_seconds=facts["plan_seconds"],
                seconds=seconds, description=description,
                job_ids=list(range(first, last)) if last is not None else [])
+    rdd_id = _rdd_id(facts.get("out"))
+    if rdd_id is not None:  # the lazy result's stage links here in the stage skew view
+        rec["rdd_ids"] = [rdd_id]
     rec = post(sc, rec)
     _LOG.info("%s", plan_log_line(rec))

@@ -236,6 +236,14 @@ public final class BalanceHtml {
             + "replayed through the splitting function as one map task)" : "")
             .append(".</p>");
       }
+      if (Math.max(before.size(), after.size()) > BalanceSvg.FIT_PARTITIONS) {
+        b.append("<p>Peaks: the max load of every ")
+            .append((int) Math.ceil(Math.max(before.size(), after.size())
+                / (double) BalanceSvg.FIT_PARTITIONS))
+            .append(" consecutive partitions; every partition below (scroll sideways).</p>")
+            .append(BalanceSvg.groupedBars(before, after, r.lowerBound(), BalanceKeys.hottest(r),
+                BalanceKeys.names(r)));
+      }
       b.append(BalanceSvg.loadBars(before, after, r.avg("after") != null ? r.avg("after")
               : r.avg("before"), r.lowerBound(), BalanceKeys.hottest(r), BalanceKeys.names(r)));
     }

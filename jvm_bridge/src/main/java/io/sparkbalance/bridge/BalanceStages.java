@@ -16,8 +16,9 @@ import org.apache.spark.util.kvstore.KVStore;
  * Stage skew for every stage of the application, as DataFlint's skew alert measures it: the
  * slowest task's run time over the median task's. A stage is skewed when its max is at least
  * {@code ratio} times its median and at least {@code minMillis} longer (a 30 ms stage of
- * 2 ms tasks is not worth a look). Each skewed stage links to the sparkbalance record whose
- * Spark jobs ran it (the record that balanced it), else shows the {@code sb.diagnose} call
+ * 2 ms tasks is not worth a look). Each stage links to the sparkbalance record whose Spark
+ * jobs ran it or whose returned RDD it computes (the record that balanced it); a skewed stage
+ * without one shows the {@code sb.diagnose} call
  * that would tell what balancing would buy.
  *
  * <p>Read from the application status store (Spark's own stage and task rows,
@@ -45,6 +46,7 @@ final class BalanceStages {
     final String name;
     final long median, max;
     final long[] jobIds;
+    long[] rddIds = new long[0];
 
     Stage(int id, int attempt, String name, int tasks, long median, long max, long[] jobIds) {
       this.id = id;
@@ -82,11 +84,32 @@ final class BalanceStages {
       int j = 0;
       scala.collection.Iterator<Object> it = w.jobIds().iterator();
       while (it.hasNext()) jobs[j++] = ((Number) it.next()).longValue();
-      out.add(new Stage(s.stageId(), s.attemptId(), s.name(), times.length,
+      Stage st = new Stage(s.stageId(), s.attemptId(), s.name(), times.length,
           times.length == 0 ? 0 : times[Math.min(times.length / 2, times.length - 1)],
-          times.length == 0 ? 0 : times[times.length - 1], jobs));
+          times.length == 0 ? 0 : times[times.length - 1], jobs);
+      st.rddIds = rddIds(s);
+      out.add(st);
     }
     return out;
+  }
+
+  /**
+   * The RDD ids of a stage: reflective, {@code StageData.rddIds} is a Scala 2.13
+   * {@code immutable.Seq} on Spark 4.x and a 2.12 {@code collection.Seq} on 3.5.
+   */
+  static long[] rddIds(StageData s) {
+    try {
+      Object seq = StageData.class.getMethod("rddIds").invoke(s);
+      scala.collection.Iterator<?> it =
+          (scala.collection.Iterator<?>) seq.getClass().getMethod("iterator").invoke(seq);
+      List<Long> out = new ArrayList<>();
+      while (it.hasNext()) out.add(((Number) it.next()).longValue());
+      long[] a = new long[out.size()];
+      for (int i = 0; i < a.length; i++) a[i] = out.get(i);
+      return a;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return new long[0];
+    }
   }
 
   /** Run times (ms) of the stage attempt's finished tasks, ascending. */
@@ -115,6 +138,27 @@ final class BalanceStages {
     return out;
   }
 
+  /** The records whose operation returned each RDD id (field {@code rdd_ids}). */
+  static Map<Long, BalanceRecord> byRdd(List<BalanceRecord> records) {
+    Map<Long, BalanceRecord> out = new HashMap<>();
+    for (BalanceRecord r : records) {
+      com.fasterxml.jackson.databind.JsonNode ids = r.node().get("rdd_ids");
+      if (ids != null && ids.isArray()) for (com.fasterxml.jackson.databind.JsonNode x : ids) {
+        if (x.isNumber()) out.put(x.longValue(), r);
+      }
+    }
+    return out;
+  }
+
+  /** The record a stage belongs to: one whose jobs ran it, else one whose returned RDD it
+   * computes (a lazy RDD operation's jobs run later, under the user's action); or null. */
+  static BalanceRecord recordOf(Stage s, Map<Long, BalanceRecord> byJob,
+                                Map<Long, BalanceRecord> byRdd) {
+    for (long j : s.jobIds) if (byJob.containsKey(j)) return byJob.get(j);
+    for (long r : s.rddIds) if (byRdd.containsKey(r)) return byRdd.get(r);
+    return null;
+  }
+
   /** The {@code sb.diagnose} call that would measure a stage: RDD or DataFrame by its name. */
   static String diagnoseHint(Stage s) {
     String name = s.name == null ? "" : s.name;
@@ -127,7 +171,7 @@ final class BalanceStages {
   /** The section of the list page: one row per stage attempt, skewed ones marked. */
   static String html(List<Stage> stages, List<BalanceRecord> records, double ratio,
                      long minMillis, Function<String, String> link) {
-    Map<Long, BalanceRecord> byJob = byJob(records);
+    Map<Long, BalanceRecord> byJob = byJob(records), byRdd = byRdd(records);
     int skewed = 0;
     for (Stage s : stages) if (s.skewed(ratio, minMillis)) skewed++;
     StringBuilder b = new StringBuilder("<h4 id=\"sparkbalance-stage-skew\">Stage skew</h4><p>")
@@ -141,8 +185,7 @@ final class BalanceStages {
         + "<th>Max task s</th><th>Max / median</th><th>Skewed</th><th>Balanced by / try</th>"
         + "</tr></thead><tbody>");
     for (Stage s : stages) {
-      BalanceRecord by = null;
-      for (long j : s.jobIds) if (by == null) by = byJob.get(j);
+      BalanceRecord by = recordOf(s, byJob, byRdd);
       boolean sk = s.skewed(ratio, minMillis);
       String fix = by != null
           ? "<a href=\"" + BalanceHtml.esc(link.apply("/balance/operation/?id=" + by.id()))

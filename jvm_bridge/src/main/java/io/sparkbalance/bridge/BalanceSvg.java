@@ -91,6 +91,35 @@ final class BalanceSvg {
    */
   static String loadBars(List<Double> before, List<Double> after, Double avg, Double lb,
                          com.fasterxml.jackson.databind.JsonNode hottest, String[] names) {
+    return loadBars(before, after, avg, lb, hottest, names, 1);
+  }
+
+  /**
+   * The max load of each run of {@code group} consecutive partitions: with many partitions,
+   * one page-wide chart of the peaks (where the heavy partitions are, before and after)
+   * above the scrolling chart of every partition.
+   */
+  static String groupedBars(List<Double> before, List<Double> after, Double lb,
+                            com.fasterxml.jackson.databind.JsonNode hottest, String[] names) {
+    int parts = Math.max(before.size(), after.size());
+    int group = (int) Math.ceil(parts / (double) FIT_PARTITIONS);
+    return loadBars(peaks(before, group), peaks(after, group), null, lb, null,
+        new String[] {"max " + names[0], "max " + names[1]}, group);
+  }
+
+  private static List<Double> peaks(List<Double> l, int group) {
+    List<Double> out = new java.util.ArrayList<>();
+    for (int i = 0; i < l.size(); i += group) {
+      double m = 0;
+      for (int j = i; j < Math.min(l.size(), i + group); j++) m = Math.max(m, at(l, j));
+      out.add(m);
+    }
+    return out;
+  }
+
+  private static String loadBars(List<Double> before, List<Double> after, Double avg, Double lb,
+                                 com.fasterxml.jackson.databind.JsonNode hottest, String[] names,
+                                 int group) {
     int parts = Math.max(before.size(), after.size());
     double top = lb == null ? 0 : lb;
     for (int i = 0; i < parts; i++) top = Math.max(top, Math.max(at(before, i), at(after, i)));
@@ -100,8 +129,10 @@ final class BalanceSvg {
     double slot = plotW / (double) parts;
     int series = (before.isEmpty() ? 0 : 1) + (after.isEmpty() ? 0 : 1);
     double bar = Math.max(1.0, slot * 0.8 / Math.max(series, 1));
+    String cls = group > 1 ? "partition-group" : "partition";
     StringBuilder b = new StringBuilder("<div class=\"sparkbalance-scroll\" style=\"overflow-x:auto;"
-        + "max-width:100%\"><svg id=\"sparkbalance-loads\" class=\"sparkbalance-chart\" "
+        + "max-width:100%\"><svg id=\"sparkbalance-loads" + (group > 1 ? "-grouped" : "")
+        + "\" class=\"sparkbalance-chart\" "
         + "xmlns=\"http://www.w3.org/2000/svg\" width=\"" + width + "\" height=\"" + H
         + "\" viewBox=\"0 0 " + width + " " + H + "\" role=\"img\" data-partitions=\"" + parts
         + "\">");
@@ -114,10 +145,12 @@ final class BalanceSvg {
     int labelEvery = Math.max(1, (int) Math.ceil(parts / (plotW / 28.0)));
     for (int i = 0; i < parts; i++) {
       double x0 = LEFT + i * slot + slot * 0.1;
-      b.append("<g class=\"partition\" data-partition=\"").append(i).append("\"");
+      b.append("<g class=\"").append(cls).append("\" data-partition=\"").append(i * group)
+          .append("\"");
       if (!before.isEmpty()) b.append(" data-before=\"").append(before.get(i)).append("\"");
       if (!after.isEmpty()) b.append(" data-after=\"").append(after.get(i)).append("\"");
-      b.append("><title>partition ").append(i);
+      b.append("><title>partition ").append(i * group)
+          .append(group > 1 ? "-" + Math.min(parts * group, (i + 1) * group) + " (max)" : "");
       if (!before.isEmpty()) b.append(": before ").append(BalanceHtml.fmt(before.get(i)));
       if (!after.isEmpty()) b.append(", after ").append(BalanceHtml.fmt(after.get(i)));
       b.append("</title>");
@@ -134,7 +167,7 @@ final class BalanceSvg {
       if (i % labelEvery == 0) {
         b.append("<text x=\"").append(n(LEFT + (i + 0.5) * slot)).append("\" y=\"")
             .append(TOP + plotH + 14).append("\" text-anchor=\"middle\" font-size=\"10\">")
-            .append(i).append("</text>");
+            .append(i * group).append("</text>");
       }
       b.append("</g>");
     }
