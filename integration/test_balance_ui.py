@@ -10,8 +10,10 @@ UI, the JSON endpoint, ``/metrics/json``, ``/metrics/prometheus`` and, after the
 stopped, Spark's History Server on its event log show with the Python records.
 
 Browser tests use Debian's ``chromium`` (``--headless --dump-dom`` / ``--screenshot``) and
-are skipped, saying so, when no browser is installed. Screenshots go to
-``bench-out/balance-ui/`` (git-ignored).
+are skipped, saying so, when no browser is installed. Screenshots (the list page, one
+record, one keyed-state operator, a 200-partition record, the History Server's list) go to
+``$SPARKBALANCE_UI_SCREENSHOTS`` when set (e.g. ``/work/screenshots``), else to
+``bench-out/balance-ui/`` inside the checkout (git-ignored).
 """
 from __future__ import annotations
 
@@ -32,15 +34,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 JAR = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
-SHOTS = ROOT / "bench-out" / "balance-ui"
+SHOTS = Path(os.environ.get("SPARKBALANCE_UI_SCREENSHOTS") or ROOT / "bench-out" / "balance-ui")
 PREFIX = "plugin.io.sparkbalance.bridge.BalancePlugin."
 LOOPBACK = "127.0.0.1"
 #: Batches of the child's keyed-state stream, its operator's name, the hot key's rows.
 BATCHES, OPERATOR, HOT_ROWS = 10, "session_counts", 400
-#: spark.sparkbalance.ui.maxRecords of the child: one less than it posts (the RDD plan, the
-#: DataFrame plan, one record per batch; the migrations ride in their batches), so the live
-#: tab shows the bounded store (the oldest record dropped) while the metrics count them all.
-KEPT = BATCHES + 1
+#: Partitions of the wide DataFrame plan (its bars must stay visible: the chart scrolls).
+WIDE = 200
+#: Records the child posts before its stream: RDD reduces with mixed, pkg (no statistics: a
+#: note, no loads) and dchoices (split keys, estimated loads), the DataFrame groupBy, the
+#: 200-partition repartition.
+OPS = ("reduce_by_key", "reduce_by_key", "reduce_by_key", "group_by", "repartition")
+#: spark.sparkbalance.ui.maxRecords of the child: one less than it posts (the operations
+#: above, one record per batch; the migrations ride in their batches), so the live tab
+#: shows the bounded store (the oldest record dropped) while the metrics count them all.
+KEPT = len(OPS) + BATCHES - 1
 
 pytestmark = pytest.mark.skipif(
     not JAR.is_file(), reason=f"bridge jar not built ({JAR}); run bash jvm_bridge/build.sh")
@@ -62,10 +70,15 @@ def _run_operations(spark) -> None:
     sc = spark.sparkContext
     pairs = sc.parallelize([(0, 1)] * 300 + [(k, 1) for k in range(1, 80)], 4)
     sb.reduce_by_key(pairs, operator.add, 4, "mixed").count()
+    sb.reduce_by_key(pairs, operator.add, 4, "pkg").count()
+    words = sc.parallelize([("u0", 1)] * 300 + [(f"u{k}", 1) for k in range(1, 80)], 4)
+    sb.reduce_by_key(words, operator.add, 4, "dchoices").count()
     rows = [(0, 1.0)] * HOT_ROWS + [(k, 1.0) for k in range(1, 61) for _ in range(3)]
     df = spark.createDataFrame(rows, "user_id long, amount double")
     (sb.group_by(df, "user_id", num_partitions=8, strategy="mixed")
      .agg(F.sum("amount").alias("total")).collect())
+    wide = spark.range(6000).selectExpr("if(id < 2000, 7, id) as user_id")
+    sb.repartition(wide, WIDE, "user_id", strategy="mixed")  # planned; never run
     op = KeyedStateOperator(sc, 4, update=operator.add, initial=0, planner="mixed", theta=0.1,
                             trigger="paper")
     op.name = OPERATOR
@@ -85,6 +98,7 @@ def _child(event_dir: str) -> None:
         .config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
         .config("spark.ui.port", "0").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sparkbalance.ui.maxRecords", str(KEPT))
+        .config("spark.sparkbalance.ui.skewMinMillis", "0")
         .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", event_dir)
         .config("spark.eventLog.compress", "false")  # Spark 4 compresses (zstd) by default
         .config("spark.eventLog.rolling.enabled", "true")  # 4.x default; 3.5 writes one file
@@ -97,10 +111,13 @@ def _child(event_dir: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     bl.balance_log().clear()
     _run_operations(spark)
+    from pyspark.sql import functions as F
+    hot = spark.createDataFrame([(0, 1.0)], "user_id long, amount double")
+    spark_put = hot.repartition(8, "user_id").select(F.spark_partition_id()).first()[0]
     jplugin = spark.sparkContext._jvm.io.sparkbalance.bridge.BalancePlugin
     out = {"ui": spark.sparkContext.uiWebUrl, "app_id": spark.sparkContext.applicationId,
            "active": bl.plugin_active(spark), "flushed": bool(jplugin.flush(30000)),
-           "records": bl.balance_log().records()}
+           "records": bl.balance_log().records(), "spark_put_hot_key": spark_put}
     print("BALANCE-APP " + json.dumps(out), flush=True)
     sys.stdin.readline()  # the test says when to stop (a closed pipe also ends the wait)
     spark.stop()
@@ -140,6 +157,9 @@ def _chromium(args: list[str], url: str) -> str:
     return p.stdout
 
 
+_ROW_KEYS = ("data-id", "data-operator", "data-key", "data-stage")
+
+
 class _Cells(HTMLParser):
     """``data-field``/``data-value`` cells per ``<tr data-id>`` (int) or ``<tr data-operator>``
     (str) of the table with the given id, and the text shown in each cell."""
@@ -155,8 +175,9 @@ class _Cells(HTMLParser):
         a = dict(attrs)
         if tag == "table":
             self.depth += 1 if (self.depth or a.get("id") == self.table_id) else 0
-        elif self.depth and tag == "tr" and ("data-id" in a or "data-operator" in a):
-            self.row = int(a["data-id"]) if "data-id" in a else a["data-operator"]
+        elif self.depth and tag == "tr" and any(k in a for k in _ROW_KEYS):
+            self.row = (int(a["data-id"]) if "data-id" in a
+                        else next(a[k] for k in _ROW_KEYS if k in a))
             self.rows[self.row], self.text[self.row] = {}, {}
         elif self.depth and tag == "td" and self.row is not None and "data-field" in a:
             self._field = a["data-field"]
@@ -198,15 +219,23 @@ def _check_rows(html: str, records: list[dict]) -> None:
         row, text = t.rows[r["id"]], t.text[r["id"]]
         assert text["operation"].startswith(r["operation"])
         assert int(row["num_partitions"]) == r["num_partitions"]
-        assert _num(row["lower_bound"]) == r["lower_bound"]
+        assert _num(row["lower_bound"]) == r.get("lower_bound")
         assert _num(row["plan_seconds"]) == r.get("plan_seconds")
         assert _num(row["keys_moved"]) == r.get("keys_moved")
         assert _num(row["bytes_moved"]) == r.get("bytes_moved")
         mx, av = row["max_avg_before"].split("/")
-        assert (_num(mx), _num(av)) == (r["max_before"], r["avg_before"])
-        assert text["job_ids"].replace(" ", "") == ",".join(map(str, r["job_ids"]))
+        assert (_num(mx), _num(av)) == (r.get("max_before"), r.get("avg_before"))
+        hot = r.get("hot_keys") or []
+        if hot:  # the hottest key named with its share and partitions, before -> after
+            first = f"p{hot[0]['before']} \u2192 "
+            assert text["hot_keys"].startswith(str(hot[0]["key"])) and first in text["hot_keys"]
+        else:
+            assert text["hot_keys"] == "-"
+        if r.get("loads_note"):
+            assert text["max_avg_after"] == "not known when planned"
+        assert text["job_ids"].replace(" ", "") == (",".join(map(str, r["job_ids"])) or "-")
         if r.get("plan_seconds") is not None:
-            assert text["plan_seconds"] == f"{r['plan_seconds']:.4g}"
+            assert float(text["plan_seconds"]) == float(f"{r['plan_seconds']:.4g}")
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -235,6 +264,7 @@ class _App:
         self.ui, self.app_id = info["ui"], info["app_id"]
         self.active, self.flushed = info["active"], info["flushed"]
         self.records: list[dict] = info["records"]
+        self.spark_put_hot_key: int = info["spark_put_hot_key"]
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -270,28 +300,53 @@ def test_plugin_is_active_and_records_delivered(app):
     assert app.active and app.flushed
     assert len(app.records) == KEPT + 1
     assert [r["id"] for r in app.records] == sorted(r["id"] for r in app.records)
-    assert [r["kind"] for r in app.records] == ["rdd", "dataframe"] + ["state"] * BATCHES
+    assert [r["operation"] for r in app.records] == list(OPS) + ["batch"] * BATCHES
     assert sum(map(_is_migration, app.records)) >= 2, "the stream should have migrated"
-    assert all(r["job_ids"] for r in app.records)
+    assert all(r["job_ids"] for r in app.records if r["strategy"] not in ("pkg", "dchoices"))
 
 
 def test_the_records_are_the_operations_numbers(app):
-    rdd, df = app.records[:2]
+    rdd, pkg, dch, df, wide = app.records[:len(OPS)]
     assert (rdd["operation"], rdd["label"]) == ("reduce_by_key", "reduce_by_key(key, 4, mixed)")
+    # "before" is where Spark itself puts the rows: the hot key where df.repartition puts it
+    assert df["before_placement"] == "Spark: pmod(hash(user_id), 8)"
+    hot = df["hot_keys"][0]
+    assert (hot["key"], hot["before"]) == (0, app.spark_put_hot_key)
+    assert hot["share"] == pytest.approx(HOT_ROWS / (HOT_ROWS + 60 * 3))
+    assert df["loads_before"][hot["before"]] >= HOT_ROWS
+    assert df["loads_after"][hot["after"]] >= HOT_ROWS
+    assert rdd["before_placement"] == "Spark: portable_hash(key) % 4"
+    assert rdd["hot_keys"][0]["key"] == 0 and rdd["hot_keys"][0]["before"] == 0  # 0 % 4
+    # splitting strategies: pkg plans without statistics and says so; dchoices names the
+    # key it split and estimates its loads
+    assert pkg["loads_note"] and "loads_before" not in pkg
+    assert dch["split_keys"][0]["key"] == "u0" and len(dch["split_keys"][0]["after"]) > 1
+    assert dch["loads_after_estimated"] and sum(dch["loads_after"]) == pytest.approx(379)
+    assert len(wide["loads_after"]) == WIDE and wide["hot_keys"][0]["key"] == 7
     assert (df["operation"], df["key"], df["strategy"]) == ("group_by", "user_id", "mixed")
     rows = HOT_ROWS + 60 * 3
     assert sum(df["loads_before"]) == sum(df["loads_after"]) == rows
     assert df["lower_bound"] == HOT_ROWS <= df["max_after"] <= df["max_before"]
     assert df["description"] == "sparkbalance: key statistics for group_by(user_id, 8, mixed)"
-    state = app.records[2:]
+    state = app.records[len(OPS):]
     assert [r["batch"] for r in state] == list(range(BATCHES))
     assert {r["operator"] for r in state} == {OPERATOR}
 
 
 def test_json_endpoint_serves_the_python_records(app):
+    import http.client
+    import urllib.parse
+    u = urllib.parse.urlsplit(app.ui)
+    for path in ("/balance/json", "/balance/operation/json?id=1"):  # no 301 to a slash
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        c.request("GET", path)
+        resp = c.getresponse()
+        assert resp.status == 200, (path, resp.status, resp.getheader("Location"))
+        json.loads(resp.read())
+        c.close()
     served = json.loads(_get(app.ui + "/balance/json"))
     assert served == app.records[-KEPT:]  # the bounded store dropped the oldest
-    one = app.records[5]
+    one = app.records[len(OPS) + 3]
     assert json.loads(_get(f"{app.ui}/balance/operation/json?id={one['id']}")) == one
     dropped = app.records[0]["id"]
     assert json.loads(_get(f"{app.ui}/balance/operation/json?id={dropped}")) is None
@@ -346,6 +401,43 @@ def test_metrics_json_and_prometheus_match_the_records(app):
     assert values["planMicros_Count"] == len(plans)
 
 
+def test_stage_skew_view_lists_every_stage_as_spark_measures_it(app):
+    """One row per stage attempt with Spark's own median / max task run time (its REST
+    task summary), skewed ones flagged by the rule, linked to the record whose jobs ran them."""
+    api = f"{app.ui}/api/v1/applications/{app.app_id}"
+    stages = json.loads(_get(api + "/stages"))
+    job_stages = {s: j["jobId"] for j in json.loads(_get(api + "/jobs")) for s in j["stageIds"]}
+    by_job = {j: r["id"] for r in app.records[-KEPT:] for j in r["job_ids"]}
+    by_rdd = {i: r["id"] for r in app.records[-KEPT:] for i in r.get("rdd_ids", ())}
+    html = _get(app.ui + "/balance/")
+    t = _table(html, "sparkbalance-stages")
+    assert set(t.rows) == {f"{s['stageId']}.{s['attemptId']}" for s in stages}
+    skewed = 0
+    for s in stages:
+        row = t.rows[f"{s['stageId']}.{s['attemptId']}"]
+        if s["status"] != "COMPLETE":  # skipped (its shuffle reused): no tasks, no summary
+            assert int(row["tasks"]) == 0 and row["skewed"] == "false"
+            continue
+        summary = json.loads(_get(f"{api}/stages/{s['stageId']}/{s['attemptId']}/taskSummary"
+                                  "?quantiles=0.5,1.0"))
+        median, mx = summary["executorRunTime"]
+        assert (float(row["median_ms"]), float(row["max_ms"])) == (median, mx), s["stageId"]
+        is_skewed = int(row["tasks"]) >= 2 and mx >= 5 * max(median, 1)  # skewMinMillis=0
+        assert row["skewed"] == str(is_skewed).lower()
+        skewed += is_skewed
+        want = by_job.get(job_stages.get(s["stageId"]))
+        if want is None:  # a lazy RDD operation: the stage computing the RDD it returned
+            want = next((by_rdd[i] for i in s.get("rddIds", ()) if i in by_rdd), None)
+        assert _num(row["record"]) == want
+        if want is None and is_skewed:
+            assert "sb.diagnose(" in t.text[f"{s['stageId']}.{s['attemptId']}"]["record"]
+    assert f"{skewed} of {len(stages)} stage attempts skewed" in html
+    linked = {int(r["record"]) for r in t.rows.values() if r["record"] not in ("", "null")}
+    pkg = app.records[1]
+    assert pkg["rdd_ids"] and (pkg["id"] in linked or pkg["id"] not in
+                                {r["id"] for r in app.records[-KEPT:]})
+
+
 def test_browser_renders_the_tab_and_a_detail_page(app):
     dom = _chromium(["--dump-dom"], app.ui + "/balance/")
     _check_rows(dom, app.records[-KEPT:])
@@ -362,21 +454,54 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
     for r in state:
         assert _num(t.rows[r["id"]]["max_before"]) == r["max_before"]
         assert _num(t.rows[r["id"]]["avg_before"]) == r["avg_before"]
+    # a move is drawn on the batch whose plan decided it (it rode in the next batch)
     marks = re.findall(r'<g class="migration" data-batch="(\d+)"', dom)
-    assert [int(b) for b in marks] == [r["batch"] for r in state if _is_migration(r)]
-    points = re.findall(r'<circle class="batch"[^>]*data-imbalance="([^"]+)"', dom)
-    assert [float(p) for p in points] == pytest.approx(
-        [r["max_before"] / r["avg_before"] for r in state])
+    assert [int(b) for b in marks] == [r.get("moved_for_batch", r["batch"]) for r in state
+                                       if _is_migration(r)]
+    assert all(r["moved_for_batch"] == r["batch"] - 1 for r in state if r.get("keys_moved"))
+    # both series per batch: as run (before) and under the layout its plan made (after)
+    for which in ("before", "after"):
+        points = re.findall(rf'<circle class="batch {which}"[^>]*data-imbalance="([^"]+)"', dom)
+        assert [float(p) for p in points] == pytest.approx(
+            [r[f"max_{which}"] / r[f"avg_{which}"] for r in state])
+    after = [r["max_after"] / r["avg_after"] for r in state]
+    assert max(after) < min(r["max_before"] / r["avg_before"] for r in state if r.get("keys_planned"))
+    bars = re.findall(r'<g class="partition" data-partition="\d+" data-before="([^"]+)" '
+                      r'data-after="([^"]+)"', dom)
+    assert [float(a) for _, a in bars] == migrated["loads_after"]
+    hot = _table(dom, "sparkbalance-hot-keys")
+    assert [int(k) for k in hot.rows] == [h["key"] for h in migrated["hot_keys"]]
     # the DataFrame groupBy's page: its plan's loads before and after, per partition
-    df = app.records[1]
+    df = app.records[3]
     dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={df['id']}")
     bars = re.findall(r'<g class="partition" data-partition="(\d+)" data-before="([^"]+)" '
                       r'data-after="([^"]+)"', dom)
     assert [(float(b), float(a)) for _, b, a in bars] == list(
         zip(df["loads_before"], df["loads_after"]))
-    paths = [_shot(app.ui + "/balance/", "list.png", 1100),
-             _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "detail-state.png"),
-             _shot(f"{app.ui}/balance/operation/?id={df['id']}", "detail-dataframe.png", 1000)]
+    assert re.search(r'<text class="hot-key-label" data-which="before" data-partition="'
+                     rf'{app.spark_put_hot_key}"[^>]*>hot key 0<', dom)
+    # the 200-partition plan: every partition drawn, the chart wider than the page (scrolls)
+    wide = app.records[len(OPS) - 1]
+    dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={wide['id']}")
+    assert f'data-partitions="{WIDE}"' in dom and 'class="sparkbalance-scroll"' in dom
+    widths = re.findall(r'<g class="partition" data-partition="\d+"[^>]*>.*?<rect [^>]*'
+                        r'width="([^"]+)"', dom)
+    assert len(widths) == WIDE and min(float(w) for w in widths) >= 4
+    # and a page-wide chart of the peaks (max of every 4 partitions): the hot key's after
+    peaks = re.findall(r'<g class="partition-group" data-partition="\d+" data-before="([^"]+)" '
+                       r'data-after="([^"]+)"', dom)
+    assert len(peaks) == WIDE // 4 and max(float(a) for _, a in peaks) == max(wide["loads_after"])
+    # the dchoices record: its split key and its (estimated) loads after
+    dch = app.records[2]
+    dom = _chromium(["--dump-dom"], f"{app.ui}/balance/operation/?id={dch['id']}")
+    split = _table(dom, "sparkbalance-split-keys")
+    assert list(split.rows)[:1] == ["u0"] and "+" in split.text["u0"]["after"]
+    paths = [_shot(app.ui + "/balance/", "list.png", 1800),
+             _shot(f"{app.ui}/balance/operation/?id={df['id']}", "record.png", 1300),
+             _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "operator.png", 1700),
+             _shot(f"{app.ui}/balance/operation/?id={wide['id']}", "record-200-partitions.png", 1000),
+             _shot(f"{app.ui}/balance/operation/?id={dch['id']}", "record-split-keys.png", 1300),
+             _shot(f"{app.ui}/balance/#sparkbalance-stage-skew", "stages.png", 1200)]
     print("screenshots:", *paths)
 
 

@@ -211,3 +211,45 @@ def test_keyed_state_posts_batches_and_migrations_with_labelled_jobs(sc, user_la
     assert any(d.startswith("sparkbalance: keyed state clicks batch") for _, d in theirs)
     assert any("migrate" in d and "layout v" in d and "→" in d for _, d in theirs), theirs
     op.close()
+
+
+def test_before_is_where_spark_itself_puts_the_rows(spark):
+    """The record's "before" partition of a key is ``pmod(hash(cols), n)`` as Spark computes
+    it, for every SQL type the placement handles, one column or several."""
+    import datetime
+
+    from pyspark.sql import functions as F
+
+    from sparkbalance.spark.report.spark_placement import df_partitions, murmur3_hash
+    rows = [(0, 7, "a", b"xyz", 1.5, True, datetime.date(2020, 1, 2), "héllo wörld", 3.25),
+            (123456789012, -5, "abcde", b"", -0.0, False, datetime.date(1960, 5, 5), "", None)]
+    df = spark.createDataFrame(rows, "l bigint, i int, s string, b binary, d double, "
+                               "bo boolean, dt date, u string, f float")
+    types = [f.dataType.simpleString() for f in df.schema]
+    got = df.select(*[F.hash(c).alias(c) for c in df.columns],
+                    F.hash("s", "i", "u").alias("multi"),
+                    F.pmod(F.hash("s", "l"), F.lit(7)).alias("p")).collect()
+    for r, g in zip(rows, got):
+        for c, v, t in zip(df.columns, r, types):
+            assert murmur3_hash([v], [t]) == g[c], (c, v)
+        assert murmur3_hash([r[2], r[1], r[7]], ["string", "int", "string"]) == g["multi"]
+        assert df_partitions([(r[2], r[0])], ["string", "bigint"], 7).tolist() == [g["p"]]
+
+
+def test_plan_records_put_the_hot_key_where_spark_would(spark, sc):
+    from pyspark.sql import functions as F
+    df = _skewed(spark)
+    sb.repartition(df, 8, "user_id", strategy="mixed")
+    rec = bl.balance_log().last()
+    spark_put = (df.where("user_id = 0").repartition(8, "user_id")
+                 .select(F.spark_partition_id()).first()[0])
+    assert rec["before_placement"] == "Spark: pmod(hash(user_id), 8)"
+    assert rec["hot_keys"][0]["key"] == 0 and rec["hot_keys"][0]["before"] == spark_put
+    assert rec["loads_before"][spark_put] >= 400
+    pairs = sc.parallelize([("hot", 1)] * 50 + [(f"k{i}", 1) for i in range(30)], 2)
+    sb.reduce_by_key(pairs, operator.add, 4, "mixed")
+    rec = bl.balance_log().last()
+    spark_put = pairs.partitionBy(4).mapPartitionsWithIndex(
+        lambda i, it: [i] if any(k == "hot" for k, _ in it) else []).collect()
+    assert rec["before_placement"] == "Spark: portable_hash(key) % 4"
+    assert [rec["hot_keys"][0]["key"], rec["hot_keys"][0]["before"]] == ["hot", *spark_put]

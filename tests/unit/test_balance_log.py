@@ -165,3 +165,83 @@ def test_a_failing_push_never_fails_the_caller():
     assert bl.post(sc, {"kind": "rdd"})["id"] == 0
 
 
+
+
+# ------------------------------------------------------------------ hot keys and "before"
+from sparkbalance.spark.report import hot_keys as hk  # noqa: E402
+from sparkbalance.spark.report import spark_placement as sp  # noqa: E402
+from sparkbalance.spark.report.plan_report import plan_log_line, plan_record  # noqa: E402
+
+
+@pytest.mark.parametrize("key, types, expected", [
+    # SELECT hash(...) on Spark 4.3 (seed 42), the values the Spark test checks live
+    ([0], ["bigint"], -1670924195),
+    (["a"], ["string"], 1485273170),
+    ([None], ["string"], 42),
+])
+def test_murmur3_is_sparks_hash(key, types, expected):
+    assert sp.murmur3_hash(key, types) == expected
+
+
+def test_unhandled_sql_type_gives_no_placement():
+    assert sp.df_partitions(np.array([1]), ["decimal(10,2)"], 4) is None
+
+
+def test_portable_hash_of_ints_needs_no_seed():
+    assert sp.rdd_partitions([0, 5, -1, (1, None)], 4, None).tolist() == [
+        0, 1, 2, sp.portable_hash((1, None)) % 4]  # hash(-1) == -2 in CPython
+
+
+def test_portable_hash_of_strings_follows_the_workers_seed():
+    got = sp.rdd_partitions(["a", "bb", ("c", 1)], 8, "0")
+    import subprocess
+    import sys
+    code = ("from pyspark.rdd import portable_hash; "
+            "print([portable_hash(k) % 8 for k in ['a', 'bb', ('c', 1)]])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONHASHSEED": "0"}, check=True)
+    assert got.tolist() == eval(out.stdout)
+    assert sp.rdd_partitions(["a"], 8, "random") is None  # not reproducible: said so
+
+
+def test_plan_record_names_hot_keys_with_sparks_placement():
+    from sparkbalance.routing.table import RoutingTablePartitioner
+    from sparkbalance.stats.keystats import KeyStats
+    s = KeyStats.from_counts({"hot": 6, "b": 2, "c": 2})
+    f = RoutingTablePartitioner(2, {"hot": 0, "b": 1, "c": 1})
+    spark_where = np.array([1, 1, 0])
+    r = plan_record(f, 2, stats=s, spark_where=spark_where, placement="Spark: x")
+    assert r["before_placement"] == "Spark: x" and r["loads_before"] == [2.0, 8.0]
+    assert r["hot_keys"][0] == {"key": "hot", "share": 0.6, "load": 6.0, "before": 1,
+                                "after": 0}
+    line = plan_log_line(dict(r, strategy="mixed", label="op"))
+    assert "hot key 'hot' 60.0% p1 -> p0" in line
+
+
+def test_splitting_record_estimates_loads_and_names_split_keys():
+    from sparkbalance.routing.pkg import PKGPartitioner
+    from sparkbalance.stats.keystats import KeyStats
+    s = KeyStats.from_counts({"hot0": 90, "x": 10})
+    r = plan_record(PKGPartitioner(4), 4, stats=s)
+    assert r["loads_after_estimated"] and sum(r["loads_after"]) == pytest.approx(100)
+    assert r["split_keys"][0]["key"] == "hot0" and len(r["split_keys"][0]["after"]) == 2
+    none = plan_record(PKGPartitioner(4), 4)  # PKG without statistics: a note, no "?"
+    assert "gathers no key statistics" in none["loads_note"]
+    line = plan_log_line(dict(none, strategy="pkg", label="op"))
+    assert "?" not in line and "loads not measured" in line
+
+
+def test_key_labels_are_json_values():
+    assert [hk.key_label(k) for k in (np.int64(2), ("a", 1), None, float("nan"))] == [
+        2, ["a", 1], None, "nan"]
+
+
+def test_vectorised_integer_placement_equals_the_scalar_hashes():
+    rng = np.random.default_rng(3)
+    v = np.concatenate([rng.integers(-2**63, 2**63 - 1, 2000),
+                        np.array([-1, -2, 0, 2**61 - 1, 2**61, -2**63, 2**63 - 1])])
+    for t in ("bigint", "int"):
+        w = v if t == "bigint" else (v % 2**32 - 2**31)
+        assert sp.df_partitions(w, [t], 13).tolist() == [
+            sp.murmur3_hash([int(x)], [t]) % 13 for x in w]
+    assert sp.rdd_partitions(v, 13).tolist() == [hash(int(x)) % 13 for x in v]

@@ -33,8 +33,10 @@ import numpy as np
 
 from sparkbalance import strategies
 from sparkbalance.routing.base import PartitionFunction
-from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.spark.report.balance_log import post
+from sparkbalance.spark.report.log_line import plan_log_line
+from sparkbalance.spark.report.hot_keys import hot_keys, split_fields
+from sparkbalance.spark.report.spark_placement import before_placement, spark_partitions
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
 
 __all__ = ["reported", "fit", "plan_groups", "plan_split", "plan_record", "plan_log_line"]
@@ -144,7 +146,9 @@ def _table_size(f: Any) -> tuple[int, str | None]:
 
 def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
                 current: PartitionFunction | None = None,
-                group_sizes: np.ndarray | None = None) -> dict[str, Any]:
+                group_sizes: np.ndarray | None = None,
+                spark_where: np.ndarray | None = None,
+                placement: str | None = None) -> dict[str, Any]:
     """Loads before/after, LB, table size and rerouted keys of a fitted ``f`` (record fields).
 
     Parameters
@@ -154,6 +158,10 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
     stats : the KeyStats it was fitted on (None: a plan without statistics).
     current : the partition function in use before (None: stable hash).
     group_sizes : for a zero-pass plan, the measured size of each key group of ``f``.
+    spark_where : where plain Spark puts each key of ``stats``
+        (:func:`~sparkbalance.spark.report.spark_placement.spark_partitions`), the "before"
+        when there is no ``current``; None: sparkbalance's stable hash stands in.
+    placement : how ``spark_where`` was computed (or why it could not be), for the record.
 
     Examples
     --------
@@ -176,61 +184,32 @@ def plan_record(f: PartitionFunction, num_partitions: int, *, stats: Any = None,
         rec["loads_before"] = _loads(plain_owner(w.shape[0], n), w, n)  # hash placement
         rec["loads_after"] = _loads(np.asarray(f.owner_of_group, dtype=np.int64), w, n)
         rec["lower_bound"] = max(float(w.sum()) / n, float(w.max(initial=0.0)))
+        rec["before_placement"] = ("key groups on their hash home (the records per group "
+                                   "were counted in the shuffle itself, not per key)")
         return rec
     if stats is None or len(stats) == 0:
+        if f.splits_keys:  # PKG gathers nothing: its loads exist only once the job ran
+            rec["loads_note"] = (f"{type(f).__name__} gathers no key statistics: records are "
+                                 f"routed as they arrive, so loads are not known when it plans; "
+                                 f"see the stage skew view for the tasks as they ran")
         return rec
     cost = np.asarray(stats.cost, dtype=np.float64)
-    before = current if current is not None and not current.splits_keys else HashPartitioner(n)
-    where_before = before.assign(stats.keys)
-    rec["loads_before"] = _loads(where_before, cost, before.num_partitions)
+    counts = np.asarray(stats.counts, dtype=np.float64)
+    where_before, n_before, rec["before_placement"] = before_placement(
+        stats.keys, n, current, spark_where, placement)
+    rec["loads_before"] = _loads(where_before, cost, n_before)
+    total = float(stats.data_count)
     if f.splits_keys:  # records of one key spread at run time: LB of a perfect split
         rec["lower_bound"] = float(cost.sum()) / n
+        rec.update(split_fields(f, stats.keys, counts, cost, total, where_before))
         return rec
     where_after = f.assign(stats.keys)
     rec["loads_after"] = _loads(where_after, cost, n)
     rec["lower_bound"] = max(float(cost.sum()) / n, float(cost.max(initial=0.0)))
+    rec["hot_keys"] = hot_keys(stats.keys, counts, cost, total, where_before, where_after)
     if current is not None and not current.splits_keys:
         rec["keys_rerouted"] = int(np.count_nonzero(where_before != where_after))
     return rec
-
-
-def _ratio(peak: Any, mean: Any) -> float | None:
-    return float(peak) / float(mean) if peak is not None and mean else None
-
-
-def plan_log_line(rec: dict[str, Any]) -> str:
-    """The INFO line of a plan record: strategy, imbalance before -> after, LB, table size,
-    keys rerouted or moved, seconds, Spark jobs.
-
-    Examples
-    --------
-    >>> plan_log_line({"operation": "repartition", "label": "repartition(k, 2, mixed)",
-    ...                "strategy": "mixed", "planner": "RoutingTablePartitioner",
-    ...                "max_before": 8.0, "avg_before": 5.0, "max_after": 6.0, "avg_after": 5.0,
-    ...                "lower_bound": 6.0, "table_size": 3, "plan_seconds": 0.002})
-    'sparkbalance: repartition(k, 2, mixed): mixed (RoutingTablePartitioner), imbalance 1.60 -> 1.20 (LB 1.20), table 3, plan 0.002 s'
-    """
-    def fmt(x: float | None) -> str:
-        return "?" if x is None else f"{x:.2f}"
-
-    mean = rec.get("avg_after") or rec.get("avg_before")
-    parts = [f"{rec.get('strategy')} ({rec.get('planner')})",
-             f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
-             f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))} "
-             f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})",
-             f"table {rec.get('table_size', 0)}"]
-    if rec.get("keys_rerouted") is not None:
-        parts.append(f"{rec['keys_rerouted']} keys rerouted")
-    if rec.get("keys_moved") is not None:
-        parts.append(f"{rec['keys_moved']} keys / {rec.get('bytes_moved', 0):.0f} B moved")
-    if rec.get("plan_seconds") is not None:
-        parts.append(f"plan {rec['plan_seconds']:.3g} s")
-    if rec.get("seconds") is not None:
-        parts.append(f"{rec['seconds']:.3g} s in all")
-    if rec.get("job_ids"):
-        parts.append(f"jobs {rec['job_ids']}")
-    label = rec.get("label") or rec.get("operation")
-    return f"{DESCRIPTION_PREFIX}{label}: " + ", ".join(parts)
 
 
 # ----------------------------------------------------------------------- the wrapper
@@ -320,6 +299,8 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             except TypeError:  # bad arguments: the function raises its own error
                 return fn(*args, **kwargs)
             sc = _context(args[0]) if args else None
+            arguments = sig.bind(*args, **kwargs).arguments
+            cols = arguments.get("cols") or arguments.get("on")
             kind_ = kind if kind is not None else (
                 "dataframe" if hasattr(args[0], "sparkSession") else "rdd")
             first = next_job_id(sc) if sc is not None else None
@@ -333,6 +314,7 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             finally:
                 _FACTS.reset(token)
             if "f" in facts:
+                facts["data"], facts["cols"], facts["out"] = args[0], cols, out
                 _report(sc, kind_, operation, label, key, facts, first, description,
                         time.perf_counter() - t0)
             return out
@@ -340,12 +322,32 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
     return decorate
 
 
+def _rdd_id(out: Any) -> int | None:
+    """The id of the JVM RDD a returned RDD's stage computes (its jobs run later, under the
+    user's action), else None. A PipelinedRDD's own JVM RDD is skipped when an action
+    pipelines more Python onto it, so its source (``_prev_jrdd``) is the one in the stage."""
+    try:
+        prev = getattr(out, "_prev_jrdd", None)
+        if prev is not None:
+            return int(prev.id())
+        return int(out.id()) if hasattr(out, "_jrdd") else None
+    except Exception:  # not an RDD, or no JVM behind it
+        return None
+
+
 def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dict[str, Any],
             first: int | None, description: str, seconds: float) -> None:
     f = facts["f"]
     try:
-        rec = dict(facts["record"]) if "record" in facts else plan_record(f, f.num_partitions, stats=facts.get("stats"),
-                          current=facts.get("current"), group_sizes=facts.get("group_sizes"))
+        stats = facts.get("stats")
+        where, placement = None, None
+        if "record" not in facts and stats is not None and len(stats) and \
+                facts.get("current") is None:
+            where, placement = spark_partitions(facts.get("data"), facts.get("cols"),
+                                                stats.keys, f.num_partitions)
+        rec = dict(facts["record"]) if "record" in facts else plan_record(
+            f, f.num_partitions, stats=stats, current=facts.get("current"),
+            group_sizes=facts.get("group_sizes"), spark_where=where, placement=placement)
     except Exception as exc:  # reporting must never fail the user's operation
         _LOG.debug("no loads for the %s record: %r", label, exc)
         rec = {"num_partitions": f.num_partitions, "planner": type(f).__name__}
@@ -355,5 +357,8 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
                strategy=facts["strategy"], plan_seconds=facts["plan_seconds"],
                seconds=seconds, description=description,
                job_ids=list(range(first, last)) if last is not None else [])
+    rdd_id = _rdd_id(facts.get("out"))
+    if rdd_id is not None:  # the lazy result's stage links here in the stage skew view
+        rec["rdd_ids"] = [rdd_id]
     rec = post(sc, rec)
     _LOG.info("%s", plan_log_line(rec))

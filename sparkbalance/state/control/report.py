@@ -39,6 +39,7 @@ import numpy as np
 from sparkbalance.spark.report.balance_log import post
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, next_job_id, operation_jobs
 from sparkbalance.spark.report.plan_report import plan_log_line
+from sparkbalance.spark.report.hot_keys import hot_keys
 
 __all__ = ["operator_name", "labelled", "batch_description", "post_batch", "post_migration"]
 
@@ -202,17 +203,27 @@ def post_batch(op: Any, m: Any, decision: Any) -> dict[str, Any]:
                state_bytes=row.state_bytes, imbalance_before=row.imbalance_before,
                imbalance_after=row.imbalance_after)
     planned = decision is not None or op._plan_seconds > 0
-    if planned:
+    after, hot = _after(op, m)
+    if after is not None:  # this batch's work under the layout the next batch runs with
+        rec.update(loads_after=after.tolist(), avg_after=float(after.mean()),
+                   max_after=float(after.max()))
+    elif planned:
         avg = float(loads.mean()) if loads.size else 0.0
-        rec.update(plan_seconds=op._plan_seconds, avg_after=avg,
-                   max_after=row.imbalance_after * avg)
+        rec.update(avg_after=avg, max_after=row.imbalance_after * avg)
+    if planned:
+        rec.update(plan_seconds=op._plan_seconds)
+    if hot:
+        rec.update(hot_keys=hot)
     riding = _RIDING.get() or []
     _RIDING.set(None)  # a migration settled later in this call (a checkpoint) posts its own
     if riding:
+        # The move rode in this batch's shuffle but was decided (planned) after the batch
+        # named by ``moved_for_batch``: the timeline draws it there.
         rec.update(keys_moved=sum(r.keys_moved for r in riding),
                    bytes_moved=sum(r.bytes_moved for r in riding),
                    migration_seconds=sum(r.seconds for r in riding),
-                   migrated_to=f"v{riding[-1].layout_version}")
+                   migrated_to=f"v{riding[-1].layout_version}",
+                   moved_for_batch=int(riding[-1].seq))
     if decision is not None:
         rec.update(keys_planned=decision.planned_moves, bytes_planned=decision.planned_bytes)
     rec = post(op.sc, rec)
@@ -234,6 +245,45 @@ def post_batch(op: Any, m: Any, decision: Any) -> dict[str, Any]:
     else:
         _WARNED.pop(op, None)
     return rec
+
+
+def _after(op: Any, m: Any) -> tuple[np.ndarray | None, list[dict[str, Any]]]:
+    """This batch's loads under ``op.layout`` (the layout used next: after the plan, or the
+    same layout when nothing moves) on the partitions it ran on, and its hot keys (table
+    layouts) or hot key groups with their partition before and after; (None, []) when the
+    next layout has another partition set (``scale``)."""
+    try:
+        layout, active = op.layout, np.asarray(m.active)
+        cost = np.asarray(m.cost, dtype=np.float64)
+        P = int(np.asarray(m.loads).size)
+        if getattr(layout, "num_physical", P) != P:
+            return None, []
+        total = float(cost.sum())
+        if m.keys is not None and m.where is not None:  # table layout: per key
+            if layout.num_partitions != active.size:
+                return None, []
+            where = np.asarray(layout.fn.assign(m.keys), dtype=np.int64)
+            after = np.bincount(where, weights=cost, minlength=P)[active]
+            return after, hot_keys(m.keys, cost, cost, total, np.asarray(m.where), where)
+        g2p = np.asarray(layout.group_to_partition(), dtype=np.int64)  # key groups
+        if g2p.size != cost.size:
+            return None, []
+        after = np.bincount(g2p, weights=cost, minlength=P)[active]
+        before = _before_groups(op, cost.size)
+        groups = np.array([f"group {g}" for g in range(cost.size)], dtype=object)
+        return after, hot_keys(groups, cost, cost, total, before, g2p)
+    except Exception as exc:  # a report must never fail the batch
+        _LOG.debug("no loads after for the batch record: %r", exc)
+        return None, []
+
+
+def _before_groups(op: Any, m: int) -> np.ndarray:
+    """Where each key group ran this batch: the state's layout when it still holds the old
+    one, else the next layout (nothing moved)."""
+    state = getattr(getattr(op, "_at", None), "state", None)
+    lay = getattr(state, "layout", None) or op.layout
+    g2p = np.asarray(lay.group_to_partition(), dtype=np.int64)
+    return g2p if g2p.size == m else np.full(m, -1)
 
 
 def post_migration(op: Any, rec: Any) -> Any:

@@ -38,6 +38,7 @@ public final class BalanceDriverPlugin implements DriverPlugin {
       SparkUI ui = sc.ui().get();
       try {
         ui.attachTab(new BalanceTab(ui, store, max));
+        BalanceTab.serveWithoutRedirect(ui);
       } catch (IllegalStateException e) {  // no pages for this Spark: metrics and records go on
         LoggerFactory.getLogger(BalanceDriverPlugin.class).warn(e.getMessage());
       }

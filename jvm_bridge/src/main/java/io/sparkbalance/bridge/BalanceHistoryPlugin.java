@@ -50,6 +50,7 @@ public final class BalanceHistoryPlugin implements AppHistoryServerPlugin, Scala
     if (n == 0) return;
     try {
       ui.attachTab(new BalanceTab(ui, store, maxRecords(ui.conf())));
+      BalanceTab.serveWithoutRedirect(ui);
     } catch (IllegalStateException e) {  // no pages for this Spark: the History Server goes on
       LoggerFactory.getLogger(BalanceHistoryPlugin.class).warn(e.getMessage());
     }

@@ -111,7 +111,7 @@ public final class BalanceHtml {
   }
 
   static final String[] HEADERS = {
-      "Time (UTC)", "Operation", "Key", "Strategy / planner", "Partitions", "Max / avg before",
+      "Time (UTC)", "Operation", "Key", "Hot keys (share, before \u2192 after)", "Strategy / planner", "Partitions", "Max / avg before",
       "Max / avg after", "Lower bound", "Max / LB", "Table / layout", "Keys moved",
       "Bytes moved", "Plan s", "Migration s", "Jobs"};
 
@@ -129,12 +129,16 @@ public final class BalanceHtml {
             + esc(r.kind()) + (r.operator() != null ? " " + esc(r.operator()) : "")
             + (r.batch() != null ? " batch " + r.batch() : "") + "</small>")
         + cell("key", r.key(), r.key() == null ? DASH : esc(r.key()))
+        + cell("hot_keys", r.node().get("hot_keys"), BalanceKeys.cell(r))
         + cell("strategy", r.strategy(), strategy(r))
         + cell("num_partitions", r.numPartitions(), fmt(r.numPartitions()))
         + cell("max_avg_before", r.max("before") + "/" + r.avg("before"),
             pair(r.max("before"), r.avg("before")))
         + cell("max_avg_after", r.max("after") + "/" + r.avg("after"),
-            pair(r.max("after"), r.avg("after")))
+            r.max("after") == null && r.loadsNote() != null
+                ? "<span title=\"" + esc(r.loadsNote()) + "\">not known when planned</span>"
+                : pair(r.max("after"), r.avg("after"))
+                    + (r.has("loads_after_estimated") ? " <small>(estimated)</small>" : ""))
         + cell("lower_bound", r.lowerBound(), fmt(r.lowerBound()))
         + cell("max_over_lb", ratio(maxA, r.lowerBound()),
             ratio(maxA, r.lowerBound()) == null ? DASH : ratio(maxA, r.lowerBound()))
@@ -189,7 +193,7 @@ public final class BalanceHtml {
     b.append("<h4>Keyed-state operators</h4><table class=\"").append(TABLE)
         .append("\" id=\"sparkbalance-operators\"><thead><tr><th>Operator</th><th>Batches shown"
             + "</th><th>Migrations</th><th>Keys moved</th><th>Bytes moved</th>"
-            + "<th>Latest max / avg</th></tr></thead><tbody>");
+            + "<th>Latest max / avg: as run &rarr; after</th></tr></thead><tbody>");
     for (Map.Entry<String, long[]> e : agg.entrySet()) {
       BalanceRecord last = latest.get(e.getKey());
       long[] a = e.getValue();
@@ -201,7 +205,7 @@ public final class BalanceHtml {
           .append(cell("keys_moved", a[2], String.valueOf(a[2])))
           .append(cell("bytes_moved", a[3], bytes(a[3])))
           .append(cell("imbalance_before", last.imbalance("before"),
-              fmt(last.imbalance("before"))))
+              fmt(last.imbalance("before")) + " &rarr; " + fmt(last.imbalance("after"))))
           .append("</tr>");
     }
     b.append("</tbody></table>");
@@ -220,28 +224,57 @@ public final class BalanceHtml {
     for (String h : HEADERS) b.append("<th>").append(esc(h)).append("</th>");
     b.append("</tr></thead><tbody>").append(row(r, link)).append("</tbody></table>");
     List<Double> before = r.loads("before"), after = r.loads("after");
-    if (!before.isEmpty() || !after.isEmpty()) {
-      b.append("<h4>Load per partition</h4>")
-          .append(BalanceSvg.loadBars(before, after, r.avg("after") != null ? r.avg("after")
-              : r.avg("before"), r.lowerBound()));
+    if (r.loadsNote() != null) {
+      b.append("<p id=\"sparkbalance-loads-note\">").append(esc(r.loadsNote())).append("</p>");
     }
+    if (!before.isEmpty() || !after.isEmpty()) {
+      b.append("<h4>Load per partition</h4>");
+      if (r.beforePlacement() != null) {
+        b.append("<p id=\"sparkbalance-before-placement\"><b>Before</b>: ")
+            .append(esc(r.beforePlacement())).append(". <b>After</b>: where sparkbalance put the "
+            + "rows").append(r.has("loads_after_estimated") ? " (estimated: the key statistics "
+            + "replayed through the splitting function as one map task)" : "")
+            .append(".</p>");
+      }
+      if (Math.max(before.size(), after.size()) > BalanceSvg.FIT_PARTITIONS) {
+        b.append("<p>Peaks: the max load of every ")
+            .append((int) Math.ceil(Math.max(before.size(), after.size())
+                / (double) BalanceSvg.FIT_PARTITIONS))
+            .append(" consecutive partitions; every partition below (scroll sideways).</p>")
+            .append(BalanceSvg.groupedBars(before, after, r.lowerBound(), BalanceKeys.hottest(r),
+                BalanceKeys.names(r)));
+      }
+      b.append(BalanceSvg.loadBars(before, after, r.avg("after") != null ? r.avg("after")
+              : r.avg("before"), r.lowerBound(), BalanceKeys.hottest(r), BalanceKeys.names(r)));
+    }
+    b.append(BalanceKeys.table(r, "hot_keys", "sparkbalance-hot-keys", "Hot keys"));
+    b.append(BalanceKeys.table(r, "split_keys", "sparkbalance-split-keys",
+        "Split keys (records spread over several partitions)"));
     if (timeline.size() > 0 && r.operator() != null) {
-      b.append("<h4>Operator ").append(esc(r.operator())).append(": max / avg load per batch</h4>")
+      b.append("<h4>Operator ").append(esc(r.operator())).append(": max / avg load per batch, "
+          + "as run and after its plan</h4>")
           .append(BalanceSvg.timeline(timeline, r.id()));
       b.append("<table class=\"").append(TABLE).append("\" id=\"sparkbalance-timeline\"><thead><tr>"
-          + "<th>Batch</th><th>Max load</th><th>Avg load</th><th>Max / avg</th>"
-          + "<th>Keys moved</th><th>Bytes moved</th></tr></thead><tbody>");
+          + "<th>Batch</th><th>Max load</th><th>Avg load</th><th>Max / avg as run</th>"
+          + "<th>Max / avg after</th><th>Keys moved (decided here)</th><th>Bytes moved</th>"
+          + "</tr></thead><tbody>");
+      Map<Long, BalanceRecord> movedBy = BalanceSvg.movesByDecidingBatch(timeline);
       for (BalanceRecord t : timeline) {
+        BalanceRecord mv = t.batch() == null ? null : movedBy.get(t.batch());
         String batch = t.batch() == null ? "#" + t.id() : String.valueOf(t.batch());
         b.append("<tr data-id=\"").append(t.id()).append("\"")
-            .append(t.isMigration() ? " class=\"migration\"" : "").append(">")
+            .append(mv != null ? " class=\"migration\"" : "").append(">")
             .append(cell("batch", t.batch(), "<a href=\"" + esc(link.apply(
                 "/balance/operation/?id=" + t.id())) + "\">" + esc(batch) + "</a>"))
             .append(cell("max_before", t.max("before"), fmt(t.max("before"))))
             .append(cell("avg_before", t.avg("before"), fmt(t.avg("before"))))
             .append(cell("imbalance_before", t.imbalance("before"), fmt(t.imbalance("before"))))
-            .append(cell("keys_moved", t.keysMoved(), fmt(t.keysMoved())))
-            .append(cell("bytes_moved", t.bytesMoved(), bytes(t.bytesMoved())))
+            .append(cell("imbalance_after", t.imbalance("after"), fmt(t.imbalance("after"))))
+            .append(cell("keys_moved", mv == null ? null : mv.keysMoved(),
+                mv == null ? DASH : fmt(mv.keysMoved()) + " <small>(moved with batch "
+                    + fmt(mv.batch()) + ")</small>"))
+            .append(cell("bytes_moved", mv == null ? null : mv.bytesMoved(),
+                mv == null ? DASH : bytes(mv.bytesMoved())))
             .append("</tr>");
       }
       b.append("</tbody></table>");

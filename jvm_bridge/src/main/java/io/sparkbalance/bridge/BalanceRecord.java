@@ -88,6 +88,22 @@ public final class BalanceRecord {
   public Long bytesMoved() { return integer("bytes_moved"); }
   public String description() { return text("description"); }
 
+  /** The record's hot keys (an array of {key, share, load, before, after}), or empty. */
+  public List<JsonNode> hotKeys(String field) {
+    JsonNode v = node.get(field);
+    if (v == null || !v.isArray()) return Collections.emptyList();
+    List<JsonNode> out = new ArrayList<>(v.size());
+    for (JsonNode x : v) if (x.isObject()) out.add(x);
+    return out;
+  }
+
+  /** How "before" was placed (Spark's hash, the current function, ...), or null. */
+  public String beforePlacement() { return text("before_placement"); }
+  /** Why the loads are missing (a splitting strategy that gathers no statistics), or null. */
+  public String loadsNote() { return text("loads_note"); }
+  /** The batch that decided the migration this record's batch carried, or null. */
+  public Long movedForBatch() { return integer("moved_for_batch"); }
+
   public List<Double> loads(String which) {
     JsonNode v = node.get("loads_" + which);
     if (v == null || !v.isArray()) return Collections.emptyList();

@@ -33,6 +33,9 @@ public final class BalanceTab extends SparkUITab {
 
   private final KVStore store;
   final int maxRecords;
+  /** Stage skew thresholds ({@link BalanceStages#RATIO_CONF}, {@link BalanceStages#MIN_MILLIS_CONF}). */
+  final double skewRatio;
+  final long skewMinMillis;
 
   /**
    * The tab with its pages; throws {@code IllegalStateException} (naming the servlet API met)
@@ -42,6 +45,9 @@ public final class BalanceTab extends SparkUITab {
     super(parent, "balance");
     this.store = store;
     this.maxRecords = maxRecords;
+    this.skewRatio = parent.conf().getDouble(BalanceStages.RATIO_CONF, BalanceStages.DEFAULT_RATIO);
+    this.skewMinMillis = parent.conf().getLong(BalanceStages.MIN_MILLIS_CONF,
+        BalanceStages.DEFAULT_MIN_MILLIS);
     attachPages();
   }
 
@@ -92,7 +98,19 @@ public final class BalanceTab extends SparkUITab {
 
   /** The list page's HTML, links made by {@code linker} (the running Spark's base URI). */
   String listHtml(Function<String, String> linker) {
-    return BalanceHtml.listPage(records(LIST_LIMIT), count(), maxRecords, linker);
+    List<BalanceRecord> recs = records(LIST_LIMIT);
+    return BalanceHtml.listPage(recs, count(), maxRecords, linker) + stagesHtml(recs, linker);
+  }
+
+  /** The stage skew section (every stage of the application); a failure is shown, not thrown. */
+  String stagesHtml(List<BalanceRecord> recs, Function<String, String> linker) {
+    try {
+      return "<div id=\"sparkbalance-stage-view\">" + BalanceStages.html(
+          BalanceStages.read(store), recs, skewRatio, skewMinMillis, linker) + "</div>";
+    } catch (RuntimeException | LinkageError e) {
+      return "<p id=\"sparkbalance-stage-view\">Stage skew unavailable: "
+          + BalanceHtml.esc(String.valueOf(e)) + "</p>";
+    }
   }
 
   /** The JSON list: every stored record. */
@@ -123,6 +141,39 @@ public final class BalanceTab extends SparkUITab {
     Long id = idParam(idText);
     BalanceRecord r = id == null ? null : record(id);
     return r == null ? BalanceRecord.MAPPER.nullNode() : r.node();
+  }
+
+  /**
+   * Serve {@code /balance/json} (and every other {@code /balance...} path) without Jetty's
+   * 301 to the same path with a trailing slash: each page's handler is a servlet context
+   * whose root is its path, and Jetty redirects a request for a context's bare root unless
+   * the context allows a null path. Reflective: Spark 4.x runs Jetty 12
+   * ({@code setAllowNullPathInContext}), Spark 3.5 Jetty 9 ({@code setAllowNullPathInfo}),
+   * and {@code WebUI.getHandlers} returns a Scala 2.13 or 2.12 Seq. Call after
+   * {@code attachTab}; failures leave the redirect (the page still answers after it).
+   */
+  static void serveWithoutRedirect(SparkUI ui) {
+    try {
+      Object seq = org.apache.spark.ui.WebUI.class.getMethod("getHandlers").invoke(ui);
+      scala.collection.Iterator<?> it =
+          (scala.collection.Iterator<?>) seq.getClass().getMethod("iterator").invoke(seq);
+      while (it.hasNext()) {
+        Object h = it.next();
+        Object path = h.getClass().getMethod("getContextPath").invoke(h);
+        if (path == null || !String.valueOf(path).startsWith("/balance")) continue;
+        for (String name : new String[] {"setAllowNullPathInContext", "setAllowNullPathInfo"}) {
+          try {
+            h.getClass().getMethod(name, boolean.class).invoke(h, true);
+            break;
+          } catch (NoSuchMethodException e) {
+            // the other Jetty line's name
+          }
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      org.slf4j.LoggerFactory.getLogger(BalanceTab.class).debug(
+          "sparkbalance: /balance/json keeps Jetty's redirect: " + e);
+    }
   }
 
   static Long idParam(String s) {
