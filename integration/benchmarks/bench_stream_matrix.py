@@ -11,8 +11,8 @@ cell: the default Mixed takes >= 80 % of the clairvoyant's gain and is never mor
 slower than none.
 
 Simulated (default): deterministic, the real controller on a per-record cost model
-(``--tally-s``: the seconds of one tally job; 0 is a tally taken in the routing shuffle's
-own map stage), medians over ``--seeds``, seconds per cell, insensitive to the machine's
+(``--tally-s``, ``--reroute-s``: what looking ahead costs a batch, and a batch whose plan
+moves), medians over ``--seeds``, seconds per cell, insensitive to the machine's
 load. ``--spark CELL[,CELL...]`` runs cells on real Spark instead (``local[n]``, 100 µs of
 I/O-like wait per value; policies interleaved batch by batch, medians of ``--repeats``;
 CPU seconds per batch beside the wall time), e.g.::
@@ -62,7 +62,7 @@ def format_row(name: str, row: dict) -> str:
 
 
 def simulated(args: argparse.Namespace) -> int:
-    cost = CostModel(tally_s=args.tally_s)
+    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s)
     cells = [parse_cell(c) for c in args.cells.split(",")] if args.cells else all_cells()
     print(f"stream matrix, simulated: n={args.partitions}, {args.batches} batches of "
           f"{args.records} records, {args.keys} keys, seeds {args.seeds}, {cost}")
@@ -130,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", type=int, default=5000, help="keys of the Zipf sources")
     p.add_argument("--seeds", type=int, default=3, help="simulated runs per cell (median)")
     p.add_argument("--tally-s", type=float, default=CostModel().tally_s,
-                   help="seconds of one tally job in the simulation")
+                   help="simulation: seconds a batch pays to look ahead (the map stage "
+                        "submitted first: 0.01; a tally job without the bridge: ~0.05)")
+    p.add_argument("--reroute-s", type=float, default=CostModel().reroute_s,
+                   help="simulation: seconds more when the plan moves (map stage again)")
     p.add_argument("--cells", default="", help="comma list of cells (default: all 48)")
     p.add_argument("--spark", default="", help="run these cells on real Spark instead")
     p.add_argument("--repeats", type=int, default=3, help="real-Spark runs per cell")

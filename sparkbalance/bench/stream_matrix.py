@@ -75,20 +75,24 @@ class CostModel:
     B: 100 µs of I/O-like wait per value folded, n slots acting as n cores).
 
     ``fixed_s`` is the part of a batch that does not scale with its slowest partition (the
-    route stage, scheduling, the driver); ``tally_s`` one tally job
-    (:mod:`~sparkbalance.state.control.lookahead`); a migration riding in a batch costs
-    ``move_fixed_s`` + ``s_per_byte`` × bytes (the payoff model's prior rate).
+    route stage, scheduling, the driver); a migration riding in a batch costs
+    ``move_fixed_s`` + ``s_per_byte`` × bytes (the payoff model's prior rate). Looking
+    ahead (:mod:`~sparkbalance.state.control.lookahead`) costs ``tally_s`` per batch — the
+    routing shuffle's map stage submitted on its own, one more job's scheduling (with the
+    bridge), or a whole tally job (without it: ~0.05 s) — and ``reroute_s`` more in a batch
+    whose plan moves (its map stage runs again, routed by the new layout).
     """
 
     s_per_value: float = 100e-6
     fixed_s: float = 0.15
-    tally_s: float = 0.05
+    tally_s: float = 0.01
+    reroute_s: float = 0.05
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
     bytes_per_key: float = 200.0
 
     def batch_seconds(self, max_load: float, moved_bytes: float = 0.0, moved: bool = False,
-                      tallied: bool = False) -> float:
+                      tallied: float = 0.0) -> float:
         """One batch's seconds.
 
         Examples
@@ -99,7 +103,7 @@ class CostModel:
         t = self.fixed_s + self.s_per_value * max_load
         if moved:
             t += self.move_fixed_s + self.s_per_byte * moved_bytes
-        return t + (self.tally_s if tallied else 0.0)
+        return t + tallied
 
 
 def all_cells() -> list[Cell]:
@@ -222,16 +226,17 @@ class _Run:
     def batch(self, t: int, batches: Sequence[Counter]) -> None:
         counts = batches[t]
         work = _window_work(batches, t, self.window)
-        tallied = False
+        tallied, looked = 0.0, False
         if self.oracle:                   # moved free to the plan for the exact work
             d = self.controller.plan(self._measure(work, self.layout), self.layout,
                                      forecast=True)
             self.layout, self.pending = d.layout, None
         elif self.controller.planner is not None and self.lookahead.wanted():
-            tallied = True
-            self.lookahead.observe_tally(self.cost.tally_s)
+            looked = True
             new, saving = self._decide(self._measure(work, self.layout))
             self.pending = new            # a plan on this batch's counts replaces the last
+            tallied = self.cost.tally_s + (self.cost.reroute_s if new is not None else 0.0)
+            self.lookahead.observe_tally(tallied)
             self.lookahead.observe(saving)
         moved_bytes, moved = 0.0, self.pending is not None
         if moved:
@@ -247,11 +252,10 @@ class _Run:
         self.seconds.append(secs)
         if self.controller.planner is None or self.oracle:
             return
-        self.controller.observe_batch(secs - (self.cost.tally_s if tallied else 0.0), m,
-                                      moved_bytes)
+        self.controller.observe_batch(secs - tallied, m, moved_bytes)
         new, saving = self._decide(m)
         self.pending = new
-        if not tallied:
+        if not looked:
             self.lookahead.observe(saving)
 
 

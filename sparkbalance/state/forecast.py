@@ -9,8 +9,8 @@ benchmark uses it with the exact work of each coming batch: a clairvoyant rebala
 moves are free, the floor any reactive controller is measured against.
 
 :meth:`Forecasting.ahead` is the same plan made by the operator itself on the batch being
-merged: the batch's keys are tallied (:mod:`sparkbalance.state.frames.tally`, one small job)
-before its merge, the planner plans on them as the payoff model judges a batch's, and a
+merged: the batch's keys are tallied before its merge (by the routing shuffle's map stage,
+run first; without the bridge's chunks by :mod:`sparkbalance.state.frames.tally`), the planner plans on them as the payoff model judges a batch's, and a
 layout that pays is moved in that batch's own shuffle — no batch of lag after a shift
 (:mod:`sparkbalance.state.control.lookahead` says when the tally pays for itself).
 
@@ -36,6 +36,9 @@ from sparkbalance.state.control.lookahead import Lookahead
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
+from sparkbalance.spark.rdd.maptally import read_tally
+from sparkbalance.spark.session.jobs import sparkbalance_job_group
+from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
 from sparkbalance.state.frames.tally import tally_keys
 from sparkbalance.state.inputs import nan_in_key, state_key_error
 
@@ -92,23 +95,43 @@ class Forecasting:
         self._tally: Any = None       # the tally of the batch being merged (None: none)
 
     # ------------------------------------------------------------------ the batch being merged
-    def ahead(self, at: "Position", pairs: Any, group: str) -> "Position":
-        """``at`` with the layout planned on the batch ``pairs`` itself as its pending
-        decision (moved in that batch's shuffle), when the tally is wanted; else ``at``.
+    def ahead(self, at: "Position", pairs: Any, group: str,
+              merge: Callable[["Position", Any], Any]) -> tuple["Position", Any]:
+        """The batch ``pairs`` merged from ``at`` (``merge(position, tally)``, lazy), planned
+        on its own key counts when the lookahead wants it: ``(position, merged)``, the
+        position's pending decision the layout that pays for this batch (it rides in the
+        batch's shuffle), none when no move pays. A plan on the batch itself replaces one
+        decided after the previous batch (nothing of it moved yet).
 
-        A plan on the batch's own counts replaces one decided after the previous batch
-        (nothing of it moved yet); when no move pays, nothing is pending."""
+        With the bridge's chunks the counts come from the routing shuffle's own map stage,
+        run first as adaptive execution runs it: the merge then reads its output, and only
+        a batch whose plan moves is routed again. Without them one small job tallies."""
         la, c = self.lookahead, self._controller
         self._tally = None
         if c.planner is None or not la.wanted():
-            return at
+            return at, merge(at, None)
+        now = at.replace(pending=None, pending_seq=-1)
+        acc = pairs.context.accumulator({}, KeyTally())
+        merged = merge(now, acc)
         t0 = time.perf_counter()
-        counts = tally_keys(pairs, f"{group}-tally", f"sparkbalance: tally of batch {at.seq}")
-        la.observe_tally(time.perf_counter() - t0)
+        if merged.routed is not None:
+            with sparkbalance_job_group(pairs.context, f"{group}-map",
+                                        f"sparkbalance: map stage of batch {at.seq}"):
+                run_map_stage(merged.routed)
+            counts = read_tally(acc)
+        else:
+            read_tally(acc)
+            counts = tally_keys(pairs, f"{group}-tally", f"sparkbalance: tally of batch {at.seq}")
+        seconds = time.perf_counter() - t0
         self._tally = counts
-        decision, judgement = self.judged(at, la.work(counts))
+        decision, judgement = self.judged(now, la.work(counts))
         self.observe(judgement, tallied=True)
-        return at.replace(pending=decision, pending_seq=at.seq if decision else -1)
+        # The price of looking ahead: a tally job, or a map stage run again when it moves.
+        la.observe_tally(seconds if merged.routed is None or decision is not None else 0.0)
+        if decision is None:
+            return now, merged
+        now = now.replace(pending=decision, pending_seq=at.seq)
+        return now, merge(now, None)
 
     def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
         """The operator's decision for ``costs`` from ``at``'s state: a plan when λ > 1 + θ,

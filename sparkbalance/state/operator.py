@@ -217,9 +217,9 @@ class KeyedStateOperator:
         try:
             seq = self._at.seq
             pairs = as_pairs(batch, self.key_col, self.value_col)
-            self._at = self._forecasting.ahead(self._at, pairs,
-                                               f"sparkbalance-state-{id(self)}-{seq}")
-            merged = self._merged(pairs)
+            self._at, merged = self._forecasting.ahead(
+                self._at, pairs, f"sparkbalance-state-{id(self)}-{seq}",
+                lambda at, tally: self._merged(pairs, at=at, tally=tally))
             m = self._measure(merged)
             decision = self._decide(m)
             frames = outputs_frames(merged)
@@ -241,8 +241,9 @@ class KeyedStateOperator:
         """
         return self._merged(as_pairs(batch, self.key_col, self.value_col), False).rdd
 
-    def _merged(self, pairs: Any, persist_carried: bool = True) -> Merged:
-        return self._at.merged(pairs, self._fold, self._level if persist_carried else None)
+    def _merged(self, pairs: Any, carry: bool = True, at: Any = None, tally: Any = None
+                ) -> Merged:
+        return (at or self._at).merged(pairs, self._fold, self._level if carry else None, tally)
 
     def _measure(self, merged: Merged) -> Measurement:
         """Run the merge (one job, cached; the state becomes the merged one, placed by
