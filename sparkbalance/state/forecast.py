@@ -32,7 +32,7 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.control.lookahead import Lookahead
+from sparkbalance.state.control.lookahead import MAP_STAGE_S, Lookahead
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
@@ -127,7 +127,8 @@ class Forecasting:
         decision, judgement = self.judged(now, la.work(counts))
         self.observe(judgement, tallied=True)
         # The price of looking ahead: a tally job, or a map stage run again when it moves.
-        la.observe_tally(seconds if merged.routed is None or decision is not None else 0.0)
+        la.observe_tally(seconds if merged.routed is None or decision is not None
+                         else MAP_STAGE_S)
         if decision is None:
             return now, merged
         now = now.replace(pending=decision, pending_seq=at.seq)

@@ -29,7 +29,8 @@ import math
 from collections import Counter, deque
 from typing import Mapping, Sequence
 
-__all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "PRIOR_TALLY_S", "FORGET_LAG"]
+__all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "PRIOR_TALLY_S", "FORGET_LAG",
+           "MAP_STAGE_S"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
 #: "never" (the reactive controller of Fang et al. §4).
@@ -37,6 +38,11 @@ LOOKAHEAD_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: Prior seconds of one tally job before one was measured (a small Spark job on a quiet
 #: 2-core machine takes 0.03-0.1 s; 0.05 s, so a stream must show lag to earn it).
 PRIOR_TALLY_S: float = 0.05
+#: Seconds a look-ahead through the routing shuffle's own map stage costs a batch whose
+#: plan keeps the layout: one more job submitted (its map stage is work the batch does
+#: anyway). Not measurable apart from the stage; a floor so "auto" stops looking ahead
+#: once the lag it removes has decayed.
+MAP_STAGE_S: float = 0.01
 #: Weight of one batch in the lag estimate (≈ the last 10 batches: shifts every 2 to 10).
 FORGET_LAG: float = 0.1
 #: Weight of one measurement in the tally's cost estimate.
