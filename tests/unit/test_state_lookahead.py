@@ -91,3 +91,15 @@ def test_simulation_is_deterministic_and_planning_on_the_batch_takes_the_gain():
 
 def test_gain_share_is_undefined_without_a_gain():
     assert gain_share(1.0, 1.0, 1.0) != gain_share(1.0, 1.0, 1.0)   # nan
+
+
+def test_the_matrix_benchmark_runs_quick(capsys):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "integration/benchmarks/bench_stream_matrix.py"
+    spec = importlib.util.spec_from_file_location("bench_stream_matrix", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "zipf1.0/p2/sudden/unbounded" in out and "cells met" in out
