@@ -28,7 +28,8 @@ def parse_spec(spec: str, theta: float) -> tuple[str, float]:
     """A planner spec as ``(name, θ_max)``: ``"mixed"`` or ``"mixed@0.2"``.
 
     ``NAME@THETA`` gives a planner its own θ_max, so one run can compare trigger
-    thresholds side by side. NAME is :data:`PLAIN` or a strategy of the registry
+    thresholds side by side; ``NAME:MODE`` gives it a lookahead mode (``mixed:never``: the
+    reactive controller, :mod:`sparkbalance.state.control.lookahead`). NAME is :data:`PLAIN` or a strategy of the registry
     (:func:`sparkbalance.strategies.available` with ``state=True``, aliases accepted).
 
     Examples
@@ -39,6 +40,7 @@ def parse_spec(spec: str, theta: float) -> tuple[str, float]:
     from sparkbalance import strategies
     oracle, rest = split_oracle(spec)
     name, sep, th = rest.partition("@")
+    name = name.partition(":")[0]       # NAME:MODE: the operator's lookahead mode
     if oracle and name == PLAIN:
         raise ValueError(f"planner spec {spec!r}: plain Spark has no layout to foresee; "
                          "expected oracle:NAME with a planner NAME")
@@ -69,6 +71,9 @@ def _progress(it: Any, total: int, desc: str) -> Any:
 def _runner(spark: Any, spec: str, num_partitions: int, theta: float, window: int | None,
             work: int, io_us: float, **kw: Any) -> Any:
     planner, theta = parse_spec(spec, theta)
+    mode = split_oracle(spec)[1].partition("@")[0].partition(":")[2]
+    if mode:
+        kw = {**kw, "lookahead": mode}
     if planner == PLAIN:
         return PlainStateStream(spark, num_partitions, busy_count(work, io_us), initial=0,
                                 window=window)

@@ -8,6 +8,12 @@ costs and moves the state now, delta only (one job, as between batches). The str
 benchmark uses it with the exact work of each coming batch: a clairvoyant rebalancer whose
 moves are free, the floor any reactive controller is measured against.
 
+:meth:`Forecasting.ahead` is the same plan made by the operator itself on the batch being
+merged: the batch's keys are tallied before its merge (by the routing shuffle's map stage,
+run first; without the bridge's chunks by :mod:`sparkbalance.state.frames.tally`), the planner plans on them as the payoff model judges a batch's, and a
+layout that pays is moved in that batch's own shuffle — no batch of lag after a shift
+(:mod:`sparkbalance.state.control.lookahead` says when the tally pays for itself).
+
 :class:`Forecasting` is the operator's part that plans it: it reads the operator's
 :class:`~sparkbalance.state.position.Position` it is given and holds only the controller; the
 operator's ``move`` it is given moves the state there.
@@ -15,6 +21,7 @@ operator's ``move`` it is given moves the state there.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from numbers import Real
 from typing import TYPE_CHECKING, Any, Callable
@@ -25,8 +32,14 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
+from sparkbalance.state.control.lookahead import MAP_STAGE_S, Lookahead
+from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
+from sparkbalance.spark.rdd.maptally import read_tally
+from sparkbalance.spark.session.jobs import sparkbalance_job_group
+from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
+from sparkbalance.state.frames.tally import tally_keys
 from sparkbalance.state.inputs import nan_in_key, state_key_error
 
 if TYPE_CHECKING:
@@ -67,6 +80,8 @@ class Forecasting:
     Parameters
     ----------
     controller : the operator's :class:`~sparkbalance.state.control.controller.Controller`.
+    lookahead : whether and how the batch being merged is planned on
+        (:class:`~sparkbalance.state.control.lookahead.Lookahead`; None: never).
 
     Examples
     --------
@@ -74,8 +89,77 @@ class Forecasting:
     >>> forecasting.plan(settled_position, {"hot": 10.0}).layout    # doctest: +SKIP
     """
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, lookahead: Lookahead | None = None) -> None:
         self._controller = controller
+        self.lookahead = Lookahead("never") if lookahead is None else lookahead
+        self._tally: Any = None       # the tally of the batch being merged (None: none)
+
+    # ------------------------------------------------------------------ the batch being merged
+    def ahead(self, at: "Position", pairs: Any, group: str,
+              merge: Callable[["Position", Any], Any]) -> tuple["Position", Any]:
+        """The batch ``pairs`` merged from ``at`` (``merge(position, tally)``, lazy), planned
+        on its own key counts when the lookahead wants it: ``(position, merged)``, the
+        position's pending decision the layout that pays for this batch (it rides in the
+        batch's shuffle), none when no move pays. A plan on the batch itself replaces one
+        decided after the previous batch (nothing of it moved yet).
+
+        With the bridge's chunks the counts come from the routing shuffle's own map stage,
+        run first as adaptive execution runs it: the merge then reads its output, and only
+        a batch whose plan moves is routed again. Without them one small job tallies."""
+        la, c = self.lookahead, self._controller
+        self._tally = None
+        if c.planner is None or not la.wanted():
+            return at, merge(at, None)
+        now = at.replace(pending=None, pending_seq=-1)
+        acc = pairs.context.accumulator({}, KeyTally())
+        merged = merge(now, acc)
+        t0 = time.perf_counter()
+        if merged.routed is not None:
+            with sparkbalance_job_group(pairs.context, f"{group}-map",
+                                        f"sparkbalance: map stage of batch {at.seq}"):
+                run_map_stage(merged.routed)
+            counts = read_tally(acc)
+        else:
+            read_tally(acc)
+            counts = tally_keys(pairs, f"{group}-tally", f"sparkbalance: tally of batch {at.seq}")
+        seconds = time.perf_counter() - t0
+        self._tally = counts
+        decision, judgement = self.judged(now, la.work(counts))
+        self.observe(judgement, tallied=True)
+        # The price of looking ahead: a tally job, or a map stage run again when it moves.
+        la.observe_tally(seconds if merged.routed is None or decision is not None
+                         else MAP_STAGE_S)
+        if decision is None:
+            return now, merged
+        now = now.replace(pending=decision, pending_seq=at.seq)
+        return now, merge(now, None)
+
+    def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
+        """The operator's decision for ``costs`` from ``at``'s state: a plan when λ > 1 + θ,
+        kept when it changes the layout and the payoff model judges it pays."""
+        c = self._controller
+        m = self._forecast(costs, at)
+        decision = None
+        if c.should_rebalance(m):
+            decision = c.plan(m, at.state.layout)
+            if decision.layout == at.state.layout:
+                decision = None
+        judgement = c.judge(m, decision)
+        return (decision if judgement.migrate else None), judgement
+
+    def observe(self, judgement: Judgement | None, tallied: bool = False) -> None:
+        """Teach the lookahead what a batch of lag costs: the per-batch saving of a move
+        decided on the batch's own tally, or (no tally) after it — not both for one batch."""
+        if judgement is None or (self._tally is not None and not tallied):
+            return
+        per_batch = judgement.saving_s / self._controller.payoff.horizon \
+            if judgement.migrate else 0.0
+        self.lookahead.observe(per_batch)
+
+    def advance(self) -> None:
+        """The batch was applied: keep its tally for the window's replays."""
+        self.lookahead.push(self._tally)
+        self._tally = None
 
     def rebalance(self, costs: Mapping[Any, float], settled: Callable[[], "Position"],
                   move: Move) -> MigrationRecord | None:

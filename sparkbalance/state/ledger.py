@@ -39,6 +39,7 @@ class Ledger:
     def __init__(self) -> None:
         self.history: list[BatchRecord] = []
         self.migrations: list[MigrationRecord] = []
+        self._early: dict[int, tuple] = {}    # moves of batches whose row is not added yet
 
     def batch(self, at: "Position", batch_id: int | None, m: "Measurement",
               layout_next: Any, decision: "Decision | None", seconds: float,
@@ -52,6 +53,10 @@ class Ledger:
         after = m.imbalance if decision is None else decision.imbalance_after
         row = batch_record(at.seq, batch_id, m, layout_next, planned, after, at.plan_seconds,
                            seconds, timed=timed, judgement=at.judgement)
+        early = self._early.pop(at.seq, None)
+        if early is not None:       # a move planned on this batch's tally rode in it
+            row = dataclasses.replace(row, keys_moved=early[0], bytes_moved=early[1],
+                                      migration_seconds=early[2], rebalanced=True)
         self.history.append(row)
         return row
 
@@ -70,6 +75,8 @@ class Ledger:
                     self.history[i], keys_moved=keys_moved, bytes_moved=bytes_moved,
                     migration_seconds=seconds)
                 break
+        else:   # decided on the batch's own tally: its row is added after its merge
+            self._early[at.pending_seq] = (keys_moved, bytes_moved, seconds)
         return rec
 
     def mark(self) -> tuple[tuple[BatchRecord, ...], tuple[MigrationRecord, ...]]:
@@ -79,3 +86,4 @@ class Ledger:
     def restore(self, mark: tuple[tuple, tuple]) -> None:
         """Back to ``mark``, in the same lists."""
         self.history[:], self.migrations[:] = mark
+        self._early.clear()

@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import numpy as np
-
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.session.bridge import spark_context
 from sparkbalance.state.control import report
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
+from sparkbalance.state.control.lookahead import Lookahead
 from sparkbalance.state.control.layout import GroupLayout
 from sparkbalance.state.control.payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS
 from sparkbalance.state.control.planners import initial_layout
@@ -55,12 +54,6 @@ __all__ = ["KeyedStateOperator", "DEFAULT_TRUNCATE_EVERY"]
 #: Batches between lineage truncations: long lineages make task serialisation and
 #: recovery slow; 10 keeps them short at one extra job per 10 batches.
 DEFAULT_TRUNCATE_EVERY: int = 10
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}={value!r}; expected an int >= 1")
-    return int(value)
 
 
 class KeyedStateOperator:
@@ -126,7 +119,9 @@ class KeyedStateOperator:
     see :mod:`~sparkbalance.state.durability.lease`), ``storage_level`` (where the state's frames are
     cached, default ``MEMORY_AND_DISK``; a replicated level such as
     ``StorageLevel.MEMORY_AND_DISK_2`` makes a lost executor cost no recomputation without a
-    ``checkpoint_dir``, at twice the cache: :func:`~sparkbalance.state.frames.caching.check_storage_level`).
+    ``checkpoint_dir``, at twice the cache: :func:`~sparkbalance.state.frames.caching.check_storage_level`),
+    ``lookahead`` (plan on the batch being merged, its keys tallied first: ``"auto"`` while
+    it pays, ``"always"``, ``"never"``: :mod:`~sparkbalance.state.control.lookahead`).
 
     Examples
     --------
@@ -151,7 +146,7 @@ class KeyedStateOperator:
                  hysteresis: float = DEFAULT_HYSTERESIS, horizon: int = DEFAULT_HORIZON,
                  inverse: Callable | None = None, on_replay: str = "skip",
                  lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
-                 storage_level: Any = None) -> None:
+                 storage_level: Any = None, lookahead: str = "auto") -> None:
         self.sc = spark_context(spark)
         # Settings not given come from spark.sparkbalance.* like the adapters' (spark.conf);
         # "default" marks max_table/window unset, since None means "unbounded" for both.
@@ -170,8 +165,8 @@ class KeyedStateOperator:
         self.planner = self._controller.name
         self.theta = self._controller.theta
         self.window = self._fold.window
-        self.checkpoint_every = _check_positive_int(checkpoint_every, "checkpoint_every")
-        self.truncate_every = _check_positive_int(truncate_every, "truncate_every")
+        self.checkpoint_every = check_num_partitions(checkpoint_every, "checkpoint_every")
+        self.truncate_every = check_num_partitions(truncate_every, "truncate_every")
         self.listener = listener
         self.key_col, self.value_col = key_col, value_col
         self.on_replay = check_on_replay(on_replay)
@@ -181,7 +176,7 @@ class KeyedStateOperator:
             groups = layout.num_groups
         else:
             groups = (DEFAULT_TABLE_GROUPS if num_groups is None
-                      else _check_positive_int(num_groups, "num_groups"))
+                      else check_num_partitions(num_groups, "num_groups"))
         self._ledger = Ledger()
         self.history, self.migrations = self._ledger.history, self._ledger.migrations
         self._cache = BatchCache(self.sc, self._level)
@@ -189,7 +184,7 @@ class KeyedStateOperator:
         self._at.state.rdd.persist(self._level)
         self._cache.hold(self._at.state.rdd)
         self._rescaling = Rescaling(self._controller, self._ledger)
-        self._forecasting = Forecasting(self._controller)
+        self._forecasting = Forecasting(self._controller, Lookahead(lookahead, self.window))
         self.checkpoint_dir = checkpoint_dir
         self._keeper = CheckpointKeeper(self.sc, checkpoint_dir)
         if self._keeper.active:
@@ -221,7 +216,10 @@ class KeyedStateOperator:
         snap = self._snapshot()
         try:
             seq = self._at.seq
-            merged = self._merged(batch)
+            pairs = as_pairs(batch, self.key_col, self.value_col)
+            self._at, merged = self._forecasting.ahead(
+                self._at, pairs, f"sparkbalance-state-{id(self)}-{seq}",
+                lambda at, tally: self._merged(pairs, at=at, tally=tally))
             m = self._measure(merged)
             decision = self._decide(m)
             frames = outputs_frames(merged)
@@ -241,11 +239,11 @@ class KeyedStateOperator:
         (``merge_rdd(b)._jrdd.rdd().toDebugString()``: a ``ZippedPartitionsRDD2`` whose
         state side is narrow down to the cached frames).
         """
-        return self._merged(batch, persist_carried=False).rdd
+        return self._merged(as_pairs(batch, self.key_col, self.value_col), False).rdd
 
-    def _merged(self, batch: Any, persist_carried: bool = True) -> Merged:
-        return self._at.merged(as_pairs(batch, self.key_col, self.value_col), self._fold,
-                               self._level if persist_carried else None)
+    def _merged(self, pairs: Any, carry: bool = True, at: Any = None, tally: Any = None
+                ) -> Merged:
+        return (at or self._at).merged(pairs, self._fold, self._level if carry else None, tally)
 
     def _measure(self, merged: Merged) -> Measurement:
         """Run the merge (one job, cached; the state becomes the merged one, placed by
@@ -288,6 +286,7 @@ class KeyedStateOperator:
             if decision.layout == self._at.state.layout:
                 decision = None
             judgement = self._controller.judge(m, decision)
+        self._forecasting.observe(judgement)
         self._at = self._at.replace(judgement=judgement, plan_seconds=plan_seconds)
         return decision if judgement.migrate else None
 
@@ -304,6 +303,7 @@ class KeyedStateOperator:
         moving = decision is not None and decision.layout != at.state.layout
         decision = decision if moving else None
         self._at = at.advanced(batch_id, decision)
+        self._forecasting.advance()
         self._ledger.batch(at, batch_id, m, self.layout, decision, time.perf_counter() - t0,
                            timed=self.listener is not None)
         report.post_batch(self, m, decision)

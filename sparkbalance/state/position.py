@@ -68,13 +68,15 @@ class Position:
         """The layout the next batch is routed with (a decided migration included)."""
         return self.state.layout if self.pending is None else self.pending.layout
 
-    def merged(self, pairs: Any, fold: "StateFold", carried_level: Any = None) -> "Merged":
+    def merged(self, pairs: Any, fold: "StateFold", carried_level: Any = None,
+               tally: Any = None) -> "Merged":
         """The lazy merge of ``pairs`` (validated ``(key, value)``) into the state as batch
         ``seq``; a pending migration rides in it (its carried state cached at
-        ``carried_level``, None: not cached)."""
+        ``carried_level``, None: not cached). ``tally``: an accumulator the routing
+        shuffle's map side counts the batch's keys into (no pending migration)."""
         p = self.pending
         if p is None:
-            return self.state.merge(pairs, fold, self.seq)
+            return self.state.merge(pairs, fold, self.seq, tally=tally)
         return self.state.merge(pairs, fold, self.seq, to=p.layout, candidates=p.candidates,
                                 carried_level=carried_level)
 

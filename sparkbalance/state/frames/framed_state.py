@@ -83,7 +83,8 @@ class FramedState:
     # ------------------------------------------------------------------ one batch
     def merge(self, pairs: Any, fold: StateFold, seq: int,
               to: TableLayout | GroupLayout | None = None,
-              candidates: frozenset | None = None, carried_level: Any = None) -> "Merged":
+              candidates: frozenset | None = None, carried_level: Any = None,
+              tally: Any = None) -> "Merged":
         """The lazy merge of ``pairs`` (an RDD of ``(key, value)``) into the state: the
         batch is routed by the layout (its one shuffle) and folded into the frames of its
         keys' groups (:func:`~sparkbalance.state.frames.merge.merge_partition`). No job runs.
@@ -97,6 +98,12 @@ class FramedState:
         side by the same merge. The carried items are cached (``carried_level``) and their
         lineage cut once the merge has run, so the state never refers to the batch before
         this one more than once (:meth:`Merged.cut`).
+
+        ``tally`` (a :class:`~sparkbalance.state.frames.route_chunks.KeyTally` accumulator;
+        no ``to``): the routing shuffle's map side counts the batch's records per key into
+        it, and :attr:`Merged.routed` is the shuffle's RDD (None when the bridge's chunks
+        do not route the batch), whose map stage can run first
+        (:func:`~sparkbalance.state.frames.route_chunks.run_map_stage`).
         """
         G = self.num_groups
         src = self.layout
@@ -108,13 +115,14 @@ class FramedState:
         # planner needs no other key (and a big state costs no per-key driver work).
         watch = None if per_group else frozenset(layout.table.routes)
         state = self.rdd
-        chunked = False
+        chunked, routed = False, None
         if layout is src:
             if self.ops.chunks and inlinable(fn):
                 # The routing shuffle's chunks are the merge's input as they are (R frames
                 # listing their key groups): no Python pass groups the batch first, which
                 # on local[8] was a second Python worker per merge task (~0.1 s a batch).
-                batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G)], P, fn)
+                batch_frames = routed = shuffle_chunks([batch_chunks(pairs, fn, G, tally)],
+                                                       P, fn)
                 chunked = True
             else:
                 batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
@@ -173,7 +181,7 @@ class FramedState:
             state, batch_frames, mask, G, expire,
             lambda pid, it: merge_partition(pid, it, fold, seq, G, per_group, watch, move,
                                             chunked))
-        return Merged(self, rdd, layout, carried, read)
+        return Merged(self, rdd, layout, carried, read, routed)
 
     # ------------------------------------------------------------------ reading
     def stats(self) -> list[tuple]:
@@ -258,8 +266,10 @@ class Merged:
 
     def __init__(self, base: FramedState, rdd: Any,
                  layout: TableLayout | GroupLayout | None = None, carried: Any = None,
-                 frames_read: Any = None) -> None:
+                 frames_read: Any = None, routed: Any = None) -> None:
         self.base = base
+        #: The routing shuffle's RDD when its map side tallies the batch's keys (else None).
+        self.routed = routed
         #: The merged frame RDD; persist it before :meth:`stats` so that :meth:`state` and
         #: :meth:`outputs` read the cache instead of re-running the merge.
         self.rdd = rdd

@@ -8,6 +8,8 @@ Spark side of :mod:`sparkbalance.state.frames.framed_state` (imports pyspark ins
 from __future__ import annotations
 
 import functools
+from collections import Counter
+from operator import itemgetter
 from typing import Any, Iterable
 
 import numpy as np
@@ -16,14 +18,50 @@ from sparkbalance.spark.rdd.shuffle import keyed_by_function, shuffle_keyed
 from sparkbalance.state.frames import moves as fm
 from sparkbalance.state.frames import format as fr
 
-__all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks"]
+__all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks", "KeyTally",
+           "run_map_stage"]
 
 
-def batch_chunks(pairs: Any, fn: Any, num_groups: int) -> Any:
+class KeyTally:
+    """PySpark ``AccumulatorParam`` of a batch's records per key (dicts summed)."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, value1: dict, value2: dict) -> dict:
+        for k, c in value2.items():
+            value1[k] = value1.get(k, 0) + c
+        return value1
+
+
+class _TalliedChunk:
+    """The ``R`` frame of a chunk, its keys counted into ``tally`` on the way (C speed,
+    once per chunk: no per-record Python call)."""
+
+    def __init__(self, num_groups: int, tally: Any) -> None:
+        self.num_groups, self.tally = num_groups, tally
+
+    def __call__(self, items: list, pickled: bytes) -> bytes:
+        self.tally.add(Counter(map(itemgetter(0), items)))
+        return fr.chunk_frame(items, pickled, num_groups=self.num_groups)
+
+
+def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None) -> Any:
     """``pairs`` routed by ``fn`` (inlinable) as keyed ``R`` frames: each chunk of records
-    behind the key groups it holds, for :func:`~sparkbalance.spark.rdd.shuffle.shuffle_keyed`."""
-    return keyed_by_function(pairs, fn, functools.partial(fr.chunk_frame,
-                                                          num_groups=num_groups))
+    behind the key groups it holds, for :func:`~sparkbalance.spark.rdd.shuffle.shuffle_keyed`.
+    ``tally`` (a :class:`KeyTally` accumulator, optional) gets the records per key."""
+    wrap = (functools.partial(fr.chunk_frame, num_groups=num_groups) if tally is None
+            else _TalliedChunk(num_groups, tally))
+    return keyed_by_function(pairs, fn, wrap)
+
+
+def run_map_stage(routed: Any) -> None:
+    """Run only the map stage of the routing shuffle read by ``routed`` (the RDD
+    :func:`shuffle_chunks` returns), as adaptive execution does: a later job over the
+    same shuffle skips it (``SparkContext.submitMapStage``, public in the bytecode)."""
+    values = routed._jrdd.rdd()                        # the shuffle's values
+    shuffled = values.dependencies().head().rdd()      # the ShuffledRDD
+    routed.context._jsc.sc().submitMapStage(shuffled.dependencies().head()).get()
 
 
 def shuffle_chunks(keyed: list, num_partitions: int, fn: Any) -> Any:

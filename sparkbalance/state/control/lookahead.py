@@ -1,0 +1,135 @@
+"""Planning on the batch being merged: its own key counts, tallied before its merge.
+
+A reactive controller (Fang et al. §4, Fig. 5) plans on the batch it measured and moves the
+state with the next one, so after every shift of the hot keys one batch runs the old
+layout: with a shift every ``p`` batches that lag alone caps it near ``1 − 1/p`` of what a
+clairvoyant rebalancer gains (``oracle:mixed`` of the stream benchmark). A batch's keys are
+known before its merge runs, as adaptive query execution knows a shuffle's map-output sizes
+before its reduce stage: counting them (the *tally*, one small job over the batch's pairs)
+lets the controller plan the layout for batch ``b`` on batch ``b``'s own counts and move the
+state in batch ``b``'s own shuffle — no lag, and no plan fitted to a previous batch's noise.
+
+The tally costs a job per batch, which a slowly shifting stream never earns back. So by
+default (``lookahead="auto"``) the controller tallies only while it pays: it keeps an
+estimate of what lag costs per batch (the saving of every migration decided, over the
+batches seen; zero for a batch that needed none) and of what a tally costs (its measured
+seconds), and tallies while the first exceeds the second. ``"always"`` and ``"never"`` (the
+reactive controller) force one way.
+
+The work a merge folds for a key is its records plus, in a windowed state, the replay of
+its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
+:func:`batch_work` computes it from the tallies of the last ``w`` batches kept here. A
+tally lost to a restart only makes the next ``w`` plans less exact, never the state.
+
+Pure (no pyspark).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from typing import Mapping, Sequence
+
+__all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "PRIOR_TALLY_S", "FORGET_LAG",
+           "MAP_STAGE_S"]
+
+#: "auto" (default): tally while the lag it removes costs more than the tally; "always";
+#: "never" (the reactive controller of Fang et al. §4).
+LOOKAHEAD_MODES: tuple[str, ...] = ("auto", "always", "never")
+#: Prior seconds of one tally job before one was measured (a small Spark job on a quiet
+#: 2-core machine takes 0.03-0.1 s; 0.05 s, so a stream must show lag to earn it).
+PRIOR_TALLY_S: float = 0.05
+#: Seconds a look-ahead through the routing shuffle's own map stage costs a batch whose
+#: plan keeps the layout: one more job submitted (its map stage is work the batch does
+#: anyway). Not measurable apart from the stage; a floor so "auto" stops looking ahead
+#: once the lag it removes has decayed.
+MAP_STAGE_S: float = 0.01
+#: Weight of one batch in the lag estimate (≈ the last 10 batches: shifts every 2 to 10).
+FORGET_LAG: float = 0.1
+#: Weight of one measurement in the tally's cost estimate.
+FORGET_TALLY: float = 0.3
+
+
+def batch_work(counts: Mapping, past: Sequence[Mapping], window: int | None) -> dict:
+    """Values the merge of a batch folds per key: its records (``counts``), plus in a
+    windowed state the replay of a key's kept segments when its oldest one leaves.
+
+    ``past`` holds the tallies of the previous batches, oldest first (at least ``window``
+    of them for an exact answer).
+
+    Examples
+    --------
+    >>> past = [Counter(a=2, b=1), Counter(a=1), Counter(b=1)]
+    >>> batch_work(Counter(a=1), past, 3)     # "a" replays 1 as batch 0 leaves; "b" too
+    {'a': 2, 'b': 1}
+    >>> batch_work(Counter(a=1), past, None)
+    {'a': 1}
+    """
+    work = dict(counts)
+    if window is None or len(past) < window:
+        return work
+    leaving = past[-window]
+    kept = list(past[len(past) - window + 1:])
+    for k in leaving:
+        replay = sum(c.get(k, 0) for c in kept)
+        if replay:
+            work[k] = work.get(k, 0) + replay
+    return work
+
+
+class Lookahead:
+    """Whether to tally the coming batch, and the tallies a windowed state's work needs.
+
+    Parameters
+    ----------
+    mode : one of :data:`LOOKAHEAD_MODES`.
+    window : the state's window in batches (None: unbounded).
+
+    Examples
+    --------
+    >>> la = Lookahead("auto")
+    >>> la.wanted()                          # no lag seen yet: the tally would not pay
+    False
+    >>> la.observe(saving_per_batch=1.0)     # a shift: one batch of lag cost 1 s
+    >>> la.wanted()
+    True
+    """
+
+    def __init__(self, mode: str = "auto", window: int | None = None) -> None:
+        if mode not in LOOKAHEAD_MODES:
+            raise ValueError(f"lookahead={mode!r}; expected one of {LOOKAHEAD_MODES}")
+        self.mode = mode
+        self.window = window
+        self.lag_s = 0.0          # seconds per batch a reactive controller loses to lag
+        self.tally_s = PRIOR_TALLY_S
+        self._tallies_seen = 0
+        self.past: deque = deque(maxlen=(window or 0) + 1)
+
+    def wanted(self) -> bool:
+        """Tally the coming batch?"""
+        if self.mode != "auto":
+            return self.mode == "always"
+        return self.lag_s > self.tally_s
+
+    def observe(self, saving_per_batch: float) -> None:
+        """One batch's decision: a migration decided (reactively or on the batch's own
+        tally) saves ``saving_per_batch`` seconds per batch; 0 when none was needed."""
+        if not math.isfinite(saving_per_batch):
+            return
+        self.lag_s = (1 - FORGET_LAG) * self.lag_s + FORGET_LAG * max(saving_per_batch, 0.0)
+
+    def observe_tally(self, seconds: float) -> None:
+        """A tally took ``seconds`` (the first replaces the prior)."""
+        if not math.isfinite(seconds) or seconds < 0:
+            return
+        w = 1.0 if self._tallies_seen == 0 else FORGET_TALLY
+        self.tally_s = (1 - w) * self.tally_s + w * seconds
+        self._tallies_seen += 1
+
+    def work(self, counts: Mapping) -> dict:
+        """The coming batch's work per key from its tally (:func:`batch_work`)."""
+        return batch_work(counts, list(self.past), self.window)
+
+    def push(self, counts: Mapping | None) -> None:
+        """Keep a merged batch's tally (None: not tallied; the window's replays of the next
+        ``w`` batches are then estimated without it)."""
+        self.past.append(Counter() if counts is None else counts)

@@ -1,0 +1,110 @@
+"""The controller that plans on the batch being merged (``lookahead="always"``): the batch's
+keys are tallied before its merge, the plan made on them rides in that same batch's
+shuffle, and the state stays exact against a plain-Python reference — windowed too, over
+a checkpoint resume, and through a batch that fails."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+from sparkbalance.routing.hash import home_partitions
+from sparkbalance.state.operator import KeyedStateOperator
+
+N = 4
+
+
+def _shifting(num: int, seed: int = 3) -> list[list]:
+    """Batches whose three hot keys, all homed on one partition, change every batch (each
+    stays warm in the next): a reactive plan always comes one batch too late."""
+    rng = np.random.default_rng(seed)
+    homed = [k for k, p in zip(range(1000, 3000), home_partitions(list(range(1000, 3000)), N))
+             if p == 0]
+    out = []
+    for t in range(num):
+        hot, warm = homed[3 * t:3 * t + 3], homed[3 * t - 3:3 * t] if t else []
+        keys = list(rng.integers(0, 60, 200)) + hot * 60 + warm * 5
+        out.append([(int(k), 1) for k in keys])
+    return out
+
+
+def _op(sc, **kw) -> KeyedStateOperator:
+    return KeyedStateOperator(sc, N, update=operator.add, initial=0, planner="mixed",
+                              trigger="paper", theta=0.1, **kw)
+
+
+def _apply(ref: dict, batch: list) -> None:
+    for k, v in batch:
+        ref[k] = ref.get(k, 0) + v
+
+
+def test_a_plan_on_the_batch_itself_moves_in_that_batch_and_keeps_the_state(sc):
+    batches = _shifting(4)
+    op, ref = _op(sc, lookahead="always"), {}
+    for t, b in enumerate(batches):
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        _apply(ref, b)
+        assert op.collect_state() == ref
+    # Every batch's hot keys are new: each batch was balanced by a move planned on itself
+    # and carried in its own shuffle (a reactive controller runs each of them at λ ≈ 2).
+    assert all(r.rebalanced for r in op.history)
+    assert [m.seq for m in op.migrations] == [r.seq for r in op.history]
+    assert max(r.imbalance_before for r in op.history) < 1.3
+    fn = op.partition_function
+    for pid, blk in enumerate(op.blocks_rdd.collect()):
+        assert all(fn(k) == pid for k in blk)
+    op.close()
+
+
+@pytest.mark.parametrize("window", [None, 2])
+def test_lookahead_matches_the_reactive_controller_state_for_state(sc, window):
+    batches = _shifting(4, seed=4)
+    ahead = _op(sc, lookahead="always", window=window)
+    reactive = _op(sc, lookahead="never", window=window)
+    for t, b in enumerate(batches):
+        a = dict(ahead.process(sc.parallelize(b, 2), batch_id=t).collect())
+        r = dict(reactive.process(sc.parallelize(b, 2), batch_id=t).collect())
+        assert a == r
+    assert ahead.collect_state() == reactive.collect_state()
+    ahead.close()
+    reactive.close()
+
+
+def test_a_failed_lookahead_batch_leaves_the_operator_as_it_was(sc):
+    batches = _shifting(3, seed=5)
+    op, ref = _op(sc, lookahead="always"), {}
+    for t, b in enumerate(batches[:2]):
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        _apply(ref, b)
+    version, rows = op.version, len(op.history)
+    bad = batches[2] + [(float("nan"), 1)]
+    with pytest.raises(Exception):
+        op.process(sc.parallelize(bad, 2), batch_id=2)
+    assert op.version == version and len(op.history) == rows
+    assert op.collect_state() == ref
+    op.process(sc.parallelize(batches[2], 2), batch_id=2)
+    _apply(ref, batches[2])
+    assert op.collect_state() == ref
+    op.close()
+
+
+def test_lookahead_resumes_from_a_checkpoint_exactly(sc, tmp_path):
+    batches = _shifting(4, seed=6)
+    op, ref = _op(sc, lookahead="always", checkpoint_dir=str(tmp_path)), {}
+    for t, b in enumerate(batches[:2]):
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        _apply(ref, b)
+    op.close()
+    again = _op(sc, lookahead="always", checkpoint_dir=str(tmp_path))
+    assert again.collect_state() == ref
+    for t, b in enumerate(batches[2:], start=2):
+        again.process(sc.parallelize(b, 2), batch_id=t)
+        _apply(ref, b)
+    assert again.collect_state() == ref
+    again.close()
+
+
+def test_lookahead_rejects_an_unknown_mode(sc):
+    with pytest.raises(ValueError, match="lookahead='sometimes'"):
+        _op(sc, lookahead="sometimes")

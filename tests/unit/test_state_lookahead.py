@@ -1,0 +1,105 @@
+"""The look-ahead controller's pure parts (no Spark): the work of a batch from its tally, the
+rule that tallies only while it pays, and the simulated stream matrix it is judged on."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sparkbalance.bench.clairvoyant import window_work
+from sparkbalance.bench.stream_matrix import (Cell, CostModel, all_cells, cell_batches,
+                                              gain_share, simulate)
+from sparkbalance.state.control.lookahead import PRIOR_TALLY_S, Lookahead, batch_work
+
+streams = st.lists(st.lists(st.tuples(st.integers(0, 6), st.just(1)), max_size=12),
+                   min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams, st.one_of(st.none(), st.integers(1, 4)))
+def test_batch_work_from_tallies_is_the_clairvoyants_exact_work(batches, window):
+    counts = [Counter(k for k, _ in b) for b in batches]
+    t = len(batches) - 1
+    assert batch_work(counts[t], counts[:t], window) == window_work(batches, t, window)
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams, st.one_of(st.none(), st.integers(1, 4)))
+def test_the_lookahead_keeps_enough_tallies_for_its_window(batches, window):
+    la = Lookahead("always", window)
+    counts = [Counter(k for k, _ in b) for b in batches]
+    for t, c in enumerate(counts):
+        assert la.work(c) == window_work(batches, t, window)
+        la.push(c)
+
+
+def test_auto_tallies_only_while_the_lag_it_removes_costs_more_than_the_tally():
+    la = Lookahead("auto")
+    assert not la.wanted()                       # no lag seen: a tally would not pay
+    la.observe(20 * PRIOR_TALLY_S)     # a shift: its batch of lag cost 20 tallies (EWMA 0.1)
+    assert la.wanted()
+    for _ in range(40):                          # a quiet stream: the estimate decays
+        la.observe(0.0)
+    assert not la.wanted()
+    la.observe(1.0)
+    la.observe_tally(2.0)                        # a tally that costs more than lag
+    assert not la.wanted()
+
+
+@pytest.mark.parametrize("mode, wanted", [("always", True), ("never", False)])
+def test_forced_modes_ignore_the_estimates(mode, wanted):
+    la = Lookahead(mode)
+    la.observe(100.0)
+    assert la.wanted() is wanted
+
+
+def test_an_unknown_mode_names_the_valid_ones():
+    with pytest.raises(ValueError, match=r"lookahead='x'; expected one of"):
+        Lookahead("x")
+
+
+def test_the_matrix_has_every_cell_of_the_issue():
+    cells = all_cells()
+    assert len(cells) == 4 * 3 * 2 * 2 == len({c.name for c in cells})
+
+
+def test_sudden_and_gradual_streams_move_the_hot_keys():
+    for shift in ("sudden", "gradual"):
+        b = cell_batches(Cell("zipf1.2", 2, shift, None), 4, 5, 2000, num_keys=200, seed=1)
+        hottest = [c.most_common(1)[0][0] for c in b]
+        assert len(set(hottest)) > 1
+        assert all(sum(c.values()) == 2000 for c in b)
+
+
+def test_simulation_is_deterministic_and_planning_on_the_batch_takes_the_gain():
+    cell = Cell("zipf1.0", 2, "sudden", 3)
+    b = cell_batches(cell, 8, 12, 20000, num_keys=1000, seed=2)
+    free = CostModel(tally_s=0.0, move_fixed_s=0.0, s_per_byte=0.0)
+    one = simulate(b, 8, window=3, cost=free)
+    assert one == simulate(b, 8, window=3, cost=free)
+    mean = {p: sum(s[2:]) for p, s in one.items()}
+    # (Mixed is a heuristic: planned on the same counts from another layout it can land
+    # a little better than the clairvoyant's own plan)
+    assert mean["oracle:mixed"] <= 1.02 * min(mean.values())
+    # planned on each batch's own counts, with free tallies and moves, the controller
+    # takes nearly all of the clairvoyant's gain; the reactive one loses a batch per shift
+    always = gain_share(mean["mixed:always"], mean["oracle:mixed"], mean["none"])
+    never = gain_share(mean["mixed:never"], mean["oracle:mixed"], mean["none"])
+    assert always >= 0.8 > never
+
+
+def test_gain_share_is_undefined_without_a_gain():
+    assert gain_share(1.0, 1.0, 1.0) != gain_share(1.0, 1.0, 1.0)   # nan
+
+
+def test_the_matrix_benchmark_runs_quick(capsys):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "integration/benchmarks/bench_stream_matrix.py"
+    spec = importlib.util.spec_from_file_location("bench_stream_matrix", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "zipf1.0/p2/sudden/unbounded" in out and "cells met" in out
