@@ -42,6 +42,8 @@ SEGMENT_SHARE = 0.25
 SAMPLE_PER_SEGMENT = 200
 #: A ROWS halo takes this many times the rows it needs, estimated from the sample.
 HALO_MARGIN = 4.0
+#: Share of a hot key's rows its ROWS halos may copy without a counting job.
+HALO_BUDGET = 0.25
 SAMPLE_SEED = 29
 
 
@@ -207,13 +209,27 @@ def assign_segments(hot: Sequence[HotKey], cold_loads: np.ndarray) -> None:
         loads[p] += size
 
 
-def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> None:
-    """Sample thresholds of each segment's ROWS halo (None: to the key's end)."""
+def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> bool:
+    """Sample thresholds of each segment's ROWS halo (None: to the key's end); True when
+    some zone must be counted (:func:`sparkbalance.spark.window.halo.halo_targets`).
+
+    A zone reaching ``j`` sampled rows past a segment's edge holds at least ``j`` rows (the
+    sampled rows are rows of the data), so ``j >= before`` needs no count. That costs ``j``
+    sample steps of rows; where it would replicate more than :data:`HALO_BUDGET` of a key's
+    rows, the zone takes :data:`HALO_MARGIN` times the rows it needs, estimated, and is
+    counted instead.
+    """
+    check = False
     for h in hot:
         m = len(h.sample)
         per = h.count / m if m else float("inf")
         mb = math.ceil(HALO_MARGIN * before / per) + 1 if before else 0
         ma = math.ceil(HALO_MARGIN * after / per) + 1 if after else 0
+        sure_b, sure_a = max(mb, before), max(ma, after)
+        if (sure_b + sure_a) * per * (h.segments - 1) <= HALO_BUDGET * h.count:
+            mb, ma = sure_b, sure_a
+        else:
+            check = True
         h.before = [None] * h.segments
         h.after = [None] * h.segments
         for s in range(h.segments):
@@ -223,6 +239,7 @@ def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> None:
             if after and s < h.segments - 1:
                 i = h.cuts[s + 1] + ma
                 h.after[s] = h.sample[i] if i < m else None
+    return check
 
 
 def rows_zone(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
