@@ -146,11 +146,51 @@ def cut_segments(hot: Sequence[HotKey], seg_rows: float) -> None:
                 h.cuts.append(i)
 
 
+def _sql_lit(v: Any, dtype: Any) -> str:
+    """SQL text of the order value ``v`` as type ``dtype`` (TypeError: no literal form)."""
+    from sparkbalance.spark.sql import literals as sqllit
+    if v is None:
+        return f"CAST(NULL AS {sqllit.sql_type(dtype)})"
+    ok, value = sqllit.coerce_value(v, dtype)
+    if not ok:
+        raise TypeError(f"order value {v!r} has no literal of type {dtype}")
+    return f"CAST({sqllit.literal_sql(value, dtype)} AS {sqllit.sql_type(dtype)})"
+
+
+def _precedes_sql(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
+                  tup: tuple, or_equal: bool) -> str:
+    out, prefix = None, None
+    for c, k, t, v in zip(ocols, order, dtypes, tup):
+        col = f"`{c}`"
+        lv = _sql_lit(v, t)
+        if v is None:
+            lt = "false" if k.nulls_first else f"({col} IS NOT NULL)"
+        else:
+            cmp = f"{col} {'<' if k.ascending else '>'} {lv}"
+            lt = (f"({col} IS NULL OR {cmp})" if k.nulls_first
+                  else f"({col} IS NOT NULL AND {cmp})")
+        term = lt if prefix is None else f"({prefix} AND {lt})"
+        out = term if out is None else f"({out} OR {term})"
+        eq = f"({col} <=> {lv})"
+        prefix = eq if prefix is None else f"({prefix} AND {eq})"
+    if or_equal:
+        out = prefix if out is None else f"({out} OR {prefix})"
+    return f"coalesce({out}, false)"
+
+
 def precedes(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
              tup: tuple, or_equal: bool) -> "Column":
     """True on the rows whose order tuple sorts before ``tup`` (or equal to it, when
-    ``or_equal``), lexicographically, each term in its direction and null placement."""
+    ``or_equal``), lexicographically, each term in its direction and null placement.
+
+    Spelled as SQL text, one expression (on classic PySpark each Column operator is a py4j
+    round trip: a hot key's bounds and halo zones made thousands of them per call); order
+    values without a SQL literal form are built as Columns."""
     F = _F()
+    try:
+        return F.expr(_precedes_sql(ocols, order, dtypes, tup, or_equal))
+    except TypeError:
+        pass
     out, prefix = None, None
     for c, k, t, v in zip(ocols, order, dtypes, tup):
         col = F.col(c)
