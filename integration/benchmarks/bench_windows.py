@@ -1,7 +1,8 @@
 """Benchmark: ``with_window_columns`` vs plain ``df.withColumns`` of window columns (AQE on).
 
-One key holds HOT (30 %) of the rows, the rest spread over KEYS keys; the windows are
-``partitionBy("k").orderBy("ts")``. Two cases:
+A family of cells: one key holds a share (``--shares``, default 10 %, 30 %, 90 %) of the rows
+(``--rows``, default 2*10^5 and 10^6), the rest spread over KEYS keys; the windows are
+``partitionBy("k").orderBy("ts")``. Two cases per cell:
 
   costly : row_number, a running sum and lag, then a costly per-row step after the window
            (a pandas UDF that waits ROW_COST seconds per row, an I/O-like wait, so the
@@ -16,13 +17,15 @@ Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs 
   plain    : df.withColumns(cols) with AQE on (partition coalescing off: on this small data
              it would merge the n partitions and measure that instead of skew; AQE has no
              split for a window's partition key).
-  balanced : with_window_columns(df, n, **cols): its statistics, sample and planning jobs
-             are inside the wall time.
+  balanced : with_window_columns(df, n, **cols) as a user calls it (payoff rule on): its
+             statistics pass (one job) and planning are inside the wall time; where the
+             rule runs plain Spark the cell says so (``split`` column).
 
 Wall = seconds to write the result to the ``noop`` sink; CPU = user+system seconds of the
 Spark JVM and every process under it (Python workers included), read from /proc.
 
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
+       [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
 """
 from __future__ import annotations
 
@@ -85,9 +88,9 @@ def build_session(slots: int):
     return spark
 
 
-def data(spark, rows: int, pad: int):
+def data(spark, rows: int, pad: int, share: float = HOT):
     from pyspark.sql import functions as F
-    hot = F.col("id") % 1000 < int(HOT * 1000)
+    hot = F.col("id") % 1000 < int(share * 1000)
     df = spark.range(rows).select(
         F.when(hot, F.lit(0)).otherwise(F.col("id") % KEYS + 1).alias("k"),
         F.col("id").alias("ts"), (F.col("id") * 7 % 13).alias("x"),
@@ -116,13 +119,36 @@ def cases(df_costly, df_memory):
     }
 
 
-def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, float]:
+def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, float, bool]:
     from sparkbalance.spark.window.windows import with_window_columns
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     c0, t0 = _proc_cpu(pid), time.perf_counter()
     out = with_window_columns(df, slots, **cols) if method == "balanced" else df.withColumns(cols)
-    after(out).write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - t0, _proc_cpu(pid) - c0
+    q = after(out)
+    q.write.format("noop").mode("overwrite").save()
+    wall, cpu = time.perf_counter() - t0, _proc_cpu(pid) - c0
+    split = "__sb_pid" in q._jdf.queryExecution().executedPlan().toString()
+    return wall, cpu, split
+
+
+def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) -> dict:
+    df = data(spark, rows, PAD if case == "memory" else 0, share)
+    df.count()
+    _, cols, after = cases(df, df)[case]
+    run_once(spark, "plain", df, cols, after, slots)   # warm-up, untimed
+    times: dict[str, list[tuple[float, float, bool]]] = {"plain": [], "balanced": []}
+    for _ in range(repeats):
+        for method in ("plain", "balanced"):
+            times[method].append(run_once(spark, method, df, cols, after, slots))
+    df.unpersist()
+    med = {m: (statistics.median(w for w, _, _ in v), statistics.median(c for _, c, _ in v))
+           for m, v in times.items()}
+    return {"case": case, "rows": rows, "hot_share": share, "slots": slots,
+            "split": all(s for _, _, s in times["balanced"]),
+            "plain_wall": med["plain"][0], "plain_cpu": med["plain"][1],
+            "balanced_wall": med["balanced"][0], "balanced_cpu": med["balanced"][1],
+            "wall_ratio": med["balanced"][0] / med["plain"][0],
+            "cpu_ratio": med["balanced"][1] / med["plain"][1]}
 
 
 def main() -> None:
@@ -130,32 +156,27 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small data (a smoke run)")
     ap.add_argument("--slots", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--rows", type=int, default=None)
+    ap.add_argument("--rows", default=None, help="comma-separated row counts")
+    ap.add_argument("--shares", default="0.1,0.3,0.9", help="hot key's shares of the rows")
+    ap.add_argument("--cases", default="costly,memory")
     args = ap.parse_args()
-    rows = args.rows or (60_000 if args.quick else 1_000_000)
+    sizes = [int(float(r)) for r in (args.rows or ("60000" if args.quick
+                                                   else "200000,1000000")).split(",")]
+    shares = [float(x) for x in args.shares.split(",")]
     spark = build_session(args.slots)
-    dc, dm = data(spark, rows, 0), data(spark, rows, PAD)
-    dc.count(), dm.count()
+    print(f"load average {os.getloadavg()}", flush=True)
     results = []
-    for case, (df, cols, after) in cases(dc, dm).items():
-        run_once(spark, "plain", df, cols, after, args.slots)   # warm-up, untimed
-        times: dict[str, list[tuple[float, float]]] = {"plain": [], "balanced": []}
-        for _ in range(args.repeats):
-            for method in ("plain", "balanced"):
-                times[method].append(run_once(spark, method, df, cols, after, args.slots))
-        med = {m: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-               for m, v in times.items()}
-        results.append({"case": case, "rows": rows, "slots": args.slots,
-                        "plain_wall": med["plain"][0], "plain_cpu": med["plain"][1],
-                        "balanced_wall": med["balanced"][0],
-                        "balanced_cpu": med["balanced"][1],
-                        "wall_ratio": med["balanced"][0] / med["plain"][0],
-                        "cpu_ratio": med["balanced"][1] / med["plain"][1]})
-        r = results[-1]
-        print(f"{case:7s} rows={rows} local[{args.slots}]: wall plain {r['plain_wall']:.2f}s "
-              f"balanced {r['balanced_wall']:.2f}s ({r['wall_ratio']:.2f}x); cpu plain "
-              f"{r['plain_cpu']:.1f}s balanced {r['balanced_cpu']:.1f}s "
-              f"({r['cpu_ratio']:.2f}x)", flush=True)
+    for rows in sizes:
+        for share in shares:
+            for case in args.cases.split(","):
+                r = cell(spark, case, rows, share, args.slots, args.repeats)
+                results.append(r)
+                print(f"{case:7s} rows={rows} hot={share:.0%} local[{args.slots}] "
+                      f"split={'yes' if r['split'] else 'no '}: wall plain "
+                      f"{r['plain_wall']:.2f}s balanced {r['balanced_wall']:.2f}s "
+                      f"({r['wall_ratio']:.2f}x); cpu plain {r['plain_cpu']:.1f}s balanced "
+                      f"{r['balanced_cpu']:.1f}s ({r['cpu_ratio']:.2f}x)", flush=True)
+    print(f"load average {os.getloadavg()}", flush=True)
     print(json.dumps(results))
     spark.stop()
 

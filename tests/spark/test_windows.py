@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from pyspark.sql import Window, functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from sparkbalance.spark.window.payoff import SPLIT_CONF
 from sparkbalance.spark.window.windows import explain_split, with_window_columns
 
 SETTINGS = settings(max_examples=3, deadline=None,
@@ -20,6 +21,15 @@ SETTINGS = settings(max_examples=3, deadline=None,
                                            HealthCheck.too_slow])
 SORTS = [lambda c: F.col(c).asc_nulls_first(), lambda c: F.col(c).asc_nulls_last(),
          lambda c: F.col(c).desc_nulls_first(), lambda c: F.col(c).desc_nulls_last()]
+
+
+@pytest.fixture(autouse=True)
+def always_split(spark):
+    """The data here is small: the split is forced so every boundary is exercised (the
+    payoff rule, which would run these as plain Spark, has its own tests)."""
+    spark.conf.set(SPLIT_CONF, "always")
+    yield
+    spark.conf.unset(SPLIT_CONF)
 
 
 def _rows(draw_keys, hot_share, n, seed, t_range=40, null_t=0.1):
@@ -173,3 +183,47 @@ def test_window_without_partition_by_is_cut_too(spark):
             "lg": F.lag("x").over(w), "all": F.max("x").over(Window.partitionBy())}
     assert set(explain_split(df, **cols).values()) == {"rank", "running", "halo", "whole"}
     assertDataFrameEqual(with_window_columns(df, 4, **cols), df.withColumns(cols))
+
+
+def _jobs(spark, group, fn):
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        out = fn()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return out, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_one_statistics_job_and_one_placement_exchange(spark):
+    df = spark.range(3000).select(
+        F.when(F.col("id") % 10 < 5, F.lit(0)).otherwise(F.col("id") % 97 + 1).alias("k"),
+        F.col("id").alias("t"), (F.col("id") % 7).alias("x"))
+    w = Window.partitionBy("k").orderBy("t")
+    cols = {"rn": F.row_number().over(w), "s": F.sum("x").over(w), "lg": F.lag("x").over(w),
+            "near": F.avg("x").over(w.rowsBetween(-5, 5)),
+            "tot": F.sum("x").over(Window.partitionBy("k"))}
+    out, jobs = _jobs(spark, "sb-win-prep", lambda: with_window_columns(df, 4, **cols))
+    assert jobs == 1   # key counts and order samples in one pass; no halo counting job
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    # the rows cross one exchange (the placement) and are sorted once for all five columns;
+    # the other exchanges carry the hot segments' summaries (one row per segment)
+    assert plan.count("shufflepartitionidpassthrough") == 1, plan
+    assert plan.count("Sort [__sb_pid") == 1, plan
+    assertDataFrameEqual(out, df.withColumns(cols))
+
+
+def test_split_runs_plain_when_it_cannot_pay(spark, caplog):
+    spark.conf.set(SPLIT_CONF, "auto")
+    df = spark.createDataFrame(_rows(3, 0.8, 200, 5), "k string, j int, t int, u int, x int")
+    w = Window.partitionBy("k").orderBy("t", "u")
+    cols = {"r": F.row_number().over(w)}
+    with caplog.at_level(logging.INFO, logger="sparkbalance.window"):
+        got = with_window_columns(df, 4, **cols)
+    lines = [r.getMessage() for r in caplog.records if r.name == "sparkbalance.window"]
+    assert len(lines) == 1 and "plain Spark" in lines[0] and "rows" in lines[0], lines
+    assert "__sb_pid" not in got._jdf.queryExecution().executedPlan().toString()
+    assertDataFrameEqual(got, df.withColumns(cols))
+    spark.conf.set(SPLIT_CONF, "nonsense")
+    with pytest.raises(ValueError, match="expected one of auto, always, never"):
+        with_window_columns(df, 4, **cols)

@@ -36,3 +36,37 @@ def test_segments_go_largest_first_to_the_emptiest_partition():
     loads = np.array([4.0, 0.0, 1.0, 2.0])
     np.add.at(loads, a.pids, a.sizes())
     assert loads.max() == 5.0
+
+
+def test_rows_halo_zone_holds_the_rows_it_needs_without_a_count():
+    from sparkbalance.spark.window.segments import plan_rows_halo
+    # 1,000 rows sampled 1 in 10: a lag of 3 needs 3 rows; a zone 3 sampled rows wide
+    # holds at least those 3 sampled rows, so no counting job is needed
+    h = HotKey(("a",), 1000.0, sample=[(i,) for i in range(0, 1000, 10)])
+    cut_segments([h], seg_rows=250.0)
+    assert plan_rows_halo([h], before=3, after=0) is False
+    for s in range(1, h.segments):
+        assert h.cuts[s] - h.sample.index(h.before[s]) >= 3
+
+
+def test_a_far_reaching_rows_halo_is_counted_instead():
+    from sparkbalance.spark.window.segments import plan_rows_halo
+    h = HotKey(("a",), 100_000.0, sample=[(i,) for i in range(0, 100_000, 100)])
+    cut_segments([h], seg_rows=10_000.0)
+    assert plan_rows_halo([h], before=2_000, after=0) is True   # 2,000 steps of 100 rows
+
+
+def test_payoff_rule():
+    from sparkbalance.spark.window.payoff import MIN_HOT_ROWS, decide
+    assert decide(np.array([60_000.0]), 200_000.0, 16, "auto")[0]
+    small, why = decide(np.array([6_000.0]), 20_000.0, 16, "auto")
+    assert not small and f"fewer than {MIN_HOT_ROWS}" in why
+    even, why = decide(np.array([60_000.0]), 10_000_000.0, 16, "auto")   # 0.6 % of rows
+    assert not even and "1.1x" in why
+    assert decide(np.array([6_000.0]), 20_000.0, 16, "always")[0]
+    assert not decide(np.array([60_000.0]), 200_000.0, 16, "never")[0]
+    assert decide(np.array([]), 1e6, 16, "always") == (
+        False, "no key holds more than half a partition's mean rows")
+    import doctest
+    import sparkbalance.spark.window.payoff as mod
+    assert doctest.testmod(mod).failed == 0

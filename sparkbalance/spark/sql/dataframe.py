@@ -38,6 +38,7 @@ from sparkbalance.spark.fit import WEIGHTS, fit_dataframe, fit_partitioner
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.grouped import BalancedGroupedData, group_cost_stats
+from sparkbalance.spark.sql.connect import require_classic
 from sparkbalance.spark.sql.key_columns import key_columns
 from sparkbalance.spark.sql.placement import place
 from sparkbalance.spark.report.plan_report import reported
@@ -51,6 +52,9 @@ if TYPE_CHECKING:  # pragma: no cover
 # fit_partitioner and WEIGHTS are sparkbalance.spark.fit's, named here for this module's
 # readers (sb.fit_partitioner takes a DataFrame and its key columns).
 __all__ = ["fit_partitioner", "repartition", "group_by", "BalancedGroupedData", "WEIGHTS"]
+
+_TIME_ON_CONNECT = ("task timings come from the listener bus; use weights='count' (the "
+                    "default), or give stats= measured on a classic session")
 
 
 @reported("repartition", "dataframe")
@@ -90,6 +94,8 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str 
     """
     kc = key_columns(df, cols)
     weights, listener = params.pop("weights", "count"), params.pop("listener", None)
+    if weights == "time":
+        require_classic(df, "weights='time'", _TIME_ON_CONNECT)
     record = conf.resolve_record(kc.df, strategy, params, sample_fraction=sample_fraction,
                                  key_grouping=True)
     placed, _ = _place(kc.df, num_partitions, kc.names, record, stats, partitioner, current,
@@ -142,6 +148,7 @@ def group_by(df: "DataFrame", *cols: Any, num_partitions: int | None = None,
     source = {"df": df, "literal_limit": kwargs.pop("literal_limit", None), "timed": None}
     weights, listener = kwargs.pop("weights", "count"), kwargs.pop("listener", None)
     if weights == "time":
+        require_classic(df, "weights='time'", _TIME_ON_CONNECT)
         # A grouped-map call costs per group, not per row: price each group with the model
         # fitted on the measured run (sparkbalance.spark.sql.grouped.group_cost_stats).
         from sparkbalance.spark.fit import _check_measured

@@ -7,9 +7,12 @@ the one exchange, used by the window and dropped after: each zone is a contiguou
 order values adjacent to the segment, so a frame over the segment plus its halo sees exactly
 the rows it would over the whole key.
 
-ROWS zones are cut at sampled order values that leave :data:`sparkbalance.spark.window.
-segments.HALO_MARGIN` times the rows needed; one counting job checks every zone and widens
-the few that fall short to the key's end, so the halo is exact whatever the sample drew.
+ROWS zones are cut at sampled order values at least as many sampled rows past the segment's
+edge as the frames need rows: the sampled rows are rows of the data, so the zone holds
+enough whatever the sample drew, and no job checks it. Only where that would copy more than
+:data:`sparkbalance.spark.window.segments.HALO_BUDGET` of a key's rows (frames reaching far
+on a thinly sampled key) is a zone cut at an estimate with a margin and counted by one job,
+which widens the few that fall short to the key's end.
 
 Examples
 --------
@@ -70,8 +73,7 @@ def halo_targets(d: "DataFrame", hidx: str, seg: str, tseg: str, halo: str,
     before = max(s.before for s in splits)
     after = max(s.after for s in splits)
     reach = max(s.reach for s in splits)
-    if before or after:
-        sg.plan_rows_halo(hot, before, after)
+    if (before or after) and sg.plan_rows_halo(hot, before, after):
         _check_rows_zones(d, hidx, ocols, order, otypes, hot, before, after)
     per_key = []
     for i, h in enumerate(hot):

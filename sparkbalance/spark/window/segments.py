@@ -42,6 +42,8 @@ SEGMENT_SHARE = 0.25
 SAMPLE_PER_SEGMENT = 200
 #: A ROWS halo takes this many times the rows it needs, estimated from the sample.
 HALO_MARGIN = 4.0
+#: Share of a hot key's rows its ROWS halos may copy without a counting job.
+HALO_BUDGET = 0.25
 SAMPLE_SEED = 29
 
 
@@ -144,11 +146,51 @@ def cut_segments(hot: Sequence[HotKey], seg_rows: float) -> None:
                 h.cuts.append(i)
 
 
+def _sql_lit(v: Any, dtype: Any) -> str:
+    """SQL text of the order value ``v`` as type ``dtype`` (TypeError: no literal form)."""
+    from sparkbalance.spark.sql import literals as sqllit
+    if v is None:
+        return f"CAST(NULL AS {sqllit.sql_type(dtype)})"
+    ok, value = sqllit.coerce_value(v, dtype)
+    if not ok:
+        raise TypeError(f"order value {v!r} has no literal of type {dtype}")
+    return f"CAST({sqllit.literal_sql(value, dtype)} AS {sqllit.sql_type(dtype)})"
+
+
+def _precedes_sql(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
+                  tup: tuple, or_equal: bool) -> str:
+    out, prefix = None, None
+    for c, k, t, v in zip(ocols, order, dtypes, tup):
+        col = f"`{c}`"
+        lv = _sql_lit(v, t)
+        if v is None:
+            lt = "false" if k.nulls_first else f"({col} IS NOT NULL)"
+        else:
+            cmp = f"{col} {'<' if k.ascending else '>'} {lv}"
+            lt = (f"({col} IS NULL OR {cmp})" if k.nulls_first
+                  else f"({col} IS NOT NULL AND {cmp})")
+        term = lt if prefix is None else f"({prefix} AND {lt})"
+        out = term if out is None else f"({out} OR {term})"
+        eq = f"({col} <=> {lv})"
+        prefix = eq if prefix is None else f"({prefix} AND {eq})"
+    if or_equal:
+        out = prefix if out is None else f"({out} OR {prefix})"
+    return f"coalesce({out}, false)"
+
+
 def precedes(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
              tup: tuple, or_equal: bool) -> "Column":
     """True on the rows whose order tuple sorts before ``tup`` (or equal to it, when
-    ``or_equal``), lexicographically, each term in its direction and null placement."""
+    ``or_equal``), lexicographically, each term in its direction and null placement.
+
+    Spelled as SQL text, one expression (on classic PySpark each Column operator is a py4j
+    round trip: a hot key's bounds and halo zones made thousands of them per call); order
+    values without a SQL literal form are built as Columns."""
     F = _F()
+    try:
+        return F.expr(_precedes_sql(ocols, order, dtypes, tup, or_equal))
+    except TypeError:
+        pass
     out, prefix = None, None
     for c, k, t, v in zip(ocols, order, dtypes, tup):
         col = F.col(c)
@@ -207,13 +249,27 @@ def assign_segments(hot: Sequence[HotKey], cold_loads: np.ndarray) -> None:
         loads[p] += size
 
 
-def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> None:
-    """Sample thresholds of each segment's ROWS halo (None: to the key's end)."""
+def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> bool:
+    """Sample thresholds of each segment's ROWS halo (None: to the key's end); True when
+    some zone must be counted (:func:`sparkbalance.spark.window.halo.halo_targets`).
+
+    A zone reaching ``j`` sampled rows past a segment's edge holds at least ``j`` rows (the
+    sampled rows are rows of the data), so ``j >= before`` needs no count. That costs ``j``
+    sample steps of rows; where it would replicate more than :data:`HALO_BUDGET` of a key's
+    rows, the zone takes :data:`HALO_MARGIN` times the rows it needs, estimated, and is
+    counted instead.
+    """
+    check = False
     for h in hot:
         m = len(h.sample)
         per = h.count / m if m else float("inf")
         mb = math.ceil(HALO_MARGIN * before / per) + 1 if before else 0
         ma = math.ceil(HALO_MARGIN * after / per) + 1 if after else 0
+        sure_b, sure_a = max(mb, before), max(ma, after)
+        if (sure_b + sure_a) * per * (h.segments - 1) <= HALO_BUDGET * h.count:
+            mb, ma = sure_b, sure_a
+        else:
+            check = True
         h.before = [None] * h.segments
         h.after = [None] * h.segments
         for s in range(h.segments):
@@ -223,6 +279,7 @@ def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> None:
             if after and s < h.segments - 1:
                 i = h.cuts[s + 1] + ma
                 h.after[s] = h.sample[i] if i < m else None
+    return check
 
 
 def rows_zone(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],

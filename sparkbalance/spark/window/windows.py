@@ -32,10 +32,12 @@ import numpy as np
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.sql.dataframe import fit_partitioner
-from sparkbalance.spark.sql.keystats import key_array, key_counts
+from sparkbalance.spark.sql import hash_columns as sqlhash
+from sparkbalance.spark.sql.keystats import key_array
 from sparkbalance.spark.sql.placement import place
-from sparkbalance.spark.sql.route import PID_COL, with_partition_id
-from sparkbalance.spark.window import frames, segments as sg
+from sparkbalance.spark.sql.route import NULL_PARTITION, PID_COL, with_partition_id
+from sparkbalance.spark.window import frames, payoff, segments as sg
+from sparkbalance.spark.window.sample import draw
 from sparkbalance.spark.window.halo import halo_targets
 from sparkbalance.spark.window.spec import UNBOUNDED, Frame, WindowColumn, window_column
 from sparkbalance.stats.keystats import KeyStats
@@ -184,36 +186,41 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     schema = {f.name: f.dataType for f in d.schema.fields}
     ptypes, otypes = [schema[c] for c in pcols], [schema[c] for c in ocols]
     try:
-        kc = key_counts(d, pcols)
+        sqlhash.check_key_columns(d, pcols)
     except (TypeError, ValueError) as exc:  # a key type the balanced placement cannot hash
         for name, s in group:
             _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: its "
                          "partition key cannot be placed (%s)", _user(name, tmp), exc)
-        return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
-    total = float(kc.counts.sum() + kc.tail_count)
+        return _plain_group(df, group)
+    ks = draw(d, pcols, ocols, order, n)       # the one statistics pass (one job)
+    total = max(ks.total, 1.0)
     seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
     # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
     # lengthen the query; the rest are placed whole like the cold keys)
-    rank = np.argsort(-kc.counts, kind="stable")
-    keys, counts = [kc.keys[i] for i in rank], kc.counts[rank]
+    counts = ks.counts
     hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
+    split, why = payoff.decide(counts[:hot_count], total, n, payoff.split_mode(df))
+    if not split:
+        _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
+                  ", ".join(repr(_user(name, tmp)) for name, _ in group), why)
+        return _plain_group(df, group)
     single = len(pcols) == 1
-    hot = [sg.HotKey((k,) if single else tuple(k), float(c))
-           for k, c in zip(keys[:hot_count], counts[:hot_count])]
-    cold_keys, cold_counts = keys[hot_count:], counts[hot_count:]
-    stats = KeyStats(key_array(cold_keys), cold_counts, tail_count=kc.tail_count,
-                     num_distinct=max(len(cold_keys), kc.num_distinct - len(hot)))
+    hot = [sg.HotKey((k,) if single else tuple(k), float(c), sample=ks.samples[k])
+           for k, c in zip(ks.keys[:hot_count], counts[:hot_count])]
+    cold_keys, cold_counts = ks.keys[hot_count:], counts[hot_count:]
+    stats = KeyStats(key_array(cold_keys), cold_counts, tail_count=0.0,
+                     num_distinct=max(1, len(cold_keys)))
     f = fit_partitioner(d, n, *pcols, stats=stats)
-    loads = np.full(n, kc.tail_count / n)
+    loads = np.zeros(n)
+    loads[NULL_PARTITION] += ks.null_rows
     if cold_keys:
         loads += np.bincount(f.assign(key_array(cold_keys)), weights=cold_counts, minlength=n)
-    d = d.withColumn(_HIDX, sg.hot_index(pcols, ptypes, hot))
     if hot and order:
-        sg.sample_orders(d, _HIDX, ocols, order, hot, seg_rows)
         sg.cut_segments(hot, seg_rows)
     elif hot:  # a whole-partition aggregate only: any cut will do
         for h in hot:
             h.bounds = [None] * (max(1, math.ceil(h.count / seg_rows)) - 1)
+    d = d.withColumn(_HIDX, sg.hot_index(pcols, ptypes, hot))
     d = d.withColumn(_SEG, sg.segment_expr(_HIDX, ocols, order, otypes, hot, df.columns))
     sg.assign_segments(hot, loads)
     halo_splits = [s for _, s in group if s.kind == "halo"]
@@ -231,13 +238,26 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
             F.col(PID_COL)).cast("int"))
     placed = place(d, n, PID_COL)
     keys = [F.col(PID_COL), *[F.col(c) for c in pcols], F.col(_TSEG)]
-    local: dict[str, Any] = {}
+    # The halo columns first, over a segment and its halo copies; the copies are dropped
+    # before the other columns, which then see the segment's own rows only. Both share
+    # the partitioning and the order, so Spark sorts the placed rows once.
+    win = placed
+    halo_local: dict[str, Any] = {}
+    other_local: dict[str, Any] = {}
     for name, s in group:
-        part = keys if s.kind == "halo" else keys + [F.col(_HALO)]
-        local.update(frames.local_columns(s, name, _over_factory(s.wc, part)))
-    win = placed.withColumns(local)
+        local = frames.local_columns(s, name, _over_factory(s.wc, keys))
+        (halo_local if s.kind == "halo" else other_local).update(local)
+    if halo_local:
+        win = win.withColumns(halo_local)
+    if halo_splits:
+        win = win.where(~F.col(_HALO))
+    if other_local:
+        win = win.withColumns(other_local)
     summaries = [(name, s) for name, s in group if s.summaries]
     if hot and summaries:
+        # a small aggregation of the hot keys' rows before the exchange (summaries taken
+        # from the placed rows would not reuse the exchange: Spark prunes and filters
+        # below it, making it another one)
         win = win.join(F.broadcast(_summary(d, pcols, summaries)), on=[*pcols, _TSEG],
                        how="left")
     else:
@@ -253,10 +273,12 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         final[name] = frames.final_column(s, name, before, total_, hot_flag).cast(
             result_types[_user(name, tmp)])
     win = win.withColumns(final)
-    if hot and halo_splits:
-        win = win.where(~F.col(_HALO))
     keep = [c for c in df.columns] + [name for name, _ in group]
     return win.select(*[_ref(c) for c in keep])
+
+
+def _plain_group(df: "DataFrame", group: list[tuple[str, frames.Split]]) -> "DataFrame":
+    return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
 
 
 def _user(name: str, tmp: dict[str, str]) -> str:
@@ -273,12 +295,12 @@ def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
             aggs.append(agg.alias(f"{name}_{a}"))
             ops[f"{name}_{a}"] = (name, a, op)
     # the row's own copy only: a halo copy is counted by the segment it belongs to
-    seg = d.where((F.col(_HIDX) >= 0) & ~F.col(_HALO)).groupBy(*pcols, _SEG).agg(*aggs)
-    w = Window.partitionBy(*pcols).orderBy(_SEG)
+    seg = d.where((F.col(_HIDX) >= 0) & ~F.col(_HALO)).groupBy(*pcols, _TSEG).agg(*aggs)
+    w = Window.partitionBy(*pcols).orderBy(_TSEG)
     earlier = w.rowsBetween(Window.unboundedPreceding, -1)
     whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     fn = {"sum": F.sum, "min": F.min, "max": F.max}
-    cols = [*pcols, F.col(_SEG).alias(_TSEG), F.lit(True).alias(_HOT)]
+    cols = [*pcols, F.col(_TSEG), F.lit(True).alias(_HOT)]
     for c, (name, a, op) in ops.items():
         cols.append(fn[op](c).over(earlier).alias(f"{name}_b_{a}"))
         cols.append(fn[op](c).over(whole).alias(f"{name}_t_{a}"))
