@@ -31,7 +31,8 @@ TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_grouped.py tests/spark/test_conf.py \
             tests/spark/test_listener.py tests/spark/test_balance_records.py \
             tests/spark/test_state_cache.py tests/spark/test_state_datapath.py \
-            tests/spark/test_state_forecast.py integration/test_ui35.py
+            tests/spark/test_state_forecast.py tests/spark/test_enable.py \
+            integration/test_ui35.py
 
 .PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist docs clean
 
@@ -42,7 +43,9 @@ $(PY):
 
 $(STAMP): setup.py pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,plot]"
+	# The jar is built by the $(JAR) rule below with this venv's pyspark: the editable install
+	# need not fetch PySpark into its isolated build environment to compile it first.
+	SPARKBALANCE_COMPILE=0 $(PY) -m pip install --quiet -e ".[test,plot]"
 	touch $(STAMP)
 
 # Compiled with plain javac against the jars pip installed with pyspark (no Maven needed).

@@ -1,7 +1,7 @@
 """The DataFrame adapters over a Spark Connect session equal plain Spark there.
 
 ``sb.repartition``, ``sb.group_by`` (``agg``, ``count``, ``applyInPandas``), ``sb.join`` of
-DataFrames (placed and split) and ``sb.with_window_columns`` run on
+DataFrames (placed and split), ``sb.with_window_columns`` and ``sb.diagnose`` run on
 ``SparkSession.builder.remote("local[2]")`` with DataFrame expressions only; what needs the
 driver's JVM (``weights="time"``) fails there with a clear error before any job.
 
@@ -30,7 +30,7 @@ TIMEOUT_S = 900
 pytestmark = pytest.mark.timeout(TIMEOUT_S + 60)
 CHECKS = ["repartition", "repartition_mixed", "install", "group_by_agg", "group_by_count",
           "apply_in_pandas", "join", "join_split", "window_hot", "window_two_columns",
-          "window_auto", "time_weights_refused"]
+          "window_auto", "time_weights_refused", "diagnose"]
 
 
 def _connect_available() -> str | None:
@@ -71,6 +71,13 @@ def test_window_split_kinds_under_connect(report):
     kinds = report["kinds"]
     assert kinds["sd"].startswith("plain:"), kinds
     assert kinds["rn"] == "rank" and kinds["lg"] == "halo", kinds
+
+
+def test_diagnose_under_connect_reports_with_dataframe_advice(report):
+    got = report["diagnose"]
+    assert (got["rows"], got["null_rows"], got["distinct"]) == (1030, 30, 202), got
+    assert got["top"] == [7, 400] and got["recommended"] != "spark", got
+    assert got["advice"].startswith("sb.group_by(df, 'k', num_partitions=4"), got
 
 
 def _run() -> dict:
@@ -136,7 +143,16 @@ def _run() -> dict:
         finally:
             uninstall_dataframe_methods()
 
+    def diagnosed() -> None:
+        rows = [(7, i) for i in range(400)] + [(100 + i // 3, i) for i in range(600)] \
+            + [(None, i) for i in range(30)]
+        r = sb.diagnose(spark.createDataFrame(rows, "k int, v long"), "k", num_partitions=4)
+        report["diagnose"] = {"rows": r.rows, "null_rows": r.null_rows,
+                              "distinct": r.distinct_keys, "top": [r.top[0][0], r.top[0][1]],
+                              "recommended": r.recommended, "advice": r.advice}
+
     checks = {
+        "diagnose": diagnosed,
         "repartition": lambda: assertDataFrameEqual(sb.repartition(df, 4, "k"), df),
         "repartition_mixed": lambda: assertDataFrameEqual(
             sb.repartition(df, 4, F.col("k"), "j", strategy="mixed"), df),
