@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from sparkbalance.routing.base import PartitionFunction, check_num_partitions
 from sparkbalance.stats.keystats import KeyStats
+# "auto" reads a bounded sample, not a statistics pass (no harm on uniform keys).
+from sparkbalance.strategies import bounded_auto
 from sparkbalance.spark.fit import WEIGHTS, fit_dataframe, fit_partitioner
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.sql import hash_columns as sqlhash
@@ -90,8 +92,9 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str 
     """
     kc = key_columns(df, cols)
     weights, listener = params.pop("weights", "count"), params.pop("listener", None)
-    record = conf.resolve_record(kc.df, strategy, params, sample_fraction=sample_fraction,
-                                 key_grouping=True)
+    record = bounded_auto(conf.resolve_record(kc.df, strategy, params,
+                                              sample_fraction=sample_fraction,
+                                              key_grouping=True))
     placed, _ = _place(kc.df, num_partitions, kc.names, record, stats, partitioner, current,
                        literal_limit, weights, listener)
     return placed.drop(PID_COL, *kc.hidden)
@@ -156,8 +159,9 @@ def group_by(df: "DataFrame", *cols: Any, num_partitions: int | None = None,
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
     # Resolved once; a cogroup of this group refits the same record (grouped.co_place).
     fraction = kwargs.pop("sample_fraction", None)
-    source["record"] = conf.resolve_record(df, strategy, kwargs, sample_fraction=fraction,
-                                           key_grouping=True)
+    source["record"] = bounded_auto(conf.resolve_record(df, strategy, kwargs,
+                                                        sample_fraction=fraction,
+                                                        key_grouping=True))
     source["stats"], source["sample_fraction"] = stats, fraction
     placed, f = _place(df, n, cols, source["record"], stats, partitioner, current,
                        source["literal_limit"])
