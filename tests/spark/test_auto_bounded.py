@@ -21,7 +21,7 @@ from sparkbalance.spark.session.jvm_loader import BRIDGE_SWITCH_ENV
 from sparkbalance.spark.sql.keystats import bounded_key_stats as bounded_df_stats
 
 N = 4
-RECORDS = 40_000
+RECORDS = 24_000
 PARTS = 8
 
 
@@ -66,9 +66,9 @@ def test_no_jar_auto_reads_a_bounded_sample_not_a_pass(sc, no_bridge, caplog):
 
 
 def test_no_jar_auto_keeps_hash_on_uniform_keys_and_places_a_hot_key(sc, no_bridge):
-    uniform = sc.parallelize([(i, 1) for i in range(20_000)], PARTS)
+    uniform = sc.parallelize([(i, 1) for i in range(12_000)], PARTS)
     assert len(bounded.bounded_key_stats(uniform, N)) == 0
-    hot = sc.parallelize([("hot" if i % 3 == 0 else i, 1) for i in range(20_000)], PARTS)
+    hot = sc.parallelize([("hot" if i % 3 == 0 else i, 1) for i in range(12_000)], PARTS)
     s = bounded.bounded_key_stats(hot, N)
     assert s.keys.tolist() == ["hot"] and s.tail_count > 0
     out = sb.partition_by(hot, N)
@@ -98,7 +98,7 @@ def test_dataframe_auto_reads_a_bounded_sample(spark):
     from pyspark.sql import functions as F
     from pyspark.testing import assertDataFrameEqual
 
-    df = spark.range(30_000).select(
+    df = spark.range(12_000).select(
         F.when(F.col("id") % 3 == 0, F.lit(-1)).otherwise(F.col("id")).alias("k"),
         F.col("id").alias("v"))
     s = bounded_df_stats(df, ["k"], N)
@@ -107,6 +107,6 @@ def test_dataframe_auto_reads_a_bounded_sample(spark):
     assert not isinstance(grouped.partitioner, HashPartitioner)
     assertDataFrameEqual(grouped.agg(F.sum("v").alias("s")),
                          df.groupBy("k").agg(F.sum("v").alias("s")))
-    uniform = spark.range(30_000).select((F.col("id") * 7919 % 1_000_003).alias("k"))
+    uniform = spark.range(12_000).select((F.col("id") * 7919 % 1_000_003).alias("k"))
     assert isinstance(sb.group_by(uniform, "k", num_partitions=N).partitioner,
                       HashPartitioner)
