@@ -2,7 +2,8 @@
 
 ``repartition(df, n, "key")`` is a drop-in for ``df.repartition(n, "key")`` that balances
 skewed keys: it gathers per-key counts with one aggregation (or a sample, or takes given
-:class:`~sparkbalance.stats.KeyStats`; :mod:`sparkbalance.spark.sql.keystats`), fits a
+:class:`~sparkbalance.stats.KeyStats`; :mod:`sparkbalance.spark.sql.keystats`; the default
+strategy "auto" reads only a bounded sample of the first rows), fits a
 key-grouping strategy of the registry :mod:`sparkbalance.strategies`, turns the fitted
 partition function into a Spark SQL expression (:mod:`sparkbalance.spark.sql.route`) and
 places every row on the partition it names in one exchange (:func:`sparkbalance.spark.sql.placement.place`:
