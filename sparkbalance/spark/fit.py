@@ -18,6 +18,7 @@ import numpy as np
 from sparkbalance.routing.base import PartitionFunction, check_num_partitions
 from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.stats.keystats import KeyStats
+from sparkbalance.spark.rdd.bounded import bounded_key_stats
 from sparkbalance.spark.rdd.keystats import gather_key_stats, measured_tasks
 from sparkbalance.spark.report.plan_report import fit as fit_and_note, reported
 from sparkbalance.spark.session import conf
@@ -166,7 +167,9 @@ def fit_rdd(rdd: Any, num_partitions: int, record: "ResolvedStrategy", *,
         tasks = measured_tasks(listener) if weights == "time" else None
         if weights == "time":
             _timeweights_module()
-        if stats is None:
+        if stats is None and record.bounded and tasks is None and stats_method is None:
+            stats = bounded_key_stats(rdd, n, theta=record.theta)
+        elif stats is None:
             stats = gather_key_stats(rdd, method=stats_method,
                                      sample_fraction=record.sample_fraction)
         if tasks is not None:
@@ -212,7 +215,10 @@ def fit_dataframe(df: "DataFrame", num_partitions: int, cols: Sequence[str],
         measured = _check_measured(current)
         # Read the measured tasks before our own statistics job adds stages of its own.
         tasks = measured_tasks(listener)
-    if (record.needs_stats or tasks is not None) and stats is None:
+    if record.needs_stats and record.bounded and tasks is None and stats is None:
+        from sparkbalance.spark.sql.keystats import bounded_key_stats as bounded_df_stats
+        stats = bounded_df_stats(df, cols, n, theta=record.theta)
+    elif (record.needs_stats or tasks is not None) and stats is None:
         stats = key_stats(df, *cols, sample_fraction=record.sample_fraction)
     if tasks is not None:
         from sparkbalance.stats.timeweights import time_weighted_stats

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from sparkbalance.planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA
-from sparkbalance.strategies.resolved import (MAP_OUTPUT_PARAMS, ResolvedStrategy, check_values,
-                                              frozen, map_output_options)
+from sparkbalance.strategies.resolved import (MAP_OUTPUT_PARAMS, ResolvedStrategy, bounded_auto,
+                                              check_values, frozen, map_output_options)
 
 if TYPE_CHECKING:
     from ..routing.base import PartitionFunction
     from ..stats.keystats import KeyStats
 
-__all__ = ["Strategy", "ResolvedStrategy", "fit", "fit_hash", "get", "resolve", "available",
+__all__ = ["Strategy", "ResolvedStrategy", "bounded_auto", "fit", "fit_hash", "get", "resolve", "available",
            "planner_class", "MAP_OUTPUT_PARAMS", "SESSION_PARAMS",
            "check_params", "accepted_params", "DEFAULT_STRATEGY", "KEY_GROUPING", "SPLITTING",
            "KINDS"]
@@ -351,6 +351,10 @@ def fit(name: str, stats: "KeyStats | None", num_partitions: int, *,
         return resolve(name, params).fit(stats, num_partitions, current=current)
     if resolved.spec.needs_stats and stats is None:
         raise ValueError(f"strategy {resolved.name!r} needs key statistics; got stats=None")
+    if resolved.bounded:   # heavy keys of a sample: key groups, not Mixed's table
+        from sparkbalance.strategies.auto import fit_sampled
+        return fit_sampled(stats, num_partitions,
+                           min_gain=params.get("min_gain", resolved.spec.defaults["min_gain"]))
     return resolved.spec.load()(stats, num_partitions, current=current, **params)
 
 

@@ -16,9 +16,13 @@ the keys keep plain hash placement, and the decision is logged (INFO, logger
   Hash placement is ``n`` equal runs of groups (a group is a range of the group hash
   ``h_1``). The map side is already paid for, so the cost of the plan is nil and
   ``min_gain`` only guards against noise.
-* :func:`fit_auto` — the registry's fitter for paths with key statistics (DataFrame, CLI, a
-  fallback without the JVM bridge): Mixed (Fang et al. Algorithm 4) against the stable
-  hash, both evaluated on the statistics.
+* :func:`fit_sampled` — the adapters' default where the shuffle cannot count (no JVM
+  bridge; the DataFrame path): the same key groups, their sizes estimated from a bounded
+  sample (the listed heavy keys in their groups, the unlisted tail spread evenly), planned
+  as above; plain hashing when the plan gains too little.
+* :func:`fit_auto` — the registry's fitter for paths with full key statistics (CLI,
+  ``fit_partitioner``): Mixed (Fang et al. Algorithm 4) against the stable hash, both
+  evaluated on the statistics.
 """
 from __future__ import annotations
 
@@ -32,10 +36,10 @@ from ..planning.base import DEFAULT_BETA, DEFAULT_MAX_TABLE, DEFAULT_THETA
 from ..planning.intervals.model import min_max_partition
 from ..routing.base import PartitionFunction, check_num_partitions
 from ..routing.hash import HashPartitioner, home_partitions
-from ..routing.keygroups import GroupMapPartitioner
+from ..routing.keygroups import GroupMapPartitioner, key_groups
 from ..stats.keystats import KeyStats
 
-__all__ = ["fit_auto", "plan_groups", "lpt_owner", "contiguous_owner", "plain_owner",
+__all__ = ["fit_auto", "fit_sampled", "plan_groups", "SAMPLED_GROUPS_PER_TASK", "lpt_owner", "contiguous_owner", "plain_owner",
            "predicted_gain", "check_min_gain", "DEFAULT_MIN_GAIN", "CONTIGUOUS_SLACK"]
 
 _LOG = logging.getLogger("sparkbalance")
@@ -213,6 +217,53 @@ def plan_groups(sizes: Any, num_partitions: int, *, min_gain: float = DEFAULT_MI
     return GroupMapPartitioner(n, best if balanced else plain), decision
 
 
+#: Key groups per task of a plan fitted on a bounded sample (as many as the zero-pass plan
+#: has at n >= 7: a heavy key's group then holds ~1/32 of a task's tail besides the key).
+SAMPLED_GROUPS_PER_TASK: int = 32
+
+
+def fit_sampled(stats: KeyStats | None, num_partitions: int, *,
+                min_gain: float = DEFAULT_MIN_GAIN) -> PartitionFunction:
+    """Key groups planned on a bounded sample: each listed key's cost in its group, the
+    unlisted tail spread evenly over the groups (where a hash puts it), then
+    :func:`plan_groups`; a :class:`HashPartitioner` unless the plan cuts the slowest task by
+    ``min_gain``.
+
+    Groups, not a routing table: a sample lists the heavy keys only, and to make room
+    beside a hot key the light keys hashed with it must move too, which a table of the
+    listed keys cannot do but a map of groups does (each group one range of the hash).
+
+    Examples
+    --------
+    >>> from sparkbalance.stats.keystats import KeyStats
+    >>> type(fit_sampled(KeyStats.from_counts({}), 4)).__name__
+    'HashPartitioner'
+    >>> hot = KeyStats.from_counts({"hot": 3000})
+    >>> f = fit_sampled(KeyStats(hot.keys, hot.counts, tail_count=6000.0), 4)
+    >>> type(f).__name__, int((f.owner_of_group == f("hot")).sum())   # hot's group alone
+    ('GroupMapPartitioner', 1)
+    """
+    n = check_num_partitions(num_partitions)
+    min_gain = check_min_gain(min_gain)
+    if stats is None or len(stats) == 0:
+        return HashPartitioner(n)
+    m = SAMPLED_GROUPS_PER_TASK * n
+    cost = np.asarray(stats.cost, dtype=np.float64)
+    sizes = np.full(m, _tail_share(stats, m))
+    np.add.at(sizes, key_groups(stats.keys, m), cost)
+    f, info = plan_groups(sizes, n, min_gain=min_gain)
+    return f if info["balanced"] else HashPartitioner(n)
+
+
+def _tail_share(stats: KeyStats, n: int) -> float:
+    """Each partition's share of the unlisted keys' cost (records times the listed keys'
+    cost per record), as :meth:`sparkbalance.stats.workload.Workload.from_stats` has it."""
+    if stats.tail_count <= 0:
+        return 0.0
+    per_record = stats.total_cost / stats.total_count if stats.total_count > 0 else 1.0
+    return float(stats.tail_count) * per_record / n
+
+
 def fit_auto(stats: KeyStats | None, num_partitions: int, *,
              current: PartitionFunction | None = None, min_gain: float = DEFAULT_MIN_GAIN,
              theta: float = DEFAULT_THETA, max_table: int | None = DEFAULT_MAX_TABLE,
@@ -236,6 +287,9 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
     >>> type(fit_auto(KeyStats.from_counts({**warm, **{f"k{i}": 1 for i in range(100)}}),
     ...               4)).__name__
     'RoutingTablePartitioner'
+    >>> few = KeyStats.from_counts(warm)   # the same keys before a tail of 10^4 records
+    >>> type(fit_auto(KeyStats(few.keys, few.counts, tail_count=1e4), 4)).__name__
+    'HashPartitioner'
     """
     n = check_num_partitions(num_partitions)
     min_gain = check_min_gain(min_gain)
@@ -246,8 +300,11 @@ def fit_auto(stats: KeyStats | None, num_partitions: int, *,
     from .tables import fit_mixed
     cost = np.asarray(stats.cost, dtype=np.float64)
     planned = fit_mixed(stats, n, current=current, theta=theta, max_table=max_table, beta=beta)
-    hash_loads = np.bincount(home_partitions(stats.keys, n), weights=cost, minlength=n)
-    plan_loads = np.bincount(planned.assign(stats.keys), weights=cost, minlength=n)
+    # The unlisted tail (bounded statistics) spreads evenly under either function: its
+    # share weighs down a gain measured on the listed keys alone.
+    share = _tail_share(stats, n)
+    hash_loads = np.bincount(home_partitions(stats.keys, n), weights=cost, minlength=n) + share
+    plan_loads = np.bincount(planned.assign(stats.keys), weights=cost, minlength=n) + share
     gain = predicted_gain(hash_loads, plan_loads)
     keep = gain >= min_gain
     mean = float(cost.sum()) / n if cost.sum() > 0 else 1.0

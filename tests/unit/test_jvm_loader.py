@@ -126,3 +126,24 @@ def test_executor_probe_answers_here_and_the_zip_carries_the_package():
     assert path.rsplit("/", 1)[1].startswith("sparkbalance-") and path.endswith(".zip")
     assert "sparkbalance/spark/session/jvm_loader.py" in zipfile.ZipFile(path).namelist()
     assert executor_python._shipped_zip() == path             # built once per process
+
+
+def test_the_off_switch_leaves_the_python_paths_with_one_line(monkeypatch, caplog):
+    sc = _StandIn()
+    monkeypatch.setenv(jvm_loader.BRIDGE_SWITCH_ENV, "off")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert [jvm_loader.bridge(sc) for _ in range(3)] == [None] * 3
+    lines = [r for r in caplog.records if r.name == LOGGER]
+    assert len(lines) == 1 and "switched off" in lines[0].getMessage()
+    assert "bounded sample" in lines[0].getMessage() and sc.urls == []
+    monkeypatch.delenv(jvm_loader.BRIDGE_SWITCH_ENV)
+    assert jvm_loader.bridge(sc).loaded == "on demand"      # switched back on: loads
+
+
+def test_the_launch_conf_switches_the_bridge_off(caplog):
+    sc = _StandIn()
+    sc._conf = SimpleNamespace(get=lambda key, default: "off" if key == jvm_loader.CONF_BRIDGE
+                               else default)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert jvm_loader.bridge(sc) is None and jvm_loader.bridge(sc) is None
+    assert len(_lines(caplog, "spark.sparkbalance.bridge=off")) == 1 and sc.urls == []

@@ -1,15 +1,11 @@
 """``sb.diagnose``: is a keyed job skewed, and which placement would help? (no data shuffled)
 
-Two passes, with driver memory bounded by ``max_keys`` whatever the number of keys:
-the bounded key statistics of :mod:`sparkbalance.spark.sql.keystats` (the ``max_keys``
-heaviest keys with exact rows c(k), the others as a row total and a distinct-key count),
-on which every strategy is fitted exactly as ``sb.group_by`` fits it; then one job that
-counts the rows each candidate placement puts on each partition
-(:mod:`sparkbalance.spark.diagnose.loads`): plain Spark's (``pmod(murmur3(key), n)`` for a
-DataFrame ``groupBy``/``repartition``, ``portable_hash(key) % n`` for a pair RDD's
-``partitionBy``) and each fitted function's, computed by the same expression the placement
-uses, so unlisted keys land where they will land. Only the aggregated counts are shuffled.
-The report gives, as max/avg rows:
+Two passes, driver memory bounded by ``max_keys``: the bounded key statistics of
+:mod:`sparkbalance.spark.sql.keystats` (the heaviest keys' exact rows c(k), the rest as
+totals), on which every strategy is fitted as ``sb.group_by`` fits it; then one job counting
+the rows each candidate placement puts on each partition (:mod:`.loads`): plain Spark's
+(Murmur3 pmod for DataFrames, ``portable_hash`` for pair RDDs) and each fitted function's,
+by the expression the placement uses. The report gives, as max/avg rows:
 
 * the lower bound ``max(1, max_k c(k) / L̄)``, ``L̄`` = rows / n: a key-grouping placement
   keeps every key on one partition, so the hottest key alone bounds its slowest task

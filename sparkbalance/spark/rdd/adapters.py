@@ -33,8 +33,8 @@ choice between the zero-pass, inline, plain and split shuffles is made in one pl
 any call with ``stats="map-output"``, gathers no statistics at all: the shuffle itself routes
 records to ``m >> n`` key groups, the records of each group (counted by the map tasks) are
 planned onto the ``n`` tasks (LPT, or plain placement when it gains too little) and the
-shuffle is read once (:mod:`sparkbalance.spark.rdd.mapstats`; needs the JVM bridge, else one
-WARNING and the statistics pass). The adapters then return an RDD whose ``partitioner`` holds the fitted
+shuffle is read once (:mod:`sparkbalance.spark.rdd.mapstats`; needs the JVM bridge, else
+"auto" plans from a bounded sample of the input, :mod:`sparkbalance.spark.rdd.bounded`). The adapters then return an RDD whose ``partitioner`` holds the fitted
 :class:`~sparkbalance.routing.keygroups.GroupMapPartitioner` (``mapstats.fitted_function``),
 which can be saved and reused as a fixed plan.
 
@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator
 from sparkbalance.routing.base import PartitionFunction, check_num_partitions, partition_func
 from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.stats.keystats import KeyStats
-from sparkbalance.strategies import ResolvedStrategy
+from sparkbalance.strategies import ResolvedStrategy, bounded_auto
 from sparkbalance.spark.fit import fit_partitioner, fit_rdd
 from sparkbalance.spark.rdd import shuffle as fnshuffle
 from sparkbalance.spark.rdd import mapstats
@@ -118,6 +118,8 @@ def _resolve(rdd: Any, num_partitions: int | None, strategy: Any,
                                  sample_fraction=options.pop("sample_fraction", None),
                                  map_output=None if fitting else partial(mapstats.loaded, rdd),
                                  asked=asked)
+    if not fitting:   # "auto" without the shuffle's counts: a bounded sample, not a pass
+        record = bounded_auto(record)
     if num_partitions is None and record.function is not None:
         num_partitions = record.function.num_partitions
     n = _num_partitions(rdd, num_partitions)

@@ -23,8 +23,9 @@ per chunk; :func:`sparkbalance.spark.rdd.shuffle.route_records`, the loop the in
 shuffle runs too) routing by the group hash with a small per-task memo for repeated keys,
 so routing costs about what ``portable_hash`` costs.
 
-Without the bridge class in the JVM, :func:`available` is False and the adapters fall
-back to a statistics pass (one WARNING per process).
+Without the bridge class in the JVM, :func:`available` is False and "auto" plans from a
+bounded sample of the input instead (:mod:`sparkbalance.spark.rdd.bounded`; the bridge's
+own one line says so).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from sparkbalance.strategies.auto import DEFAULT_MIN_GAIN
 # plan_groups of strategies.auto, timed and noted for the operation's balance record.
 from sparkbalance.spark.report.plan_report import plan_groups
 from sparkbalance.spark.session.bridge import spark_context
-from sparkbalance.spark.session.jvm_loader import bridge_class, bridge_has
+from sparkbalance.spark.session.jvm_loader import bridge, bridge_class, bridge_has
 from sparkbalance.spark.rdd.maptally import (TOP_KEYS, GroupTally, heavy_in_buckets, key_bound, read_tally,
                        zero_tally)
 from sparkbalance.spark.rdd.shuffle import combine_over, route_records
@@ -222,7 +223,9 @@ def fitted_function(rdd: Any) -> GroupMapPartitioner | None:
 
 def loaded(rdd: Any) -> bool:
     """Whether the zero-pass shuffle can run on ``rdd``'s context (the bridge's class is in
-    the JVM); without it, one WARNING per process and the adapters gather statistics.
+    the JVM); without it "auto" plans from a bounded sample. The missing bridge is the
+    bridge's one log line (:mod:`~sparkbalance.spark.session.jvm_loader`); only a bridge
+    jar without ``MapStats`` (an older jar) warns here, once per process.
 
     The strategy resolver (:func:`sparkbalance.strategies.resolve`, ``map_output=``) asks
     this only for a call that would take the zero-pass path.
@@ -234,10 +237,10 @@ def loaded(rdd: Any) -> bool:
     """
     if available(rdd.context):
         return True
-    if not _warned[0]:
+    if not _warned[0] and bridge(rdd.context) is not None:
         _warned[0] = True
-        _LOG.warning("sparkbalance: the JVM bridge (%s) could not be loaded, so strategy "
-                     "'auto' gathers key statistics in an extra pass; start the session "
-                     "with sparkbalance.configure(SparkSession.builder) for zero-pass "
-                     "statistics", MAPSTATS_CLASS)
+        _LOG.warning("sparkbalance: the bridge jar in this session has no %s (an older "
+                     "jar), so strategy 'auto' plans from a bounded sample of the input; "
+                     "use the jar of this installation (sparkbalance.bridge_jar())",
+                     MAPSTATS_CLASS)
     return False

@@ -19,8 +19,11 @@ path; when the running session lacks the jar, :func:`bridge` loads it, once per 
   ``local``, ``local-cluster`` and cluster masters alike.
 
 Where none of that can run (Spark Connect has no driver JVM to reach; a platform may forbid
-adding class paths) :func:`bridge` returns None and the callers run their Python paths. Each
-outcome is logged once per session. The Balance UI plugin cannot come this way: Spark
+adding class paths; ``spark.sparkbalance.bridge=off`` at launch or ``$SPARKBALANCE_BRIDGE=off``,
+which also simulate those) :func:`bridge` returns None and the callers run their Python
+paths. Each outcome is logged once per session, in one line that says what runs instead
+(strategy "auto" plans from a bounded sample of the input, :mod:`sparkbalance.spark.rdd.bounded`)
+and how to have the bridge (``sb.configure``). The Balance UI plugin cannot come this way: Spark
 starts plugins with the context, so it needs :func:`sparkbalance.configure` on the builder.
 
 Examples
@@ -32,6 +35,7 @@ Examples
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from sparkbalance.spark.session.bridge import (
@@ -43,12 +47,22 @@ from sparkbalance.spark.session.bridge import (
 from sparkbalance.spark.session.executor_python import ensure_executor_python
 from sparkbalance.spark.session.memo import SessionMemo
 
-__all__ = ["Bridge", "bridge", "bridge_has", "bridge_class"]
+__all__ = ["Bridge", "bridge", "bridge_has", "bridge_class", "CONF_BRIDGE", "BRIDGE_SWITCH_ENV",
+           "PYTHON_PATHS"]
 
 _LOG = logging.getLogger(__name__)
 #: Spark's class loader with a public ``addURL`` (spark-submit's, the executors').
 _MUTABLE_LOADER = "org.apache.spark.util.MutableURLClassLoader"
 _PREFIX = "io.sparkbalance.bridge."
+#: ``off``: never use the bridge in this session, even with the jar at launch (the Python
+#: paths run, as on Spark Connect); read once per session, at its first bridge question.
+CONF_BRIDGE = "spark.sparkbalance.bridge"
+#: The same switch for the process (read at every question: tests and benchmarks flip it).
+BRIDGE_SWITCH_ENV = "SPARKBALANCE_BRIDGE"
+#: What runs without the bridge, for the one line that says so.
+PYTHON_PATHS = ("the Python paths run: strategy 'auto' plans from a bounded sample of the "
+                "input instead of the shuffle's own counts, keyed-state migrations select "
+                "frames in Python")
 
 
 class Bridge:
@@ -129,7 +143,17 @@ def bridge(spark_or_sc: Any) -> Bridge | None:
     # A bridge feature runs sparkbalance's Python in its tasks too: the executors must
     # import it (the same once-per-session check a balanced operation starts with).
     ensure_executor_python(sc)
+    if os.environ.get(BRIDGE_SWITCH_ENV, "").strip().lower() == "off":
+        return _OFF.get(sc, lambda: _switched_off(f"${BRIDGE_SWITCH_ENV}=off"))
     return _MEMO.get(sc, lambda: _find_or_load(sc))
+
+
+_OFF = SessionMemo()
+
+
+def _switched_off(how: str) -> None:
+    _LOG.warning("sparkbalance: the JVM bridge is switched off (%s); %s", how, PYTHON_PATHS)
+    return None
 
 
 def bridge_has(spark_or_sc: Any, name: str) -> bool:
@@ -174,13 +198,16 @@ def bridge_class(spark_or_sc: Any, name: str) -> Any:
 
 
 def _find_or_load(sc: Any) -> Bridge | None:
+    if _launch_switch(sc) == "off":
+        return _switched_off(f"{CONF_BRIDGE}=off")
     if class_available(sc, RECORDER_CLASS):
         return Bridge(sc, None, "at launch")
     jar = bridge_jar_path()
     if jar is None:
-        _LOG.warning("sparkbalance: no bridge jar in this installation (install the wheel, "
-                     "or run `bash jvm_bridge/build.sh PYTHON` in a checkout); the Python "
-                     "paths run (an extra statistics pass, slower keyed-state migrations)")
+        _LOG.warning("sparkbalance: no bridge jar in this installation; %s. Install the "
+                     "wheel (it carries the jar; a checkout: `bash jvm_bridge/build.sh "
+                     "PYTHON`), then sb.configure(SparkSession.builder) or first use brings "
+                     "it in", PYTHON_PATHS)
         return None
     try:
         how = _load(sc, jar)
@@ -190,14 +217,22 @@ def _find_or_load(sc: Any) -> Bridge | None:
         why = "its classes do not load after adding it"
     if how is None or not class_available(sc, RECORDER_CLASS):
         _LOG.warning("sparkbalance: could not load the bridge jar %s into the running session "
-                     "(%s); the Python paths run. Start the session with "
-                     "sparkbalance.configure(SparkSession.builder) to have it from launch",
-                     jar, why)
+                     "(%s); %s. Build the session with sb.configure(SparkSession.builder) "
+                     "(sparkbalance.configure) to have it from launch", jar, why, PYTHON_PATHS)
         return None
     _LOG.info("sparkbalance: loaded the bridge jar %s into the running session (driver: %s; "
               "executors: SparkContext.addJar); sparkbalance.configure(builder) also adds "
               "the Balance UI tab", jar, how)
     return Bridge(sc, jar, "on demand")
+
+
+def _launch_switch(sc: Any) -> str:
+    """``spark.sparkbalance.bridge`` as the context was launched with it ("" when unset)."""
+    conf = getattr(sc, "_conf", None)
+    try:
+        return str(conf.get(CONF_BRIDGE, "") or "").strip().lower() if conf is not None else ""
+    except Exception:  # noqa: BLE001 - a conf that cannot be read means "unset"
+        return ""
 
 
 def _load(sc: Any, jar: str) -> str | None:

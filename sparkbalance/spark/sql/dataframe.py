@@ -2,7 +2,8 @@
 
 ``repartition(df, n, "key")`` is a drop-in for ``df.repartition(n, "key")`` that balances
 skewed keys: it gathers per-key counts with one aggregation (or a sample, or takes given
-:class:`~sparkbalance.stats.KeyStats`; :mod:`sparkbalance.spark.sql.keystats`), fits a
+:class:`~sparkbalance.stats.KeyStats`; :mod:`sparkbalance.spark.sql.keystats`; the default
+strategy "auto" reads only a bounded sample of the first rows), fits a
 key-grouping strategy of the registry :mod:`sparkbalance.strategies`, turns the fitted
 partition function into a Spark SQL expression (:mod:`sparkbalance.spark.sql.route`) and
 places every row on the partition it names in one exchange (:func:`sparkbalance.spark.sql.placement.place`:
@@ -34,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from sparkbalance.routing.base import PartitionFunction, check_num_partitions
 from sparkbalance.stats.keystats import KeyStats
+# "auto" reads a bounded sample, not a statistics pass (no harm on uniform keys).
+from sparkbalance.strategies import bounded_auto
 from sparkbalance.spark.fit import WEIGHTS, fit_dataframe, fit_partitioner
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.sql import hash_columns as sqlhash
@@ -96,8 +99,9 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str 
     weights, listener = params.pop("weights", "count"), params.pop("listener", None)
     if weights == "time":
         require_classic(df, "weights='time'", _TIME_ON_CONNECT)
-    record = conf.resolve_record(kc.df, strategy, params, sample_fraction=sample_fraction,
-                                 key_grouping=True)
+    record = bounded_auto(conf.resolve_record(kc.df, strategy, params,
+                                              sample_fraction=sample_fraction,
+                                              key_grouping=True))
     placed, _ = _place(kc.df, num_partitions, kc.names, record, stats, partitioner, current,
                        literal_limit, weights, listener)
     return placed.drop(PID_COL, *kc.hidden)
@@ -163,8 +167,9 @@ def group_by(df: "DataFrame", *cols: Any, num_partitions: int | None = None,
         raise ValueError(f"weights={weights!r}; expected 'count' or 'time'")
     # Resolved once; a cogroup of this group refits the same record (grouped.co_place).
     fraction = kwargs.pop("sample_fraction", None)
-    source["record"] = conf.resolve_record(df, strategy, kwargs, sample_fraction=fraction,
-                                           key_grouping=True)
+    source["record"] = bounded_auto(conf.resolve_record(df, strategy, kwargs,
+                                                        sample_fraction=fraction,
+                                                        key_grouping=True))
     source["stats"], source["sample_fraction"] = stats, fraction
     placed, f = _place(df, n, cols, source["record"], stats, partitioner, current,
                        source["literal_limit"])

@@ -36,8 +36,8 @@ from sparkbalance.spark.session.conf import DEFAULT_MAX_KEYS, FROM_CONF, resolve
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "KeyCounts", "SAMPLE_SEED",
-           "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
+__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats",
+           "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
 SAMPLE_SEED: int = 17
@@ -157,6 +157,39 @@ def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
     kc = key_counts(df, cols, sample_fraction, max_keys)
     return KeyStats(key_array(kc.keys), kc.counts, tail_count=kc.tail_count,
                     num_distinct=kc.num_distinct)
+
+
+def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int, *,
+                      theta: float | None = None, records: int | None = None) -> KeyStats:
+    """Strategy "auto"'s statistics of a DataFrame: the first ``records`` non-null keys
+    (``df.select(cols).limit(records)``: Spark reads one partition, more only if it holds
+    fewer rows), counted on the driver; only the keys heavy enough to unbalance a partition
+    are listed, the rest is the tail (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
+
+    A bounded cost whatever the input's size, and DataFrame operations only (Spark Connect
+    too). The sample is the input's first rows: data clustered by key (sorted input) shows
+    its first keys only, and a shuffle upstream of ``df`` is run in full.
+
+    Examples
+    --------
+    >>> df = spark.range(10_000).selectExpr("IF(id % 2 = 0, 0, id) AS k")   # doctest: +SKIP
+    >>> bounded_key_stats(df, ["k"], 4).keys.tolist()                       # doctest: +SKIP
+    [0]
+    """
+    from collections import Counter
+
+    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS, listed_stats
+    from sparkbalance.planning.base import DEFAULT_THETA
+    cols = sqlhash.check_key_columns(df, cols)
+    limit = SAMPLE_RECORDS if records is None else int(records)
+    rows = df.select(*cols).where(~sqlhash.any_null(df, cols)).limit(limit).collect()
+    if len(cols) == 1:
+        counts = Counter(_py_value(r[0]) for r in rows)
+    else:
+        counts = Counter(tuple(_py_value(v) for v in r) for r in rows)
+    stats = listed_stats(counts, len(rows), num_partitions,
+                         DEFAULT_THETA if theta is None else float(theta))
+    return KeyStats(key_array(list(stats.keys)), stats.counts, tail_count=stats.tail_count)
 
 
 def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
