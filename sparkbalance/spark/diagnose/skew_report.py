@@ -7,14 +7,11 @@ the rows each candidate placement puts on each partition (:mod:`.loads`): plain 
 (Murmur3 pmod for DataFrames, ``portable_hash`` for pair RDDs) and each fitted function's,
 by the expression the placement uses. The report gives, as max/avg rows:
 
-* the lower bound ``max(1, max_k c(k) / L̄)``, ``L̄`` = rows / n: a key-grouping placement
-  keeps every key on one partition, so the hottest key alone bounds its slowest task
-  (Fang et al. §2; null keys count as one key: they all go to one partition);
-* plain Spark hash partitioning, and each key-grouping strategy of the registry
-  (:data:`sparkbalance.strategies.KEY_GROUPING`) fitted on the statistics — exactly the
-  partition functions ``sb.repartition`` / ``sb.group_by`` would then place by;
-* the predicted speed-up of the slowest task (Spark's max / the recommended max) and the
-  recommendation with its reason.
+* the lower bound ``max(1, max_k c(k) / L̄)``, ``L̄`` = rows / n: the hottest key alone
+  bounds the slowest task of a key grouping (Fang et al. §2; null keys are one key);
+* plain Spark, and each key-grouping strategy (:data:`sparkbalance.strategies.KEY_GROUPING`)
+  fitted on the statistics, as ``sb.repartition`` / ``sb.group_by`` would place;
+* the predicted speed-up of the slowest task and the recommendation with its reason.
 
 Examples
 --------
