@@ -16,8 +16,7 @@ by the expression the placement uses. The report gives, as max/avg rows:
 Examples
 --------
 >>> report = sb.diagnose(df, "user", num_partitions=16)                  # doctest: +SKIP
->>> print(report)                                                        # doctest: +SKIP
->>> report.plot("skew.png")                                              # doctest: +SKIP
+>>> print(report); report.plot("skew.png")                               # doctest: +SKIP
 """
 from __future__ import annotations
 
