@@ -195,8 +195,8 @@ def session_builder_with_bridge(builder: Any) -> Any:
     """
     jar = bridge_jar_path()
     if jar is None:
-        _LOG.warning("sparkbalance bridge jar not found (run `bash jvm_bridge/build.sh "
-                     ".venv/bin/python` or set $%s), so sparkbalance.configure(builder) "
+        _LOG.warning("sparkbalance bridge jar not found (install the wheel, or set $%s; "
+                     "docs/troubleshooting.md, 'The jar is missing'), so sb.configure(builder) "
                      "cannot add it; the Python fallbacks will be used", BRIDGE_JAR_ENV)
         return builder
     options = getattr(builder, "_options", {})
@@ -267,9 +267,9 @@ def configure(builder: Any) -> Any:
         # spark-submit --jars gave it (package from a --py-files zip, which holds no jar)
         return builder
     if jar is None:
-        _LOG.warning("sparkbalance bridge jar not found (install the wheel, run `bash "
-                     "jvm_bridge/build.sh .venv/bin/python` in a checkout, or set $%s); the "
-                     "Python fallbacks will be used", BRIDGE_JAR_ENV)
+        _LOG.warning("sparkbalance bridge jar not found (install the wheel, or set $%s; "
+                     "docs/troubleshooting.md, 'The jar is missing'); the Python fallbacks "
+                     "will be used", BRIDGE_JAR_ENV)
         return builder
     options = getattr(builder, "_options", {})
     items = [("spark.jars", jar)]
