@@ -68,29 +68,33 @@ def driver(src: str, ck: str, out: str) -> None:
 
 
 def _run(env: dict, log: Path, kill_after: tuple | None, args: list[str],
-         out: Path) -> int:
+         ck: Path) -> int:
     """Run the driver; ``kill_after=(batches, seconds)``: SIGKILL its process group
-    ``seconds`` after the sink has committed ``batches`` more batch ids (a point mid-batch,
-    whatever the host's load)."""
+    ``seconds`` after Spark's offset log holds ``batches`` more batch ids than when it
+    started (a point in a planned batch, whatever the host's load or the batch's speed).
+
+    Counted on the offset log, not on the sink: a kill between the file source's own log
+    and the offset log (Spark plans a batch by writing both) makes the restarted query take
+    two files in one batch, a Spark behaviour that would change the expected rows."""
     with open(log, "w") as f:
         p = subprocess.Popen([sys.executable, __file__, *args], stdout=f,
                              stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    marks = out / "_sparkbalance_commits"
+    offsets = ck / "offsets"
 
-    def committed() -> int:      # one marker per batch id (not Hadoop's .crc files)
-        return sum(1 for m in marks.iterdir() if m.name.isdigit()) if marks.exists() else 0
+    def planned() -> int:
+        return (sum(1 for m in offsets.iterdir() if m.name.isdigit())
+                if offsets.exists() else 0)
 
-    before = committed()
+    before = planned()
     try:
         seen = None
         deadline = time.monotonic() + 900
         while p.poll() is None and time.monotonic() < deadline:
-            done = committed()
-            if kill_after is not None and seen is None and done - before >= kill_after[0]:
+            if kill_after is not None and seen is None and planned() - before >= kill_after[0]:
                 seen = time.monotonic()
             if seen is not None and time.monotonic() - seen >= kill_after[1]:
                 break
-            time.sleep(0.1)
+            time.sleep(0.05)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -109,10 +113,10 @@ def test_driver_killed_mid_stream_outputs_exactly_once(tmp_path):
         os.utime(src / f"{i:03d}.json", (time.time() - 100 + i,) * 2)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     args = [str(src), str(ck), str(out)]
-    # mid-batch (the function sleeps 0.5 s per key), then right after a sink commit
-    for n, after in enumerate(((2, 0.7), (1, 0.0))):
-        _run(env, tmp_path / f"kill{n}.log", after, args, out)
-    rc = _run(env, tmp_path / "final.log", None, args, out)
+    # mid-batch (the function sleeps 0.5 s per key), then as a batch starts
+    for n, after in enumerate(((3, 0.3), (2, 0.0))):
+        _run(env, tmp_path / f"kill{n}.log", after, args, ck)
+    rc = _run(env, tmp_path / "final.log", None, args, ck)
     log = (tmp_path / "final.log").read_text()
     assert rc == 0 and "done" in log, log[-3000:]
     commits = sorted(int(p.name) for p in (ck / "commits").iterdir() if p.name.isdigit())

@@ -92,3 +92,22 @@ def test_restart_replaying_a_batch_applies_and_writes_it_once(spark):
     rows = sorted(map(tuple, spark.read.parquet(out).collect()))
     assert rows == sorted([("a", 2), ("b", 1), ("b", 2), ("c", 1), ("a", 3), ("c", 2),
                            ("d", 1)])
+
+
+def test_batch_clock_kept_under_a_hadoop_uri_is_reused_by_a_new_driver(spark, tmp_path):
+    # a checkpointLocation given as a URI (hdfs://, s3a://; file:// here) keeps the clocks
+    # too: a restarted driver resumes the watermark and replays a batch with its own clock
+    import datetime as dt
+    import types
+    from sparkbalance.state.pandas_state.batch_driver import KEEP_CLOCKS, BatchDriver
+    uri = "file://" + str(tmp_path / "meta")
+    op = types.SimpleNamespace(last_batch_id=None)
+    call = types.SimpleNamespace(timeout="NoTimeout")
+    df = spark.createDataFrame([(dt.datetime(2020, 1, 1, 0, 0, 30),)], "ts timestamp")
+    d = BatchDriver(spark, op, call, None, None, uri, "ts", 10_000)
+    clocks = [d.clock_for(df, b) for b in range(KEEP_CLOCKS + 2)]
+    d.watermark.current_ms = clocks[-1].next_watermark_ms
+    again = BatchDriver(spark, op, call, None, None, uri, "ts", 10_000)
+    assert again.watermark.current_ms == clocks[-1].next_watermark_ms > 0
+    assert again.clock_for(df, KEEP_CLOCKS + 1) == clocks[-1]
+    assert len(again._saved()) == KEEP_CLOCKS

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from sparkbalance.state.pandas_state.arrow_rows import RowConverter
+from sparkbalance.state.pandas_state.arrow_rows import RowConverter, arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import WatermarkClock, watermark_column
 
@@ -38,6 +38,20 @@ def _call(timeout, event_index=None):
                      event_index)
 
 
+def _rows(c, outs):
+    """The outputs with each frame as its rows (``("r", row)``), through the per-task
+    conversion the merge applies (finish_outputs)."""
+    done = []
+    for o in outs:
+        if o[0] == "p":
+            (_, (tag, data)), = c.finish_outputs([(None, o)])
+            assert tag == "a"
+            done.extend(("r", r) for r in zip(*arrow_table([data]).to_pydict().values()))
+        else:
+            done.append(o)
+    return done
+
+
 def _ts(sec):
     return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=sec)
 
@@ -46,19 +60,19 @@ def test_data_then_processing_time_timeout_at_a_later_batch():
     c = _call("ProcessingTimeTimeout")
     c.clock = BatchClock(10_000)
     e, outs = c(None, [("a", None), ("a", None)])
-    assert e == (("a",), (2,), 11_000) and outs == [("r", ("a", 2, "n")), ("t", 11_000)]
+    assert e == (("a",), (2,), 11_000) and _rows(c, outs) == [("r", ("a", 2, "n")), ("t", 11_000)]
     c.clock = BatchClock(10_500)                     # not due yet
     assert c(e, [TICK]) == (e, [])
     c.clock = BatchClock(12_000)
     e2, outs = c(e, [TICK])
-    assert e2 is None and outs == [("r", ("a", -1, "y")), ("t", -1)]
+    assert e2 is None and _rows(c, outs) == [("r", ("a", -1, "y")), ("t", -1)]
 
 
 def test_rows_of_an_expired_key_come_after_its_timeout():
     c = _call("ProcessingTimeTimeout")
     c.clock = BatchClock(50_000)
     e, outs = c((("a",), (5,), 11_000), [("a", None)])
-    assert [o[1][2] for o in outs if o[0] == "r"] == ["y", "n"]      # closed, then new
+    assert [o[1][2] for o in _rows(c, outs) if o[0] == "r"] == ["y", "n"]      # closed, then new
     assert e == (("a",), (1,), 51_000)
 
 
@@ -70,7 +84,7 @@ def test_event_time_late_rows_and_the_batch_without_data():
     assert c(None, [("a", _ts(15))]) == (None, [])
     e, outs = c(None, [("a", _ts(16))])
     # called with data (timeout 20 s), then timed out at the next watermark (30 s)
-    assert [o[1][2] for o in outs if o[0] == "r"] == ["n", "y"] and e is None
+    assert [o[1][2] for o in _rows(c, outs) if o[0] == "r"] == ["n", "y"] and e is None
 
 
 def test_a_call_that_changes_nothing_keeps_value_and_old_timeout():
@@ -86,6 +100,23 @@ def test_returning_a_frame_instead_of_an_iterable_is_refused():
     c = GroupCall(lambda k, p, s: pd.DataFrame(), RowConverter(IN, OUT, "UTC", 10), [0],
                   STATE, "NoTimeout", None)
     with pytest.raises(TypeError, match="iterable of pandas.DataFrame"):
+        c(None, [("a", None)])
+
+
+def test_many_keys_outputs_become_one_arrow_stream_in_order():
+    c = _call("NoTimeout")
+    outs = []
+    for k in "abc":
+        outs += [(k, o) for o in c(None, [(k, None)])[1]]
+    done = c.finish_outputs(outs + [("z", ("t", 5))])
+    assert [o[0] for _, o in done] == ["a", "t"]
+    assert arrow_table([done[0][1][1]]).column("k").to_pylist() == ["a", "b", "c"]
+
+
+def test_a_frame_of_the_wrong_width_is_refused_as_spark_refuses_it():
+    c = GroupCall(lambda k, p, s: iter([pd.DataFrame({"k": ["a"]})]),
+                  RowConverter(IN, OUT, "UTC", 10), [0], STATE, "NoTimeout", None)
+    with pytest.raises(ValueError, match="expected 3"):
         c(None, [("a", None)])
 
 

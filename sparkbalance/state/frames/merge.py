@@ -96,7 +96,7 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
         if block:
             yield state_frame(g, block)
         stats.merged(g, keys, c, mem, nk)
-    yield data_frame(TAG_OUTPUTS, outputs, nkeys=len(outputs))
+    yield data_frame(TAG_OUTPUTS, fold.finish(outputs), nkeys=len(outputs))
     yield stats.frame(pid, moved)
 
 

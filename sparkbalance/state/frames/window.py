@@ -138,6 +138,13 @@ class StateFold:
             state = upd(state, v)
         return state, [state]
 
+    def finish(self, outputs: list) -> list:
+        """A merge task's ``(key, output)`` list after its last key: passed to
+        ``update_values.finish_outputs(outputs)`` when it has one (a per-task step, e.g.
+        converting many keys' outputs at once), else returned as it is."""
+        hook = getattr(self.update_values, "finish_outputs", None)
+        return outputs if hook is None else hook(outputs)
+
     def size_of(self, state: Any, segments: list | None) -> float:
         """S(k) of an entry (see module docstring)."""
         if self.state_size is not None:

@@ -5,8 +5,9 @@ Per source batch ``b`` (exactly once, keyed by ``b``):
 
 1. **clock** — the batch's processing time and watermarks (:class:`~.group_call.BatchClock`)
    are fixed once and saved under ``<checkpointLocation>/sparkbalance-meta/<b>.json``
-   before anything is applied; a replay of ``b`` after a crash reuses them (Spark keeps a
-   batch's timestamp and watermark in its offset log for the same reason);
+   (local or a Hadoop URI, through the checkpoint's store; the last :data:`KEEP_CLOCKS`
+   are kept) before anything is applied; a replay of ``b`` after a crash reuses them
+   (Spark keeps a batch's timestamp and watermark in its offset log for the same reason);
 2. **keys due** — the keys whose timeout is below the batch's threshold (kept on the driver
    from the timeout changes the batches report) get a :data:`~.group_call.TICK`;
 3. **merge** — the rows, keyed by their grouping tuple, and the ticks go through
@@ -15,7 +16,9 @@ Per source batch ``b`` (exactly once, keyed by ``b``):
    layout, merged into the state (the function is called once per key), measured and
    rebalanced by the controller; the operator's checkpoint records ``b`` atomically with
    the state, and a replayed ``b`` is never applied twice (it returns the kept outputs);
-4. **sink** — the output rows go to the user's sink, once per ``b`` (:mod:`.sinks`).
+4. **sink** — the output rows go to the user's sink, once per ``b`` (:mod:`.sinks`): one
+   job collects the merge tasks' Arrow streams and the timeout changes, and the output
+   DataFrame is built from the Arrow batches (no Python row, no Python stage after it).
 
 After a restart the due-key index is rebuilt from the state (one pass) and the watermark
 from the last saved clock.
@@ -24,14 +27,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from typing import Any
 
+from sparkbalance.state.durability.store import store_for
+from sparkbalance.state.pandas_state.arrow_rows import arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
 
-__all__ = ["BatchDriver", "state_key"]
+__all__ = ["BatchDriver", "state_key", "KEEP_CLOCKS"]
+
+#: Saved batch clocks kept: Spark replays at most the last batch after a restart; a few
+#: more cost nothing and help a reader of the directory.
+KEEP_CLOCKS: int = 3
 
 #: Stands for a NaN in a grouping tuple: Spark groups NaN as one key, a dict never finds a
 #: NaN again (NaN != NaN).
@@ -60,7 +68,8 @@ class BatchDriver:
     call : the :class:`~.group_call.GroupCall`.
     out_schema : the ``outputStructType``.
     sink : the user's sink (:mod:`.sinks`).
-    meta_dir : where each batch's clock is saved (a local path), or None.
+    meta_dir : where each batch's clock is saved: a local path, a Hadoop URI or a store
+        (:func:`~sparkbalance.state.durability.store.store_for`), or None.
     event_col, delay_ms : the watermarked column and its delay, or None.
     """
 
@@ -68,38 +77,38 @@ class BatchDriver:
                  sink: Any, meta_dir: str | None, event_col: str | None,
                  delay_ms: int | None) -> None:
         self.spark, self.op, self.call = spark, operator, call
-        self.out_schema, self.sink, self.meta_dir = out_schema, sink, meta_dir
+        self.out_schema, self.sink = out_schema, sink
+        self.meta = None if meta_dir is None else store_for(spark.sparkContext, meta_dir)
         self.event_col = event_col
         self.watermark = None if event_col is None else WatermarkClock(int(delay_ms))
         self.due: dict[Any, int] = {}     # state key -> timeout ms (keys with one set)
         self.batches: list[dict] = []     # per applied batch: id, seconds, rows out
-        if meta_dir is not None:
-            os.makedirs(meta_dir, exist_ok=True)
+        if self.meta is not None:
+            self.meta.mkdirs()
         self._resume()
 
     # ------------------------------------------------------------------ restart
     def _resume(self) -> None:
-        if self.meta_dir is not None and self.watermark is not None:
-            saved = sorted(int(n[:-5]) for n in os.listdir(self.meta_dir) if n.endswith(".json"))
+        if self.meta is not None and self.watermark is not None:
+            saved = self._saved()
             if saved:
                 self.watermark.current_ms = self._load(saved[-1])["next_watermark_ms"]
         if self.op.last_batch_id is not None and self.call.timeout != "NoTimeout":
             pairs = self.op.state_rdd.filter(lambda kv: kv[1][2] != NO_TIMESTAMP)
             self.due = dict(pairs.map(lambda kv: (kv[0], kv[1][2])).collect())
 
-    def _path(self, batch_id: int) -> str:
-        return os.path.join(self.meta_dir, f"{batch_id}.json")
+    def _saved(self) -> list[int]:
+        return sorted(int(n[:-5]) for n in self.meta.list()
+                      if n.endswith(".json") and n[:-5].isdigit())
 
     def _load(self, batch_id: int) -> dict:
-        with open(self._path(batch_id)) as f:
-            return json.load(f)
+        return json.loads(self.meta.read_bytes(f"{batch_id}.json"))
 
     # ------------------------------------------------------------------ one batch
     def clock_for(self, df: Any, batch_id: int) -> BatchClock:
         """The batch's clock: saved before it is applied, reused on a replay."""
-        if self.meta_dir is not None and os.path.exists(self._path(batch_id)):
-            d = self._load(batch_id)
-            return BatchClock(**d)
+        if self.meta is not None and self.meta.exists(f"{batch_id}.json"):
+            return BatchClock(**self._load(batch_id))
         batch_ms = int(time.time() * 1000)
         if self.watermark is None:
             clock = BatchClock(batch_ms)
@@ -110,11 +119,11 @@ class BatchDriver:
             top_ms = None if top is None else int(top) // 1000
             w = self.watermark.current_ms
             clock = BatchClock(batch_ms, w, w, self.watermark.next_ms(top_ms))
-        if self.meta_dir is not None:
-            tmp = self._path(batch_id) + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(clock.__dict__, f)
-            os.replace(tmp, self._path(batch_id))      # atomic: whole or absent
+        if self.meta is not None:
+            # atomic: whole or absent
+            self.meta.write_atomic(f"{batch_id}.json", json.dumps(clock.__dict__).encode())
+            for old in self._saved()[:-KEEP_CLOCKS]:
+                self.meta.remove(f"{old}.json")
         return clock
 
     def __call__(self, df: Any, batch_id: int) -> None:
@@ -124,20 +133,41 @@ class BatchDriver:
         outputs = self.op.process(self._pairs(df, clock), batch_id=batch_id)
         if self.watermark is not None:
             self.watermark.current_ms = max(self.watermark.current_ms, clock.next_watermark_ms)
-        n = 0
         if outputs is not None:
-            if self.call.timeout != "NoTimeout":
-                changed = outputs.filter(lambda kv: kv[1][0] == "t").map(
-                    lambda kv: (kv[0], kv[1][1])).collect()
-                for k, ts in changed:
-                    if ts == NO_TIMESTAMP:
-                        self.due.pop(k, None)
-                    else:
-                        self.due[k] = ts
-            rows = outputs.filter(lambda kv: kv[1][0] == "r").map(lambda kv: kv[1][1])
-            out = self.spark.createDataFrame(rows, self.out_schema)
+            out = self._collect_outputs(outputs)
             self.sink.write(out, batch_id)
         self.batches.append({"batch_id": batch_id, "seconds": time.perf_counter() - t0})
+
+    def _collect_outputs(self, outputs: Any) -> Any:
+        """The batch's output DataFrame and the timeout changes, in one job: each merge
+        task's outputs are one Arrow stream (:meth:`~.group_call.GroupCall.finish_outputs`)
+        and the timeout changes are small; the DataFrame is built from the Arrow batches
+        (as ``createDataFrame`` of an Arrow table: no Python row, no Python stage when the
+        sink reads it)."""
+        items = outputs.collect()
+        streams, frames, rows = [], [], []
+        for k, (tag, v) in items:
+            if tag == "a":
+                streams.append(v)
+            elif tag == "t":
+                if v == NO_TIMESTAMP:
+                    self.due.pop(k, None)
+                else:
+                    self.due[k] = v
+            elif tag == "p":       # a merge that ran without the per-task output hook
+                frames.append(v)
+            elif tag == "r":       # outputs kept by an older version's checkpoint
+                rows.append(v)
+        if frames:
+            streams.append(self.call.converter.to_arrow(frames))
+        table = arrow_table(streams)
+        if table is None or table.num_rows == 0:
+            out = self.spark.createDataFrame(rows, self.out_schema)
+        else:
+            out = self.spark.createDataFrame(table, schema=self.out_schema)
+            if rows:
+                out = out.union(self.spark.createDataFrame(rows, self.out_schema))
+        return out
 
     def _pairs(self, df: Any, clock: BatchClock) -> Any:
         index = self.call.key_index

@@ -17,8 +17,11 @@ migrates the entries; this step is Spark's semantics for one key of one batch:
    its calls are made here too, so their outputs belong to the same micro-batch.
 
 The values of a key are its row tuples and possibly :data:`TICK` (the driver's "this key
-may time out"). Outputs are ``("r", row)`` for output rows and ``("t", timeout_ms)`` when
-the key's stored timeout changed (the driver keeps the keys with a timeout set).
+may time out"). Outputs are ``("p", frame)`` for each non-empty frame the function yields
+and ``("t", timeout_ms)`` when the key's stored timeout changed (the driver keeps the keys
+with a timeout set). At the end of a merge task :meth:`GroupCall.finish_outputs` turns the
+partition's frames into one ``("a", arrow_ipc_bytes)`` output, converted once as Spark's
+worker converts a run of keys' frames (:meth:`~.arrow_rows.RowConverter.to_arrow`).
 """
 from __future__ import annotations
 
@@ -142,13 +145,27 @@ class GroupCall:
         state = new_group_state(entry, self.state_schema, self.timeout, clock.batch_ms,
                                 watermark_ms, self.event_index is not None, timed_out)
         result = self.func(key, iter(chunks), state)
-        for pdf in _frames(result):
-            outs.extend(("r", r) for r in self.converter.to_rows(pdf))
+        width = len(self.converter.out_schema)
+        for pdf in _frames(result, width):
+            if len(pdf) > 0:              # Spark's worker ignores empty frames
+                outs.append(("p", pdf))
         return stored_after(entry, key, state)
 
+    def finish_outputs(self, outputs: list) -> list:
+        """The ``(key, output)`` list of one merge task with its frames converted to one
+        Arrow stream: ``[(None, ("a", bytes))]`` (when any frame) followed by the timeout
+        changes, in order (the operator's per-task output hook,
+        :meth:`~sparkbalance.state.frames.window.StateFold.finish`)."""
+        pdfs = [o[1] for _, o in outputs if o[0] == "p"]
+        rest = [(k, o) for k, o in outputs if o[0] != "p"]
+        if not pdfs:
+            return rest
+        return [(None, ("a", self.converter.to_arrow(pdfs)))] + rest
 
-def _frames(result: Any) -> Iterable[Any]:
-    """The function's frames, checked as Spark's worker checks them."""
+
+def _frames(result: Any, width: int) -> Iterable[Any]:
+    """The function's frames, checked as Spark's worker checks them (``width``: the
+    output schema's column count; an empty frame without columns is accepted)."""
     import pandas as pd
     if isinstance(result, pd.DataFrame):
         raise TypeError("the function returned a pandas.DataFrame; expected an iterable of "
@@ -162,6 +179,10 @@ def _frames(result: Any) -> Iterable[Any]:
         if not isinstance(pdf, pd.DataFrame):
             raise TypeError(f"the function yielded a {type(pdf).__name__}; expected "
                             "pandas.DataFrame")
+        if not (len(pdf.columns) == width or (len(pdf.columns) == 0 and pdf.empty)):
+            raise ValueError(f"the function yielded a frame of {len(pdf.columns)} columns; "
+                             f"expected {width} (the outputStructType's), as Spark's "
+                             "RESULT_COLUMN_SCHEMA_MISMATCH")
         yield pdf
 
 

@@ -215,8 +215,8 @@ class StatefulWriter:
         op = KeyedStateOperator(spark, n, update_values=call, initial=None,
                                 checkpoint_dir=ck.rstrip("/") + "/sparkbalance-state",
                                 **f.groups.operator_args)
-        local = ck[len("file:"):] if ck.startswith("file:") else ck
-        meta = None if "://" in local else local.rstrip("/") + "/sparkbalance-meta"
+        local = ck[len("file:"):] if ck.startswith("file:") and "://" not in ck else ck
+        meta = local.rstrip("/") + "/sparkbalance-meta"     # local or a Hadoop URI
         wm = f.watermark
         self.driver = BatchDriver(spark, op, call, f.schema, sink, meta,
                                   None if wm is None else wm[0],
