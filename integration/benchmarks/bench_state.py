@@ -21,7 +21,7 @@ B. 30 batches of a shifting Zipf stream (Fang et al. §5; hot keys move every ``
    before each batch, untimed, its state moves to Mixed's plan for that batch's exact work
    (window replays included), the floor a reactive Mixed is measured against.
 
-The stream summary alone, as the lead runs it (none / mixed / ssm / clairvoyant Mixed /
+The stream summary alone, as a quick look runs it (none / mixed / ssm / clairvoyant Mixed /
 plain, medians of 3 interleaved runs, quiet and beside a CPU hog)::
 
     python -m sparkbalance bench state -- --only-stream --repeats 3 --hog both

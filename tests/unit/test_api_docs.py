@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import api_docs  # noqa: E402
 
-#: Warnings of pdoc reading type annotations it cannot resolve, in modules other helpers own
-#: (listed in the i33 report): known, and not import failures.
+#: Warnings of pdoc reading type annotations it cannot resolve (a method named `list` shadowing
+#: `list[str]`, string annotations of TYPE_CHECKING imports): known, and not import failures.
 _ANNOTATIONS = "Error parsing type annotation"
 
 
