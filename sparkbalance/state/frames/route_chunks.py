@@ -61,7 +61,10 @@ def run_map_stage(routed: Any) -> None:
     same shuffle skips it (``SparkContext.submitMapStage``, public in the bytecode)."""
     values = routed._jrdd.rdd()                        # the shuffle's values
     shuffled = values.dependencies().head().rdd()      # the ShuffledRDD
-    routed.context._jsc.sc().submitMapStage(shuffled.dependencies().head()).get()
+    dep = shuffled.dependencies().head()
+    if dep.rdd().getNumPartitions() == 0:              # an empty batch: no map stage to run
+        return                                         # (Spark refuses to submit one)
+    routed.context._jsc.sc().submitMapStage(dep).get()
 
 
 def shuffle_chunks(keyed: list, num_partitions: int, fn: Any) -> Any:
