@@ -41,10 +41,10 @@ setup: $(STAMP) $(JAR)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# SPARKBALANCE_COMPILE=0: the jar is built by the $(JAR) rule below with this venv's pyspark,
+# so the editable install need not fetch PySpark into pip's build environment to compile it.
 $(STAMP): setup.py pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	# The jar is built by the $(JAR) rule below with this venv's pyspark: the editable install
-	# need not fetch PySpark into its isolated build environment to compile it first.
 	SPARKBALANCE_COMPILE=0 $(PY) -m pip install --quiet -e ".[test,plot]"
 	touch $(STAMP)
 
