@@ -1,16 +1,12 @@
 """KeyedStateOperator: keyed state across batches, rebalanced by moving only the delta.
 
 Per batch (Fang et al. §4, Fig. 5) :meth:`KeyedStateOperator.process` merges the batch into
-the state frames (a decided layout rides in the same shuffle), measures the loads in that one
-job, decides (λ > 1 + θ and the payoff model) and records, with a commit when there is a
-``checkpoint_dir``. The operator holds its parts as objects, none holding it: the
-:class:`~sparkbalance.state.position.Position` (a value replaced as the stream advances), the
-cache bookkeeping, the controller, the :class:`~sparkbalance.state.ledger.Ledger`, the
-:class:`~sparkbalance.state.durability.keeper.CheckpointKeeper`, the views, rescaling and
-forecasting; a failed batch or move is undone from a
-:class:`~sparkbalance.state.durability.rollback.Snapshot` (docs/architecture.md draws it).
+the state frames (a decided layout rides in the same shuffle), measures the loads, decides
+(λ > 1 + θ and the payoff model) and records, committing to a ``checkpoint_dir``. Its parts
+(Position, cache, controller, Ledger, CheckpointKeeper, views, rescaling, forecasting) are
+objects none holding it; a failed batch is undone from a Snapshot (docs/architecture.md).
 
-Long because: the public class docstring documents every parameter (70 lines); the batch's
+Long because: the public class docstring documents every parameter; the batch's
 steps, the moves between batches and the rollback touch the same parts.
 """
 from __future__ import annotations
@@ -51,8 +47,7 @@ from sparkbalance.state.views import StateViews, forward
 
 __all__ = ["KeyedStateOperator", "DEFAULT_TRUNCATE_EVERY"]
 
-#: Batches between lineage truncations: long lineages make task serialisation and
-#: recovery slow; 10 keeps them short at one extra job per 10 batches.
+#: Batches between lineage truncations (long lineages slow task serialisation and recovery).
 DEFAULT_TRUNCATE_EVERY: int = 10
 
 
@@ -64,73 +59,43 @@ class KeyedStateOperator:
     spark : SparkSession or SparkContext.
     num_partitions : n, partitions of the state.
     update : ``update(state, value) -> state``; the key's output per batch is its state.
-    initial : state of a new key (a zero-argument callable is called per key; other values
-        are deep-copied).
-    update_values : ``update_values(state, values) -> (new_state, outputs)``, general form
-        over one key's values of a batch (give this or ``update``). A state of ``None``
-        deletes the key.
-    planner : a strategy name of the registry (:mod:`sparkbalance.strategies`) of kind
-        hash, table or keygroups: "none"/"hash" (plain hash, never rebalances), "mixed",
-        "mintable", "minmig", "mixedbf", "readj" (routing table, Fang et al.) or
-        "ssm"/"keygroups", "mtm" (key-group intervals, Ding et al.), "correlation",
-        "correlation-pairwise" (key groups placed on their load over the last ``k``
-        batches, Xing et al.; ``planner_params`` of
-        :class:`~sparkbalance.planning.correlation.CorrelationPlanner`); case-insensitive. A split
-        strategy ("pkg", ...) is refused. ``planner`` keeps the name as spelt (lower
-        case; also in checkpoints); ``strategy`` is the registry record. Default
-        ``spark.sparkbalance.planner``, else "mixed".
-    theta : θ_max, the tolerated imbalance: rebalance when max L / L̄ > 1 + θ (τ for SSM);
-        default ``spark.sparkbalance.theta``, else 0.08.
-    max_table : A_max, bound on the routing table (routing-table planners; None: unbounded);
-        default ``spark.sparkbalance.maxTable``, else 3000.
-    window : default ``spark.sparkbalance.window``, else None.
-        None = state over all batches; w >= 1 = state of each key over its
-        last w batches (Fang et al. §2.1; older contributions expire, see
-        ``state.window``). w = 1 would make the state per-batch only, hence the unbounded
-        running state as the default.
-    checkpoint_dir : directory for durable checkpoints: a local path, or a Hadoop URI
-        (``hdfs://...``, ``s3a://...``; a shared file system on a cluster). An existing
-        checkpoint there is resumed (and validated) when the operator is created; the
-        operator owns the directory (a lease, released by :meth:`close`) until closed.
-        The state is then based on each commit's files (a lost executor costs one batch);
-        a commit also keeps the earlier commits' state files that an outputs RDD still
-        referenced may recompute from: the previous one's (the last batch's outputs, kept
-        for a replay), and the one before while the caller still holds the outputs of the
-        batch before the last. Two, at times three, copies of the state are on disk.
+    initial : state of a new key (a zero-argument callable is called per key, else copied).
+    update_values : ``update_values(state, values) -> (new_state, outputs)`` over one key's
+        values of a batch (give this or ``update``); a state of ``None`` deletes the key.
+    planner : a registry strategy of kind hash, table or keygroups (case-insensitive):
+        "none"/"hash", "mixed", "mintable", "minmig", "mixedbf", "readj" (Fang et al.),
+        "ssm"/"keygroups", "mtm" (Ding et al.), "correlation", "correlation-pairwise" (Xing
+        et al.); split strategies are refused. Default ``spark.sparkbalance.planner``, else
+        "mixed"; ``planner`` keeps the name, ``strategy`` the registry record.
+    theta : θ_max: rebalance when max L / L̄ > 1 + θ (τ for SSM); default
+        ``spark.sparkbalance.theta``, else 0.08.
+    max_table : A_max, bound on the routing table (None: unbounded); default
+        ``spark.sparkbalance.maxTable``, else 3000.
+    window : None = state over all batches; w >= 1 = each key's last w batches (Fang et al.
+        §2.1, ``state.window``); default ``spark.sparkbalance.window``, else None.
+    checkpoint_dir : durable checkpoints (a local path or a Hadoop URI), resumed and
+        validated at creation and leased until :meth:`close`; each commit also keeps the
+        state files the outputs still held may recompute from (two, at times three, copies).
     state_size : ``state_size(state) -> bytes`` for S(k); default pickled size.
 
-    Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, default 16 per
-    partition; for routing tables, G, the frame groups the state is cut into, default
-    :data:`~sparkbalance.state.frames.format.DEFAULT_TABLE_GROUPS`), ``checkpoint_every``
-    (batches), ``truncate_every`` (lineage truncation; none with a ``checkpoint_dir``
-    committed every batch), ``listener`` (a
-    :class:`~sparkbalance.spark.metrics.listener.TaskMetricsListener`: costs become measured task
-    seconds), ``key_col``/``value_col`` (DataFrame input), ``planner_params`` (planner
-    constructor arguments; an unknown one is a ``TypeError``), ``trigger`` (``"payoff"``,
-    the default: migrate only when the predicted saving over ``horizon`` batches exceeds the
-    predicted cost, planning to 1 + θ·``hysteresis`` after triggering above 1 + θ;
-    ``"paper"``: Fang et al. §4's exact trigger, λ > 1 + θ). Every decision, taken or not,
-    is in ``history`` (``decision``, ``predicted_saving_s``, ``predicted_cost_s``),
-    ``inverse`` (with ``update`` and a ``window``: ``inverse(state, value)`` undoes one
-    value, so values leaving the window are subtracted instead of the window replayed),
-    ``on_replay`` ("skip" or "error": a ``batch_id`` at or below the last applied one is
-    never applied twice, see :mod:`~sparkbalance.state.streaming`), ``lease_timeout``
-    (seconds without a heartbeat before another operator may take ``checkpoint_dir`` over,
-    see :mod:`~sparkbalance.state.durability.lease`), ``storage_level`` (where the state's frames are
-    cached, default ``MEMORY_AND_DISK``; a replicated level such as
-    ``StorageLevel.MEMORY_AND_DISK_2`` makes a lost executor cost no recomputation without a
-    ``checkpoint_dir``, at twice the cache: :func:`~sparkbalance.state.frames.caching.check_storage_level`),
-    ``lookahead`` (plan on the batch being merged, its keys tallied first: ``"auto"`` while
-    it pays, ``"always"``, ``"never"``: :mod:`~sparkbalance.state.control.lookahead`).
+    Keyword-only: ``beta`` (MinMig/Mixed β), ``num_groups`` (key groups, or the routing
+    table's frame groups G, default :data:`~sparkbalance.state.frames.format.DEFAULT_TABLE_GROUPS`),
+    ``checkpoint_every``, ``truncate_every`` (lineage truncation), ``listener`` (measured
+    task seconds as costs), ``key_col``/``value_col`` (DataFrame input), ``planner_params``,
+    ``trigger`` (``"payoff"``: migrate when the predicted saving over ``horizon`` batches
+    exceeds the predicted cost, planning to 1 + θ·``hysteresis``; ``"paper"``: λ > 1 + θ;
+    every decision is in ``history``), ``inverse`` (undoes one value leaving a ``window``),
+    ``on_replay`` ("skip" or "error", :mod:`~sparkbalance.state.streaming`),
+    ``lease_timeout`` (:mod:`~sparkbalance.state.durability.lease`), ``storage_level`` (of
+    the cached frames, default ``MEMORY_AND_DISK``:
+    :func:`~sparkbalance.state.frames.caching.check_storage_level`), ``lookahead``
+    (``"auto"``, ``"always"``, ``"never"``: :mod:`~sparkbalance.state.control.lookahead`).
 
     Examples
     --------
-    >>> op = KeyedStateOperator(spark, 4, update=lambda s, v: s + v, initial=0,
-    ...                         planner="mixed")                        # doctest: +SKIP
-    >>> op.process(sc.parallelize([("a", 1), ("b", 2), ("a", 3)])).collect()  # doctest: +SKIP
-    [('a', 4), ('b', 2)]
-    >>> op.collect_state()                                              # doctest: +SKIP
-    {'a': 4, 'b': 2}
+    >>> op = KeyedStateOperator(spark, 4, update=lambda s, v: s + v, initial=0)  # doctest: +SKIP
+    >>> op.process(sc.parallelize([("a", 1), ("a", 3)])).collect()  # doctest: +SKIP
+    [('a', 4)]
     """
 
     def __init__(self, spark: Any, num_partitions: int, update: Callable | None = None,
@@ -195,17 +160,14 @@ class KeyedStateOperator:
     def process(self, batch: Any, batch_id: int | None = None) -> Any:
         """Apply one batch; return its outputs as an RDD of ``(key, output)``.
 
-        The outputs are cached from their first read for as long as the returned RDD,
-        or one derived from it by ``map``-like calls, is referenced; read them before the
-        next call for best performance (an outputs RDD first read later is recomputed from
-        lineage, with the same result: the locally checkpointed RDDs it recomputes from
-        stay cached while it is referenced).
+        The outputs are cached from their first read while the returned RDD (or one mapped
+        from it) is referenced: read them before the next call (a later first read
+        recomputes them from lineage, with the same result).
         A ``batch_id`` at or below the last applied one is never applied again (see
-        ``on_replay``): the replay of the last applied batch id returns that batch's kept
-        outputs (also when calls without an id came in between), an older one None. When
-        the batch or its checkpoint fails (e.g. a read-only ``checkpoint_dir``: a
-        ``CheckpointError`` naming it) the operator is left as before the call. A key that
-        is or holds a NaN fails the batch (see :mod:`~sparkbalance.state.inputs`).
+        ``on_replay``): the last applied id's replay returns its kept outputs, an older one
+        None. A failed batch or checkpoint (e.g. a read-only ``checkpoint_dir``:
+        ``CheckpointError``) leaves the operator as before the call; a NaN key fails the
+        batch (:mod:`~sparkbalance.state.inputs`).
         """
         t0 = time.perf_counter()
         if batch_id is not None:
