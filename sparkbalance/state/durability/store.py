@@ -23,6 +23,7 @@ Atomic commit (the manifest):
 """
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import shutil
@@ -109,7 +110,7 @@ class LocalStore:
             except OSError:
                 pass
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:  # builtins: the method shadows `list`
         return sorted(p.name for p in self.root.iterdir()) if self.root.exists() else []
 
     def __repr__(self) -> str:
@@ -237,7 +238,7 @@ class HadoopStore:
         except Exception:  # noqa: BLE001 - best effort, like LocalStore
             pass
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:  # builtins: the method shadows `list`
         if not self.fs.exists(self._root):
             return []
         return sorted(str(s.getPath().getName()) for s in self.fs.listStatus(self._root))

@@ -17,7 +17,8 @@ Pure Python (no pyspark): runs inside executors and in unit tests.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -72,12 +73,14 @@ class RidePartitioner:
         return (RidePartitioner, (self.fn,))
 
 
-class Move(NamedTuple):
+@dataclass(frozen=True)
+class Move:
     """A migration riding in one batch's shuffle (Fang et al. §4, Fig. 5 steps 3-7 folded
     into the next batch): the frames marked in ``mask`` (byte ``pid * G + group``, placed
     by the old layout) may hold leaving state. Routing table: the entries of the keys in
     ``leaving`` leave (:func:`leaving_by_frame`), or, without it, an entry leaves when
-    ``fn(key) != pid``; key groups: a whole frame leaves when ``g2p[group] != pid``."""
+    ``fn(key) != pid``; key groups: a whole frame leaves when ``g2p[group] != pid``.
+    (A frozen dataclass, not a NamedTuple, so that its annotations resolve in this module.)"""
 
     mask: bytes
     num_groups: int
