@@ -56,10 +56,21 @@ $(JAR): $(JAVA_SOURCES) $(STAMP)
 demo: setup
 	$(PY) -m sparkbalance demo
 
-# Unit and single-session Spark tests in one process (one shared local[2] session), the
-# multi-executor integration tests in another (each module owns its local-cluster).
+# The unit tests (no Spark) in a second process alongside the single-session Spark tests (one
+# shared local[2] session, which leaves a core idle much of the time); the unit output is
+# printed whole after the Spark tests', and the target fails if either fails (an interrupt
+# stops both). Then the multi-executor integration tests (one local-cluster per process).
 test: setup
-	$(PY) -m pytest $(PYTEST_FLAGS) tests
+	@unit_log=$$(mktemp); \
+	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/unit > $$unit_log 2>&1 &  # alongside:"; \
+	$(PY) -m pytest $(PYTEST_FLAGS) tests/unit > $$unit_log 2>&1 & unit=$$!; \
+	trap 'kill $$unit 2>/dev/null; rm -f $$unit_log; exit 130' INT TERM; \
+	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark"; \
+	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark; spark_rc=$$?; \
+	wait $$unit; unit_rc=$$?; trap - INT TERM; \
+	echo "=== tests/unit (ran alongside tests/spark) ==="; cat $$unit_log; rm -f $$unit_log; \
+	echo "tests/unit exit $$unit_rc, tests/spark exit $$spark_rc"; \
+	[ $$unit_rc -eq 0 ] && [ $$spark_rc -eq 0 ]
 	$(PY) -m pytest $(PYTEST_FLAGS) integration
 
 test-unit: setup
