@@ -56,22 +56,24 @@ $(JAR): $(JAVA_SOURCES) $(STAMP)
 demo: setup
 	$(PY) -m sparkbalance demo
 
-# The unit tests (no Spark) in a second process alongside the single-session Spark tests (one
-# shared local[2] session, which leaves a core idle much of the time); the unit output is
-# printed whole after the Spark tests', and the target fails if either fails (an interrupt
-# stops both). Then the multi-executor integration tests (one local-cluster per process).
+# The tests that start no Spark (the unit tests and the packaging test's pip builds) in a
+# second process alongside the single-session Spark tests (one shared local[2] session,
+# which leaves a core idle much of the time); that process's output is printed whole after
+# the Spark tests', and the target fails if either fails (an interrupt stops both). Then the
+# multi-executor integration tests (one local-cluster per process).
+SIDE_TESTS := tests/unit integration/test_packaging.py
 test: setup
-	@unit_log=$$(mktemp); \
-	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/unit > $$unit_log 2>&1 &  # alongside:"; \
-	$(PY) -m pytest $(PYTEST_FLAGS) tests/unit > $$unit_log 2>&1 & unit=$$!; \
-	trap 'kill $$unit 2>/dev/null; rm -f $$unit_log; exit 130' INT TERM; \
+	@side_log=$$(mktemp); \
+	echo "$(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS) > $$side_log 2>&1 &  # alongside:"; \
+	$(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS) > $$side_log 2>&1 & side=$$!; \
+	trap 'kill $$side 2>/dev/null; rm -f $$side_log; exit 130' INT TERM; \
 	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark"; \
 	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark; spark_rc=$$?; \
-	wait $$unit; unit_rc=$$?; trap - INT TERM; \
-	echo "=== tests/unit (ran alongside tests/spark) ==="; cat $$unit_log; rm -f $$unit_log; \
-	echo "tests/unit exit $$unit_rc, tests/spark exit $$spark_rc"; \
-	[ $$unit_rc -eq 0 ] && [ $$spark_rc -eq 0 ]
-	$(PY) -m pytest $(PYTEST_FLAGS) integration
+	wait $$side; side_rc=$$?; trap - INT TERM; \
+	echo "=== $(SIDE_TESTS) (ran alongside tests/spark) ==="; cat $$side_log; \
+	rm -f $$side_log; echo "$(SIDE_TESTS): exit $$side_rc; tests/spark: exit $$spark_rc"; \
+	[ $$side_rc -eq 0 ] && [ $$spark_rc -eq 0 ]
+	$(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py
 
 test-unit: setup
 	$(PY) -m pytest $(PYTEST_FLAGS) tests/unit
