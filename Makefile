@@ -56,19 +56,21 @@ $(JAR): $(JAVA_SOURCES) $(STAMP)
 demo: setup
 	$(PY) -m sparkbalance demo
 
-# The tests that start no Spark (the unit tests and the packaging test's pip builds) in a
-# second process alongside the single-session Spark tests (one shared local[2] session,
-# which leaves a core idle much of the time); that process's output is printed whole after
-# the Spark tests', and the target fails if either fails (an interrupt stops both). Then the
-# multi-executor integration tests (one local-cluster per process).
-SIDE_TESTS := tests/unit integration/test_packaging.py
+# The tests that need no shared session (the unit tests, the packaging test's pip builds, the
+# end-to-end benchmark's smoke run in its own child JVM) in a second process alongside the
+# single-session Spark tests (one local[2] session, which leaves a core idle much of the
+# time); that process's output is printed whole after the Spark tests', and the target fails
+# if either fails (an interrupt stops both). Then the multi-executor integration tests (one
+# local-cluster per process). `make test-spark` / `test-integration` still run all of theirs.
+SIDE_TESTS := tests/unit integration/test_packaging.py tests/spark/test_bench_endtoend_quick.py
 test: setup
 	@side_log=$$(mktemp); \
 	echo "$(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS) > $$side_log 2>&1 &  # alongside:"; \
 	$(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS) > $$side_log 2>&1 & side=$$!; \
 	trap 'kill $$side 2>/dev/null; rm -f $$side_log; exit 130' INT TERM; \
-	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark"; \
-	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark; spark_rc=$$?; \
+	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark (but test_bench_endtoend_quick.py)"; \
+	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark \
+	    --ignore=tests/spark/test_bench_endtoend_quick.py; spark_rc=$$?; \
 	wait $$side; side_rc=$$?; trap - INT TERM; \
 	echo "=== $(SIDE_TESTS) (ran alongside tests/spark) ==="; cat $$side_log; \
 	rm -f $$side_log; echo "$(SIDE_TESTS): exit $$side_rc; tests/spark: exit $$spark_rc"; \
