@@ -74,7 +74,8 @@ def plan_log_line(rec: dict[str, Any]) -> str:
     if rec.get("max_before") is None and rec.get("max_after") is None:
         parts.append("loads not measured when planned (no key statistics)")
     else:
-        est = " estimated" if rec.get("loads_after_estimated") else ""
+        est = " estimated" if rec.get("loads_after_estimated") else (
+            f" measured ({rec.get('loads_unit')})" if rec.get("loads_measured") else "")
         parts.append(f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
                      f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))}{est} "
                      f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})")

@@ -362,3 +362,6 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
         rec["rdd_ids"] = [rdd_id]
     rec = post(sc, rec)
     log_info(_LOG, "%s", plan_log_line(rec))
+    if "rdd_ids" in rec and not rec.get("loads_after"):   # pkg & co.: measured when run
+        from sparkbalance.spark.report.stage_loads import watch
+        watch(sc, rec)
