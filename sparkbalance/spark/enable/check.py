@@ -144,8 +144,9 @@ class Sample:
 
 
 def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> Sample:
-    """The bounded prefix sample of a pair RDD (:func:`sparkbalance.spark.rdd.bounded.sample_counts`,
-    one job over at most :data:`MAX_CHECK_PARTITIONS` partitions), with PySpark's homes."""
+    """The bounded prefix sample of a pair RDD, with PySpark's homes
+    (:func:`sparkbalance.spark.rdd.bounded.sample_counts`: one job over at most
+    :data:`MAX_CHECK_PARTITIONS` partitions)."""
     from sparkbalance.spark.rdd.bounded import sample_counts
     total, counts, homes = sample_counts(rdd, records=rows, partitions=MAX_CHECK_PARTITIONS,
                                          homes_for=int(num_partitions))
@@ -156,9 +157,9 @@ def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> Sample:
 
 def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
                      rows: int) -> Sample:
-    """The bounded sample of strategy "auto" (:func:`sparkbalance.spark.sql.keystats.bounded_key_stats`:
-    the first ``rows`` rows with non-null keys, ``limit`` in the JVM) over the key columns
-    ``cols`` of ``df`` and Spark's partition of each, ``pmod(hash(cols), n)``; its
+    """The bounded sample of strategy "auto" over the key columns
+    (:func:`sparkbalance.spark.sql.keystats.bounded_key_stats`: the first ``rows`` rows
+    with non-null keys, ``limit`` in the JVM) ``cols`` of ``df`` and Spark's partition of each, ``pmod(hash(cols), n)``; its
     :attr:`Sample.stats` are the listed keys without that column.
 
     Spark's ``limit`` then ``collect`` reads the first input partition, then 4 times as

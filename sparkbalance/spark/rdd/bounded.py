@@ -33,8 +33,6 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any, Iterator
 
-import numpy as np
-
 from sparkbalance.planning.base import DEFAULT_THETA
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.stats.keystats import KeyStats
