@@ -11,8 +11,9 @@ completed record to the plugin (same ``id``: the tab's row is replaced).
 
 The unit is the shuffle read of each reduce task: rows for a DataFrame; for the PySpark RDD
 API the JVM sees pickled *batches* as records, so there the bytes read are the load
-(``loads_unit`` names which). Events are read through py4j, so the listener is on the bus
-only while a record waits: it leaves once every watched record is filled.
+(``loads_unit`` names which). Events are read through py4j (each event one callback), so the
+listener is on the bus only while a record waits: it leaves once every watched record is
+filled. A pkg result that is never computed keeps it there until the context stops.
 
 Examples
 --------
