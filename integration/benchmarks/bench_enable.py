@@ -12,8 +12,9 @@ so ``local[n]`` makes its n slots act as n cores. AQE is on with partition coale
 (as in bench_grouped.py: on this small table AQE would otherwise merge all n partitions
 into one task and the comparison would measure that). Arms are interleaved (plain, enabled,
 plain, enabled...); figures are medians over ``--repeats`` runs of whole jobs: wall seconds
-(the enabled arm's skew check, statistics pass and planning included) and CPU seconds of the
-whole process tree (driver, JVM, Python workers). Each job's result is checked equal to the
+(the enabled arm's skew check and planning included), CPU seconds of the whole process
+tree (driver, JVM, Python workers), and the Spark jobs each arm ran (plain/enabled: the
+enabled arm's extra jobs are its check's sample, at most a few, whatever the load). Each job's result is checked equal to the
 plain one's once, untimed.
 
 Usage: python integration/benchmarks/bench_enable.py [--quick] [--slots 8] [--repeats 3]
@@ -107,11 +108,21 @@ def jobs(spark, path: str, slots: int) -> dict:
     return {"grouped": grouped, "repartition": repartition}
 
 
-def timed(build) -> tuple[float, float]:
+def _jobs_so_far(spark) -> int:
+    """Spark jobs the application has run (its status store; events delivered first)."""
+    jsc = spark.sparkContext._jsc.sc()
+    jsc.listenerBus().waitUntilEmpty(60_000)
+    return int(jsc.statusStore().jobsList(None).size())
+
+
+def timed(build, spark) -> tuple[float, float, int]:
+    """(wall s, CPU s, Spark jobs) of one whole job, the DataFrame built inside."""
+    j0 = _jobs_so_far(spark)
     cpu = ProcessTreeCPU()
     c0, t0 = cpu.seconds(), time.perf_counter()
-    build().write.format("noop").mode("overwrite").save()   # the DataFrame is built inside
-    return time.perf_counter() - t0, cpu.seconds() - c0
+    build().write.format("noop").mode("overwrite").save()
+    wall, used = time.perf_counter() - t0, cpu.seconds() - c0
+    return wall, used, _jobs_so_far(spark) - j0
 
 
 def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int) -> list[dict]:
@@ -133,15 +144,16 @@ def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int) -> list[
                 for _ in range(repeats):
                     for arm in arms:                     # interleaved
                         (sb.enable if arm == "enabled" else sb.disable)(spark)
-                        arms[arm].append(timed(build))
-                        w, c = arms[arm][-1]
-                        print(f"  {table} {job} {arm}: wall {w:.2f}s cpu {c:.2f}s", flush=True)
+                        arms[arm].append(timed(build, spark))
+                        w, c, j = arms[arm][-1]
+                        print(f"  {table} {job} {arm}: wall {w:.2f}s cpu {c:.2f}s jobs {j} "
+                              f"(load {os.getloadavg()[0]:.1f})", flush=True)
                 sb.disable(spark)
                 row = {"table": table, "job": job, "balanced": decision.balanced,
                        "gain": decision.gain}
                 for arm, xs in arms.items():
                     row[arm] = (statistics.median(x[0] for x in xs),
-                                statistics.median(x[1] for x in xs))
+                                statistics.median(x[1] for x in xs), max(x[2] for x in xs))
                 out.append(row)
     spark.stop()
     return out
@@ -163,12 +175,12 @@ def main(argv=None) -> int:
     print(f"\nslots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
           f"ROW_COST={ROW_COST * 1e3:g}ms repeats={repeats} (medians)")
     print(f"{'table':<8} {'job':<12} {'check':<16} {'plain wall':>10} {'enabled wall':>12} "
-          f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11}")
+          f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11} {'jobs':>7}")
     for r in result:
         check = f"{'balanced' if r['balanced'] else 'plain'} ({r['gain'] or 0:.2f})"
-        (pw, pc), (ew, ec) = r["plain"], r["enabled"]
+        (pw, pc, pj), (ew, ec, ej) = r["plain"], r["enabled"]
         print(f"{r['table']:<8} {r['job']:<12} {check:<16} {pw:10.2f} {ew:12.2f} "
-              f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f}")
+              f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f} {pj:>3}/{ej:<3}")
     return 0
 
 

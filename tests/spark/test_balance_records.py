@@ -253,3 +253,19 @@ def test_plan_records_put_the_hot_key_where_spark_would(spark, sc):
         lambda i, it: [i] if any(k == "hot" for k, _ in it) else []).collect()
     assert rec["before_placement"] == "Spark: portable_hash(key) % 4"
     assert [rec["hot_keys"][0]["key"], rec["hot_keys"][0]["before"]] == ["hot", *spark_put]
+
+
+def test_a_pkg_record_gets_the_loads_its_stage_measured(sc):
+    # pkg gathers no statistics and its shuffle runs after the record is posted: the loads
+    # come from that stage's shuffle reads (bytes: the RDD API shuffles pickled batches)
+    from sparkbalance.spark.report import stage_loads
+    pairs = sc.parallelize([(0, 1)] * 300 + [(k, 1) for k in range(1, 80)], 4)
+    out = sb.reduce_by_key(pairs, operator.add, 4, "pkg")
+    r = bl.balance_log().last()
+    assert r["strategy"] == "pkg" and r.get("rdd_ids") and not r.get("loads_after")
+    assert stage_loads.pending() >= 1
+    assert dict(out.collect()) == dict(pairs.reduceByKey(operator.add).collect())
+    sc._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+    assert len(r["loads_after"]) == 4 and sum(r["loads_after"]) > 0
+    assert r["max_after"] == max(r["loads_after"]) and r["loads_unit"] == "shuffle bytes read"
+    assert bl.balance_log().last() is r   # the stored record itself, not a copy

@@ -245,3 +245,28 @@ def test_vectorised_integer_placement_equals_the_scalar_hashes():
         assert sp.df_partitions(w, [t], 13).tolist() == [
             sp.murmur3_hash([int(x)], [t]) % 13 for x in w]
     assert sp.rdd_partitions(v, 13).tolist() == [hash(int(x)) % 13 for x in v]
+
+
+def test_plan_lines_reach_stderr_when_info_is_asked_for_without_a_handler(capsys):
+    # A script that sets the sparkbalance logger to INFO and configures no handler: Python's
+    # last-resort handler prints WARNING and above only, so the plan lines used to vanish.
+    import logging
+
+    from sparkbalance.spark.report.log_line import log_info
+    log = logging.getLogger("sparkbalance.test_no_handler")
+    log.propagate = False
+    try:
+        log_info(log, "plan %s", "a")                       # WARNING (default): nothing
+        log.setLevel(logging.INFO)
+        log_info(log, "plan %s", "b")
+        records: list = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        log.addHandler(handler)                              # a handler: logging decides
+        log_info(log, "plan %s", "c")
+    finally:
+        log.handlers.clear()
+        log.setLevel(logging.NOTSET)
+    err = capsys.readouterr().err
+    assert err == "INFO sparkbalance.test_no_handler: plan b\n"
+    assert [r.getMessage() for r in records] == ["plan c"]

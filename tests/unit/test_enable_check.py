@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sparkbalance.spark.enable.check import (MAX_CHECK_PARTITIONS, MIN_HOT_SAMPLES,
-                                             partitions_to_read, predicted_gain)
+from sparkbalance.spark.enable.check import (MIN_HOT_SAMPLES, listed_gain, predicted_gain)
+from sparkbalance.spark.rdd.bounded import listed_stats
 
 
 @pytest.mark.parametrize("keys, n", [(10_000, 8), (400, 4), (5_000, 200)])
@@ -47,9 +47,15 @@ def test_the_prediction_is_at_least_one_and_finite(tokens, n):
     assert 1.0 <= g < float("inf")
 
 
-@given(st.integers(1, 5000), st.integers(1, 100_000))
-def test_the_check_reads_a_bounded_prefix(num_input, rows):
-    parts, each = partitions_to_read(num_input, rows)
-    assert 1 <= len(parts) <= MAX_CHECK_PARTITIONS and parts == sorted(set(parts))
-    assert all(0 <= p < num_input for p in parts)
-    assert len(parts) * each >= rows and (each - 1) * len(parts) < rows
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=400), st.integers(1, 32))
+def test_the_listing_of_the_bounded_sample_predicts_as_every_row_does(tokens, n):
+    # the check reads auto's bounded sample, which lists only keys above a floor: every
+    # key hot enough to count is listed, so the prediction is the same
+    counts: dict[int, int] = {}
+    for t in tokens:
+        counts[t] = counts.get(t, 0) + 1
+    listed = listed_stats(counts, len(tokens), n)
+    keys = listed.keys.tolist()
+    got = listed_gain(listed.counts, [k % n for k in keys], len(tokens), n)
+    assert got == pytest.approx(predicted_gain(tokens, [t % n for t in tokens], n))

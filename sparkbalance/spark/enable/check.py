@@ -1,17 +1,20 @@
 """The skew check of the session-wide mode: does balancing this call pay?
 
-A small Spark job reads a bounded prefix of the call's input — at most
-``spark.sparkbalance.check.sampleRows`` rows (default 2048): for an RDD a few rows from each
-of up to :data:`MAX_CHECK_PARTITIONS` input partitions spread over the input; for a
-DataFrame the first rows of its first partitions, read in the JVM without a Python worker
-(Spark's ``limit``) — and returns, per sampled row, a token of its key and the partition
-**Spark itself** would send it to:
-``pmod(hash(keys), n)`` for a DataFrame (Spark's hash partitioning, Murmur3 seed 42) and
-``portable_hash(key) % n`` for an RDD (PySpark's default ``partitionFunc``). No full pass:
-a task stops reading its partition after its share of rows. From that sample
-:func:`predicted_gain` predicts how much shorter the slowest task would be if the keys were
-placed by load instead of by hash; the call is balanced when the cut is at least
-``spark.sparkbalance.check.minGain`` (default 25 %).
+One small Spark job reads a bounded prefix of the call's input — at most
+``spark.sparkbalance.check.sampleRows`` rows (default 2048) — and is the *only* statistics
+the call gathers: it is strategy "auto"'s bounded sample (:mod:`sparkbalance.spark.rdd.bounded`
+for an RDD: the first records of up to :data:`MAX_CHECK_PARTITIONS` input partitions spread
+over the input; its DataFrame twin
+:func:`sparkbalance.spark.sql.keystats.bounded_key_stats`: Spark's ``limit`` in the JVM, no
+Python worker), with each counted key's partition under **Spark's own** placement:
+``pmod(hash(keys), n)`` for a DataFrame (Spark's hash partitioning, Murmur3 seed 42, a
+column of the sampled rows) and ``portable_hash(key) % n`` for an RDD (PySpark's default
+``partitionFunc``, computed in the sampling tasks). No full pass: a task stops reading its
+partition after its share of rows. From that sample :func:`predicted_gain` predicts how much
+shorter the slowest task would be if the keys were placed by load instead of by hash; the
+call is balanced when the cut is at least ``spark.sparkbalance.check.minGain`` (default
+25 %), and a DataFrame call then plans from the same sample (:attr:`Sample.stats`, strategy
+"auto"'s :func:`sparkbalance.strategies.auto.fit_sampled`): one small job, then the job.
 
 The prediction (rows as the unit of work, as the ``count`` weights of the adapters):
 
@@ -38,19 +41,21 @@ Examples
 """
 from __future__ import annotations
 
-import math
-from itertools import islice
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from sparkbalance.stats.keystats import KeyStats
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["predicted_gain", "sample_dataframe", "sample_rdd", "has_shuffle", "partitions_to_read",
-           "MAX_CHECK_PARTITIONS", "MIN_HOT_SAMPLES", "HOT_SHARE_DIVISOR", "MIN_SAMPLE_ROWS"]
+__all__ = ["predicted_gain", "listed_gain", "Sample", "sample_dataframe", "sample_rdd",
+           "has_shuffle", "MAX_CHECK_PARTITIONS", "MIN_HOT_SAMPLES", "HOT_SHARE_DIVISOR",
+           "MIN_SAMPLE_ROWS", "HOME_COLUMN"]
 
-#: Input partitions the check reads from at most (evenly spaced over the input).
+#: Input partitions an RDD check reads from at most (evenly spaced over the input).
 MAX_CHECK_PARTITIONS = 16
 #: A key is hot only when the sample saw it at least this often (its count then has a
 #: relative error of ~1/sqrt(8) = 35 % or better).
@@ -59,6 +64,9 @@ MIN_HOT_SAMPLES = 8
 HOT_SHARE_DIVISOR = 4
 #: Fewer sampled rows than this say nothing: the call stays plain.
 MIN_SAMPLE_ROWS = 32
+#: The sampled rows' column holding Spark's partition of their key (a suffix is added when
+#: the DataFrame has a column of that name).
+HOME_COLUMN = "__sparkbalance_home"
 
 
 def predicted_gain(tokens: Sequence[Any] | np.ndarray, homes: Sequence[int] | np.ndarray,
@@ -74,21 +82,36 @@ def predicted_gain(tokens: Sequence[Any] | np.ndarray, homes: Sequence[int] | np
     >>> predicted_gain([1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2], [0] * 16, 2)
     2.0
     """
-    n = int(num_partitions)
     homes = np.asarray(homes, dtype=np.int64)
-    total = homes.shape[0]
-    if total == 0:
+    if homes.shape[0] == 0:
         return 1.0
-    _, first, inverse, counts = np.unique(_tokens(tokens), return_index=True,
-                                          return_inverse=True, return_counts=True)
-    del inverse
-    hot = counts >= max(MIN_HOT_SAMPLES, total / (HOT_SHARE_DIVISOR * n))
+    _, first, counts = np.unique(_tokens(tokens), return_index=True, return_counts=True)
+    return listed_gain(counts, homes[first], homes.shape[0], num_partitions)
+
+
+def listed_gain(counts: Sequence[int] | np.ndarray, homes: Sequence[int] | np.ndarray,
+                rows: int, num_partitions: int) -> float:
+    """:func:`predicted_gain` from a listing: ``counts[j]`` sampled rows of listed key j,
+    ``homes[j]`` its partition under Spark's placement, ``rows`` sampled rows in all (the
+    unlisted ones are light keys, spread evenly). Exact as long as every hot key is listed.
+
+    Examples
+    --------
+    >>> listed_gain([8, 8], [0, 0], 16, 2)
+    2.0
+    """
+    n = int(num_partitions)
+    counts = np.asarray(counts, dtype=np.float64)
+    homes = np.asarray(homes, dtype=np.int64)
+    if rows <= 0:
+        return 1.0
+    hot = counts >= max(MIN_HOT_SAMPLES, rows / (HOT_SHARE_DIVISOR * n))
     if not hot.any():
         return 1.0
-    hot_rows = counts[hot].astype(np.float64)
-    plain = np.bincount(homes[first[hot]], weights=hot_rows, minlength=n)
-    plain = plain + (total - hot_rows.sum()) / n
-    balanced = max(float(hot_rows.max()), total / n)
+    hot_rows = counts[hot]
+    plain = np.bincount(homes[hot], weights=hot_rows, minlength=n)
+    plain = plain + (rows - hot_rows.sum()) / n
+    balanced = max(float(hot_rows.max()), rows / n)
     return float(max(1.0, plain.max() / balanced))
 
 
@@ -103,60 +126,62 @@ def _tokens(tokens: Sequence[Any] | np.ndarray) -> np.ndarray:
                        count=len(items))
 
 
-def partitions_to_read(num_input: int, rows: int) -> tuple[list[int], int]:
-    """``(input partitions to read, rows to read from each)``: up to
-    :data:`MAX_CHECK_PARTITIONS` partitions evenly spaced, ``ceil(rows / m)`` rows each.
+@dataclass(frozen=True)
+class Sample:
+    """What the check read: the keys it counted (``counts``; ``homes``: each one's partition
+    under Spark's placement), the ``rows`` read in all, and for a DataFrame the
+    :class:`KeyStats` strategy "auto" plans from (None: the adapter gathers its own, e.g.
+    an RDD shuffle counting its keys at no extra pass)."""
 
-    Examples
-    --------
-    >>> partitions_to_read(100, 2048)
-    ([0, 6, 12, 18, 25, 31, 37, 43, 50, 56, 62, 68, 75, 81, 87, 93], 128)
-    >>> partitions_to_read(2, 100)
-    ([0, 1], 50)
-    """
-    m = max(1, min(int(num_input), MAX_CHECK_PARTITIONS))
-    parts = sorted({int(i * num_input / m) for i in range(m)})
-    return parts, int(math.ceil(rows / len(parts)))
+    counts: np.ndarray
+    homes: np.ndarray
+    rows: int
+    stats: KeyStats | None = None
 
-
-class _Prefix:
-    """runJob body: the first ``rows`` records of a partition, as ``(token, home)``."""
-
-    def __init__(self, rows: int, num_partitions: int | None) -> None:
-        self.rows, self.n = rows, num_partitions
-
-    def __call__(self, records: Any) -> list:
-        if self.n is None:            # DataFrame rows: (xxhash64 of the key, Spark's home)
-            return [(r[0], r[1]) for r in islice(records, self.rows)]
-        from pyspark.rdd import portable_hash   # PySpark's default partitionFunc
-        return [(kv[0], portable_hash(kv[0]) % self.n) for kv in islice(records, self.rows)]
+    def gain(self, num_partitions: int) -> float:
+        """:func:`listed_gain` of this sample."""
+        return listed_gain(self.counts, self.homes, self.rows, num_partitions)
 
 
-def _split(pairs: list) -> tuple[list, np.ndarray]:
-    return [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.int64)
+def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> Sample:
+    """The bounded prefix sample of a pair RDD, with PySpark's homes
+    (:func:`sparkbalance.spark.rdd.bounded.sample_counts`: one job over at most
+    :data:`MAX_CHECK_PARTITIONS` partitions)."""
+    from sparkbalance.spark.rdd.bounded import sample_counts
+    total, counts, homes = sample_counts(rdd, records=rows, partitions=MAX_CHECK_PARTITIONS,
+                                         homes_for=int(num_partitions))
+    keys = list(counts)
+    return Sample(np.array([counts[k] for k in keys], dtype=np.int64),
+                  np.array([homes[k] for k in keys], dtype=np.int64), int(total))
 
 
-def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> tuple[list, np.ndarray]:
-    """``(keys, homes)`` of a bounded prefix sample of a pair RDD (one job, few tasks)."""
-    parts, each = partitions_to_read(rdd.getNumPartitions(), rows)
-    return _split(rdd.context.runJob(rdd, _Prefix(each, num_partitions), parts))
+def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
+                     rows: int) -> Sample:
+    """The bounded sample of strategy "auto" over the key columns
+    (:func:`sparkbalance.spark.sql.keystats.bounded_key_stats`: the first ``rows`` rows
+    with non-null keys, ``limit`` in the JVM) ``cols`` of ``df`` and Spark's partition of each, ``pmod(hash(cols), n)``; its
+    :attr:`Sample.stats` are the listed keys without that column.
 
-
-def sample_dataframe(df: "DataFrame", cols: Sequence[Any], num_partitions: int,
-                     rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(key tokens, homes)`` of the first ``rows`` rows of ``df``'s key columns: the token
-    is ``xxhash64(keys)``, the home Spark's ``pmod(hash(keys), n)``.
-
-    Runs in the JVM only (no Python worker): Spark's ``limit`` then ``collect`` reads the
-    first input partition, then 4 times as many, ... until it has ``rows`` rows
-    (``spark.sql.limit.scaleUpFactor``), so a large input is read for a prefix only.
+    Spark's ``limit`` then ``collect`` reads the first input partition, then 4 times as
+    many, ... until it has ``rows`` rows (``spark.sql.limit.scaleUpFactor``), so a large
+    input is read for a prefix only.
     """
     from pyspark.sql import functions as F
-    got = df.select(F.xxhash64(*cols).alias("t"),
-                    F.pmod(F.hash(*cols), F.lit(int(num_partitions))).alias("p")
-                    ).limit(int(rows)).collect()
-    return (np.array([r[0] for r in got], dtype=np.int64),
-            np.array([r[1] for r in got], dtype=np.int64))
+
+    from sparkbalance.spark.sql.keystats import bounded_key_stats, key_array
+    n = int(num_partitions)
+    cols = list(cols)
+    home = HOME_COLUMN
+    while home in df.columns:
+        home += "_"
+    with_home = df.withColumn(home, F.pmod(F.hash(*cols), F.lit(n)))
+    listed = bounded_key_stats(with_home, [*cols, home], n, records=int(rows))
+    pairs = listed.keys.tolist()      # (key values..., home) tuples, heaviest first
+    keys = [p[0] if len(cols) == 1 else tuple(p[:-1]) for p in pairs]
+    counts = np.asarray(listed.counts, dtype=np.int64)
+    stats = KeyStats(key_array(keys), listed.counts, tail_count=listed.tail_count)
+    return Sample(counts, np.array([p[-1] for p in pairs], dtype=np.int64),
+                  int(round(listed.total_count + listed.tail_count)), stats)
 
 
 def has_shuffle(df: "DataFrame") -> bool:

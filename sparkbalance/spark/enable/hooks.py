@@ -17,7 +17,10 @@ own method at once, unchanged:
 
 Then Spark's own method runs first (its analysis, so a bad column fails exactly as Spark
 fails), the skew check (:mod:`.check`) samples the input, and the plain result is returned
-unless balancing pays, in which case the sparkbalance adapter's result is. Each decision is
+unless balancing pays, in which case the sparkbalance adapter's result is: a DataFrame
+adapter with strategy "auto" plans from the check's sample (``stats=``: no second
+statistics job); an RDD adapter plans as it always does (the user's shuffle counts the
+keys with the JVM bridge, at no extra pass). Each decision is
 kept (:func:`decisions`, the last 100) and logged at INFO on ``sparkbalance.enable``.
 """
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from sparkbalance.spark.enable import check
+from sparkbalance.spark.report.log_line import log_info
 from sparkbalance.spark.session import conf
 
 __all__ = ["EnableDecision", "decisions", "dataframe_hooks", "grouped_hooks", "rdd_hooks",
@@ -72,9 +76,9 @@ def decisions() -> list[EnableDecision]:
 
 def _record(d: EnableDecision) -> None:
     _DECISIONS.append(d)
-    _LOG.info("%s(%s, n=%d): %s (%s; gain %s over %d sampled rows)", d.call, ", ".join(d.keys),
-              d.num_partitions, "balanced" if d.balanced else "plain", d.reason,
-              "-" if d.gain is None else f"{d.gain:.2f}", d.sampled_rows)
+    log_info(_LOG, "%s(%s, n=%d): %s (%s; gain %s over %d sampled rows)", d.call,
+             ", ".join(d.keys), d.num_partitions, "balanced" if d.balanced else "plain",
+             d.reason, "-" if d.gain is None else f"{d.gain:.2f}", d.sampled_rows)
 
 
 def _from_user(depth: int = 2) -> bool:
@@ -115,33 +119,39 @@ def _names(cols: Sequence[Any]) -> tuple[str, ...]:
     return tuple(c if isinstance(c, str) else str(c) for c in cols)
 
 
-def _decide(data: Any, call: str, cols: Sequence[Any], n: int, sample: Callable[[int], Any],
-            plain: Any, balanced: Callable[[], Any]) -> Any:
-    """The plain result, or the balanced one when the check predicts it pays."""
+def _decide(data: Any, call: str, cols: Sequence[Any], n: int,
+            sample: Callable[[int], check.Sample], plain: Any,
+            balanced: Callable[[check.Sample], Any]) -> Any:
+    """The plain result, or the balanced one (given the check's sample to plan from) when
+    the check predicts it pays."""
     keys = _names(cols)
     rows = conf.resolve(data, "check.sample_rows")
     min_gain = conf.resolve(data, "check.min_gain")
     try:
-        tokens, homes = sample(rows)
-        gain = check.predicted_gain(tokens, homes, n)
+        got = sample(rows)
+        gain = got.gain(n)
     except Exception as exc:  # the check is an optimisation: never the reason a job fails
         _record(EnableDecision(call, keys, n, False, None, 0, f"check failed: {exc!r:.200}"))
         _LOG.warning("%s: the skew check failed (%r); running plain Spark", call, exc)
         return plain
-    sampled = len(homes)
-    if sampled < check.MIN_SAMPLE_ROWS:
-        _record(EnableDecision(call, keys, n, False, gain, sampled, "too few rows to judge"))
+    if got.rows < check.MIN_SAMPLE_ROWS:
+        _record(EnableDecision(call, keys, n, False, gain, got.rows, "too few rows to judge"))
         return plain
     if gain < 1.0 + min_gain:
-        _record(EnableDecision(call, keys, n, False, gain, sampled, f"gain below 1 + {min_gain:g}"))
+        _record(EnableDecision(call, keys, n, False, gain, got.rows,
+                               f"gain below 1 + {min_gain:g}"))
         return plain
-    out = balanced()
-    _record(EnableDecision(call, keys, n, True, gain, sampled, f"gain >= 1 + {min_gain:g}"))
+    out = balanced(got)
+    _record(EnableDecision(call, keys, n, True, gain, got.rows, f"gain >= 1 + {min_gain:g}"))
     return out
 
 
 def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Any,
-                    balanced: Callable[[], Any]) -> Any:
+                    balanced: Callable[[dict[str, Any]], Any]) -> Any:
+    """:func:`_decide` for a DataFrame call; ``balanced(kwargs)`` runs the adapter with
+    ``stats=`` the check's sample when the session's DataFrame strategy is "auto" (the
+    default: it then plans from that sample, no second statistics job), else with none
+    (the strategy gathers what it needs)."""
     from sparkbalance.spark.sql import hash_columns as sqlhash
     from sparkbalance.spark.sql.key_columns import key_columns
     keys = _names(cols)
@@ -155,8 +165,12 @@ def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Any,
         _record(EnableDecision(call, keys, n, False, None, 0,
                          "input is a shuffle's output: even a sample would cost a full pass"))
         return plain
-    return _decide(df, call, cols, n, lambda rows: check.sample_dataframe(df, cols, n, rows),
-                   plain, balanced)
+    auto = conf.strategy_for(df, "dataframe")[0] in (None, "auto")
+
+    def run(got: check.Sample) -> Any:
+        return balanced({"stats": got.stats} if auto and got.stats is not None else {})
+    return _decide(df, call, cols, n,
+                   lambda rows: check.sample_dataframe(kc.df, kc.names, n, rows), plain, run)
 
 
 # --------------------------------------------------------------------------- DataFrame
@@ -175,7 +189,7 @@ def dataframe_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
         from sparkbalance.spark.sql.dataframe import repartition as sb_repartition
         with _busy():
             return _dataframe_call(self, "DataFrame.repartition", keys, numPartitions, plain,
-                                   lambda: sb_repartition(self, numPartitions, *keys))
+                                   lambda kw: sb_repartition(self, numPartitions, *keys, **kw))
 
     def groupBy(self: Any, *cols: Any) -> Any:
         grouped = orig_group_by(self, *cols)
@@ -206,8 +220,8 @@ def _grouped_hook(name: str, original: Callable) -> Callable:
         from sparkbalance.spark.sql.dataframe import group_by
         n = conf.default_partitions(df)
 
-        def balanced() -> Any:
-            return getattr(group_by(df, *keys, num_partitions=n), name)(*args, **kwargs)
+        def balanced(kw: dict[str, Any]) -> Any:
+            return getattr(group_by(df, *keys, num_partitions=n, **kw), name)(*args, **kwargs)
         with _busy():
             return _dataframe_call(df, f"GroupedData.{name}", keys, n, plain, balanced)
     hook.__name__ = name
@@ -232,7 +246,7 @@ def rdd_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
         out = plain()        # PySpark's own checks first (lazy: no job runs)
         with _busy():
             return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(rdd, n, rows),
-                           out, lambda: balanced(n))
+                           out, lambda _sample: balanced(n))
 
     def partitionBy(self: Any, numPartitions: Any, partitionFunc: Any = portable_hash) -> Any:
         return _go(self, "RDD.partitionBy", partitionFunc, numPartitions,

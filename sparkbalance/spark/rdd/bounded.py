@@ -33,15 +33,13 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any, Iterator
 
-import numpy as np
-
 from sparkbalance.planning.base import DEFAULT_THETA
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.stats.keystats import KeyStats
 from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP, _BadKey, _local_counts, _to_stats
 
-__all__ = ["bounded_key_stats", "sampled_partitions", "significant", "listed_stats",
-           "SAMPLE_RECORDS", "SAMPLE_PARTITIONS", "MIN_LISTED"]
+__all__ = ["bounded_key_stats", "sample_counts", "sampled_partitions", "significant",
+           "listed_stats", "SAMPLE_RECORDS", "SAMPLE_PARTITIONS", "MIN_LISTED"]
 
 #: Records the sample reads in all. At 10^4 a key of 1 % of the records is counted to
 #: +-10 % (one standard deviation), and a Python task counts them in a few milliseconds.
@@ -67,7 +65,7 @@ def significant(sample: int, num_partitions: int, theta: float = DEFAULT_THETA) 
     return max(MIN_LISTED, int(theta * sample / (2 * num_partitions)))
 
 
-def _prefix_counts(per_partition: int):
+def _prefix_counts(per_partition: int, num_partitions: int | None = None):
     def run(records: Iterator[Any]) -> Iterator[Any]:
         counts = _local_counts(islice(records, per_partition))
         if isinstance(counts, _BadKey):
@@ -75,7 +73,12 @@ def _prefix_counts(per_partition: int):
             return
         # Keys seen once in a partition's prefix are tail whatever the other partitions
         # hold (k of them sum to k < MIN_LISTED): only their total travels.
-        yield (sum(counts.values()), {k: c for k, c in counts.items() if c > 1})
+        kept = {k: c for k, c in counts.items() if c > 1}
+        homes = None
+        if num_partitions is not None:   # PySpark's default partitionFunc, in the worker
+            from pyspark.rdd import portable_hash   # (its string hash needs the workers' seed)
+            homes = {k: portable_hash(k) % num_partitions for k in kept}
+        yield (sum(counts.values()), kept, homes)
     return run
 
 
@@ -113,23 +116,43 @@ def bounded_key_stats(rdd: Any, num_partitions: int, *, theta: float | None = No
     >>> s.keys.tolist(), s.tail_count                                        # doctest: +SKIP
     (['hot'], 900.0)
     """
-    from sparkbalance.spark.session.jobs import sparkbalance_job_group
     n = check_num_partitions(num_partitions)
     theta = DEFAULT_THETA if theta is None else float(theta)
+    total, merged, _ = sample_counts(rdd, records=records, partitions=partitions)
+    return listed_stats(merged, total, n, theta)
+
+
+def sample_counts(rdd: Any, *, records: int = SAMPLE_RECORDS,
+                  partitions: int = SAMPLE_PARTITIONS, homes_for: int | None = None
+                  ) -> tuple[int, dict, dict]:
+    """``(records read, {key: sampled records}, {key: home})`` of the bounded sample of
+    :func:`bounded_key_stats` (one job, job group ``sparkbalance-stats``). Keys seen once in
+    a partition's prefix are left out of the counts (they are tail, see
+    :func:`listed_stats`); ``homes_for=n`` also gives each counted key the partition of
+    ``n`` PySpark's default ``partitionFunc`` sends it to (computed in the workers, whose
+    string hash is seeded as the shuffle's), else the homes are empty.
+
+    Examples
+    --------
+    >>> sample_counts(sc.parallelize([("a", 1)] * 6 + [("b", 1)], 2), homes_for=4)  # doctest: +SKIP
+    (7, {'a': 6}, {'a': 1})
+    """
+    from sparkbalance.spark.session.jobs import sparkbalance_job_group
     parts = sampled_partitions(rdd.getNumPartitions(), max(1, int(partitions)))
     if not parts:
-        return KeyStats(np.array([], dtype=np.int64), np.array([], dtype=np.float64))
+        return 0, {}, {}
     per = max(1, int(records) // len(parts))
     with sparkbalance_job_group(rdd.context, STATS_JOB_GROUP,
                                 f"sparkbalance: auto's bounded sample ({per} records of "
                                 f"{len(parts)} partitions)"):
-        got = rdd.context.runJob(rdd, _prefix_counts(per), parts)
-    total, merged = 0, {}
+        got = rdd.context.runJob(rdd, _prefix_counts(per, homes_for), parts)
+    total, merged, homes = 0, {}, {}
     for part in got:
         if isinstance(part, _BadKey):
             part.raise_()
-        seen, counts = part
+        seen, counts, part_homes = part
         total += seen
         for k, c in counts.items():
             merged[k] = merged.get(k, 0) + c
-    return listed_stats(merged, total, n, theta)
+        homes.update(part_homes or {})
+    return total, merged, homes

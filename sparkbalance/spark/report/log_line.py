@@ -1,4 +1,12 @@
-"""The INFO line of a balance record: what planned, imbalance before -> after, the hot key.
+"""The INFO line of a balance record: what planned, imbalance before -> after, the hot key,
+and :func:`log_info`, which makes sure a user who asked for those lines sees them.
+
+Why :func:`log_info`: a script that sets ``logging.getLogger("sparkbalance").setLevel(
+logging.INFO)`` but configures no handler (no ``logging.basicConfig``) gets Python's
+last-resort handler, which prints WARNING and above only: the plan lines vanished while the
+keyed-state controller's first line of each kind (a WARNING) did appear. When the logger is
+enabled for INFO and no handler would receive the record, :func:`log_info` writes it to
+stderr itself; with any handler configured, logging is left to it.
 
 Examples
 --------
@@ -7,11 +15,39 @@ Examples
 """
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX
 
-__all__ = ["plan_log_line"]
+__all__ = ["plan_log_line", "log_info"]
+
+_FORMAT = logging.Formatter("%(levelname)s %(name)s: %(message)s")
+
+
+def log_info(logger: logging.Logger, msg: str, *args: Any) -> None:
+    """``logger.info(msg, *args)``, also shown (on stderr) when the user enabled INFO on
+    ``logger`` or a parent but configured no handler, where Python would drop it.
+
+    Examples
+    --------
+    >>> log = logging.getLogger("sparkbalance.doctest")
+    >>> log.propagate = False
+    >>> log_info(log, "plan %d", 1)          # WARNING, the default: nothing
+    >>> log.setLevel(logging.INFO)
+    >>> log_info(log, "plan %d", 2)          # INFO asked for, no handler: stderr  # doctest: +SKIP
+    INFO sparkbalance.doctest: plan 2
+    """
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    if logger.hasHandlers():
+        logger.info(msg, *args)
+        return
+    handler = logging.StreamHandler(sys.stderr)   # the stderr of now (a test may swap it)
+    handler.setFormatter(_FORMAT)
+    handler.handle(logger.makeRecord(logger.name, logging.INFO, "(sparkbalance)", 0, msg,
+                                     args, None))
 
 
 def _ratio(peak: Any, mean: Any) -> float | None:
@@ -38,7 +74,8 @@ def plan_log_line(rec: dict[str, Any]) -> str:
     if rec.get("max_before") is None and rec.get("max_after") is None:
         parts.append("loads not measured when planned (no key statistics)")
     else:
-        est = " estimated" if rec.get("loads_after_estimated") else ""
+        est = " estimated" if rec.get("loads_after_estimated") else (
+            f" measured ({rec.get('loads_unit')})" if rec.get("loads_measured") else "")
         parts.append(f"imbalance {fmt(_ratio(rec.get('max_before'), rec.get('avg_before')))} -> "
                      f"{fmt(_ratio(rec.get('max_after'), rec.get('avg_after')))}{est} "
                      f"(LB {fmt(_ratio(rec.get('lower_bound'), mean))})")

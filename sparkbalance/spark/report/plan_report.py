@@ -34,7 +34,7 @@ import numpy as np
 from sparkbalance import strategies
 from sparkbalance.routing.base import PartitionFunction
 from sparkbalance.spark.report.balance_log import post
-from sparkbalance.spark.report.log_line import plan_log_line
+from sparkbalance.spark.report.log_line import log_info, plan_log_line
 from sparkbalance.spark.report.hot_keys import hot_keys, split_fields
 from sparkbalance.spark.report.spark_placement import before_placement, spark_partitions
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
@@ -361,4 +361,7 @@ def _report(sc: Any, kind: str, operation: str, label: str, key: str, facts: dic
     if rdd_id is not None:  # the lazy result's stage links here in the stage skew view
         rec["rdd_ids"] = [rdd_id]
     rec = post(sc, rec)
-    _LOG.info("%s", plan_log_line(rec))
+    log_info(_LOG, "%s", plan_log_line(rec))
+    if "rdd_ids" in rec and not rec.get("loads_after"):   # pkg & co.: measured when run
+        from sparkbalance.spark.report.stage_loads import watch
+        watch(sc, rec)
