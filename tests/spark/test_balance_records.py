@@ -259,6 +259,10 @@ def test_a_pkg_record_gets_the_loads_its_stage_measured(sc):
     # pkg gathers no statistics and its shuffle runs after the record is posted: the loads
     # come from that stage's shuffle reads (bytes: the RDD API shuffles pickled batches)
     from sparkbalance.spark.report import stage_loads
+    import json
+    plugin = sc._jvm.io.sparkbalance.bridge.BalancePlugin
+    counted = lambda: json.loads(plugin.metricsJson()).get("records", 0)  # noqa: E731
+    before = counted()
     pairs = sc.parallelize([(0, 1)] * 300 + [(k, 1) for k in range(1, 80)], 4)
     out = sb.reduce_by_key(pairs, operator.add, 4, "pkg")
     r = bl.balance_log().last()
@@ -269,3 +273,5 @@ def test_a_pkg_record_gets_the_loads_its_stage_measured(sc):
     assert len(r["loads_after"]) == 4 and sum(r["loads_after"]) > 0
     assert r["max_after"] == max(r["loads_after"]) and r["loads_unit"] == "shuffle bytes read"
     assert bl.balance_log().last() is r   # the stored record itself, not a copy
+    if plugin.isActive():   # pushed again with its loads: one record in the plugin's metrics
+        assert counted() == before + 1

@@ -1,7 +1,9 @@
 package io.sparkbalance.bridge;
 
 import java.util.Collections;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -25,6 +27,10 @@ public final class BalanceDriverPlugin implements DriverPlugin {
   private SparkContext sc;
   private BalanceMetrics metrics;
   private final AtomicLong nextId = new AtomicLong(0);
+  /** Ids already counted, oldest first: a record pushed again (its measured loads filled in
+   * when its stage completed) updates the stored row but is not counted twice in the metrics. */
+  private final Set<Long> counted = new LinkedHashSet<>();
+  private static final int COUNTED_IDS = 10_000;
 
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
@@ -76,9 +82,18 @@ public final class BalanceDriverPlugin implements DriverPlugin {
       nextId.accumulateAndGet(id + 1, Math::max);
     }
     if (!r.has("time")) r.mutableNode().put("time", System.currentTimeMillis() / 1000.0);
-    metrics.update(r);
+    if (firstPost(id)) metrics.update(r);
     sc.listenerBus().post(new BalanceEvent(r.node()));
     return id;
+  }
+
+  private synchronized boolean firstPost(long id) {
+    if (!counted.add(id)) return false;
+    if (counted.size() > COUNTED_IDS) {
+      Long oldest = counted.iterator().next();
+      counted.remove(oldest);
+    }
+    return true;
   }
 
   void flush(long timeoutMillis) throws TimeoutException {

@@ -36,7 +36,9 @@ public final class BalanceStoreListener extends SparkListener {
     // An exception here is caught and logged by the listener bus, which goes on.
     try {
       store.write(new BalanceRow(r));
-      ids.addLast(r.id());
+      // A record pushed again under its id (measured loads filled in) replaces its row in
+      // place: listed once, so evicting it later deletes it once.
+      if (!ids.contains(r.id())) ids.addLast(r.id());
       while (ids.size() > maxRecords) {
         store.delete(BalanceRow.class, ids.removeFirst());
       }
