@@ -96,7 +96,7 @@ class Forecasting:
 
     # ------------------------------------------------------------------ the batch being merged
     def ahead(self, at: "Position", pairs: Any, group: str,
-              merge: Callable[["Position", Any], Any]) -> tuple["Position", Any]:
+              merge: Callable[..., Any]) -> tuple["Position", Any]:
         """The batch ``pairs`` merged from ``at`` (``merge(position, tally)``, lazy), planned
         on its own key counts when the lookahead wants it: ``(position, merged)``, the
         position's pending decision the layout that pays for this batch (it rides in the
@@ -104,8 +104,10 @@ class Forecasting:
         decided after the previous batch (nothing of it moved yet).
 
         With the bridge's chunks the counts come from the routing shuffle's own map stage,
-        run first as adaptive execution runs it: the merge then reads its output, and only
-        a batch whose plan moves is routed again. Without them one small job tallies."""
+        run first as adaptive execution runs it: the merge then reads its output, and a
+        plan that moves routes again only the records it places elsewhere
+        (``merge(position, None, routed)``: a second small shuffle with the moving state).
+        Without them one small job tallies."""
         la, c = self.lookahead, self._controller
         self._tally = None
         if c.planner is None or not la.wanted():
@@ -126,13 +128,15 @@ class Forecasting:
         self._tally = counts
         decision, judgement = self.judged(now, la.work(counts))
         self.observe(judgement, tallied=True)
-        # The price of looking ahead: a tally job, or a map stage run again when it moves.
-        la.observe_tally(seconds if merged.routed is None or decision is not None
-                         else MAP_STAGE_S)
+        # The price of looking ahead: a tally job, or one more job submitted (a moving
+        # batch's second small shuffle is the migration's cost, which the payoff learns).
+        la.observe_tally(seconds if merged.routed is None else MAP_STAGE_S)
         if decision is None:
             return now, merged
         now = now.replace(pending=decision, pending_seq=at.seq)
-        return now, merge(now, None)
+        # the batch's shuffle is written: only the records the plan places elsewhere
+        # are routed again (route_chunks.Misplaced), with the state that moves
+        return now, merge(now, None, merged.routed)
 
     def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
         """The operator's decision for ``costs`` from ``at``'s state: a plan when λ > 1 + θ,
