@@ -32,13 +32,13 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.control.lookahead import MAP_STAGE_S, Lookahead
+from sparkbalance.state.control.lookahead import MAP_STAGE_S, MISPLACED_SHARE, Lookahead
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
 from sparkbalance.spark.rdd.maptally import read_tally
 from sparkbalance.spark.session.jobs import sparkbalance_job_group
-from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
+from sparkbalance.state.frames.route_chunks import KeyTally, Misplaced, run_map_stage
 from sparkbalance.state.frames.tally import tally_keys
 from sparkbalance.state.inputs import nan_in_key, state_key_error
 
@@ -105,7 +105,8 @@ class Forecasting:
 
         With the bridge's chunks the counts come from the routing shuffle's own map stage,
         run first as adaptive execution runs it: the merge then reads its output, and a
-        plan that moves routes again only the records it places elsewhere
+        plan that moves routes the batch again — only the records it places elsewhere
+        when they are at most :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch
         (``merge(position, None, routed)``: a second small shuffle with the moving state).
         Without them one small job tallies."""
         la, c = self.lookahead, self._controller
@@ -134,9 +135,15 @@ class Forecasting:
         if decision is None:
             return now, merged
         now = now.replace(pending=decision, pending_seq=at.seq)
-        # the batch's shuffle is written: only the records the plan places elsewhere
-        # are routed again (route_chunks.Misplaced), with the state that moves
-        return now, merge(now, None, merged.routed)
+        # The batch's shuffle is written: when the plan places few of its records
+        # elsewhere, only those are routed again (route_chunks.Misplaced), else all.
+        routed = merged.routed
+        if routed is not None:
+            mis = Misplaced(at.state.layout, decision.layout, at.state.num_groups,
+                            decision.candidates)
+            if mis.records(counts) > MISPLACED_SHARE * sum(counts.values()):
+                routed = None
+        return now, merge(now, None, routed)
 
     def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
         """The operator's decision for ``costs`` from ``at``'s state: a plan when λ > 1 + θ,

@@ -199,6 +199,25 @@ class Misplaced:
         moved = list(self.keys)
         self.groups = dict.fromkeys(key_groups(moved, G).tolist()) if moved else {}
 
+    def records(self, counts: dict) -> int:
+        """The misplaced records of a batch of records per key ``counts`` (its tally).
+
+        Examples
+        --------
+        >>> m = Misplaced.__new__(Misplaced)
+        >>> m.keys, m.groups = {"a": 1}, {}
+        >>> m.records({"a": 3, "b": 5})
+        3
+        """
+        if self.keys is not None:
+            return int(sum(counts.get(k, 0) for k in self.keys))
+        if not self.groups or not counts:
+            return 0
+        from sparkbalance.routing.keygroups import key_groups
+        keys = list(counts)
+        gs = key_groups(keys, self.num_groups).tolist()
+        return int(sum(counts[k] for k, g in zip(keys, gs) if g in self.groups))
+
     def _kept(self, recs: list, pid: int | None) -> list:
         """``recs`` without the misplaced ones (``pid`` None: only the misplaced ones)."""
         if self.keys is not None:
