@@ -193,6 +193,7 @@ class _Run:
         self.oracle = policy.startswith(ORACLE_PREFIX)
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window)
+        self.lookahead.expect(map_stage=True)      # the bridge's path (tally_s 0.01)
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
         self.keys: dict = {}           # key -> last batch it had records in

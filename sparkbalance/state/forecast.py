@@ -111,6 +111,7 @@ class Forecasting:
         Without them one small job tallies."""
         la, c = self.lookahead, self._controller
         self._tally = None
+        la.expect(map_stage=at.state.ops.chunks)
         if c.planner is None or not la.wanted():
             return at, merge(at, None)
         now = at.replace(pending=None, pending_seq=-1)

@@ -119,6 +119,23 @@ class Lookahead:
             return self.mode == "always"
         return self.lag_s > self.tally_s
 
+    def expect(self, map_stage: bool) -> None:
+        """The look-ahead's path: through the routing shuffle's own map stage (the
+        bridge's chunks; one more job submitted, :data:`MAP_STAGE_S`) or a tally job
+        (:data:`PRIOR_TALLY_S`). Sets the prior tally cost until one is measured — a
+        prior of a tally job on the map-stage path kept ``"auto"`` from looking ahead on
+        streams whose lag costs less than a job but more than a map stage.
+
+        Examples
+        --------
+        >>> la = Lookahead("auto")
+        >>> la.observe(saving_per_batch=0.2)     # lag of 0.02 s a batch
+        >>> la.wanted(), la.expect(map_stage=True), la.wanted()
+        (False, None, True)
+        """
+        if self._tallies_seen == 0:
+            self.tally_s = MAP_STAGE_S if map_stage else PRIOR_TALLY_S
+
     def observe(self, saving_per_batch: float) -> None:
         """One batch's decision: a migration decided (reactively or on the batch's own
         tally) saves ``saving_per_batch`` seconds per batch; 0 when none was needed."""
