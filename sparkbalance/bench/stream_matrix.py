@@ -33,7 +33,7 @@ from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.controller import Controller
 from sparkbalance.state.control.layout import TableLayout
-from sparkbalance.state.control.lookahead import MISPLACED_SHARE, Lookahead
+from sparkbalance.state.control.lookahead import MISPLACED_COST, MISPLACED_SHARE, Lookahead
 
 __all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES",
            "all_cells", "base_frequencies", "cell_batches", "simulate", "run_cell",
@@ -91,7 +91,7 @@ class CostModel:
     fixed_s: float = 0.15
     tally_s: float = 0.01
     reroute_s: float = 0.05
-    reroute_misplaced_s: float = 0.0125
+    reroute_misplaced_s: float = MISPLACED_COST * 0.05
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
     bytes_per_key: float = 200.0
@@ -254,9 +254,10 @@ class _Run:
             self.pending = new            # a plan on this batch's counts replaces the last
             tallied = self.cost.tally_s + (self._reroute_s(new, counts) if new is not None
                                            else 0.0)
-            # as the operator: the tally is the map stage's job; routing again runs in
-            # the merge job, so the payoff model learns it as the move's cost
-            self.lookahead.observe_tally(self.cost.tally_s)
+            # as the operator: looking ahead costs the map stage's job and, when the plan
+            # moves, routing again — which runs in the merge job, so the payoff model
+            # learns it too, as the move's cost
+            self.lookahead.observe_tally(tallied)
             self.lookahead.observe(saving)
         moved_bytes, moved = 0.0, self.pending is not None
         if moved:

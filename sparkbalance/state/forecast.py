@@ -32,7 +32,8 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.control.lookahead import MAP_STAGE_S, MISPLACED_SHARE, Lookahead
+from sparkbalance.state.control.lookahead import (MAP_STAGE_S, MISPLACED_COST, MISPLACED_SHARE,
+                                                  Lookahead)
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
@@ -106,9 +107,10 @@ class Forecasting:
         With the bridge's chunks the counts come from the routing shuffle's own map stage,
         run first as adaptive execution runs it: the merge then reads its output, and a
         plan that moves routes the batch again — only the records it places elsewhere
-        when they are at most :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch
-        (``merge(position, None, routed)``: a second small shuffle with the moving state).
-        Without them one small job tallies."""
+        when they are at most
+        :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch
+        (``merge(position, None, routed)``: a second small shuffle with the moving
+        state). Without them one small job tallies."""
         la, c = self.lookahead, self._controller
         self._tally = None
         la.expect(map_stage=at.state.ops.chunks)
@@ -130,20 +132,27 @@ class Forecasting:
         self._tally = counts
         decision, judgement = self.judged(now, la.work(counts))
         self.observe(judgement, tallied=True)
-        # The price of looking ahead: a tally job, or one more job submitted (a moving
-        # batch's second small shuffle is the migration's cost, which the payoff learns).
-        la.observe_tally(seconds if merged.routed is None else MAP_STAGE_S)
-        if decision is None:
-            return now, merged
-        now = now.replace(pending=decision, pending_seq=at.seq)
-        # The batch's shuffle is written: when the plan places few of its records
-        # elsewhere, only those are routed again (route_chunks.Misplaced), else all.
         routed = merged.routed
-        if routed is not None:
+        if decision is not None and routed is not None:
+            # The batch's shuffle is written: when the plan places few of its records
+            # elsewhere, only those are routed again (route_chunks.Misplaced), else all.
             mis = Misplaced(at.state.layout, decision.layout, at.state.num_groups,
                             decision.candidates)
             if mis.records(counts) > MISPLACED_SHARE * sum(counts.values()):
                 routed = None
+        # The price of looking ahead: a tally job; with the chunks one more job submitted,
+        # and when the plan moves, the batch's map stage again (its measured seconds) or
+        # a part of it (only the misplaced records, MISPLACED_COST of a whole one).
+        if merged.routed is None:
+            la.observe_tally(seconds)
+        elif decision is None:
+            la.observe_tally(MAP_STAGE_S)
+        else:
+            la.observe_tally(MAP_STAGE_S + (seconds if routed is None
+                                            else MISPLACED_COST * seconds))
+        if decision is None:
+            return now, merged
+        now = now.replace(pending=decision, pending_seq=at.seq)
         return now, merge(now, None, routed)
 
     def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
