@@ -202,3 +202,35 @@ def test_a_plan_that_misplaces_few_records_keeps_the_operator_exact(sc):
     for pid, blk in enumerate(op.blocks_rdd.collect()):
         assert all(after(k) % N == pid for k in blk)
     op.close()
+
+
+def test_misplaced_records_are_dropped_only_where_they_no_longer_belong():
+    """Misplaced.drop on R frames (no job): a moved key's records leave its old partition
+    and stay on its new one; chunks of other groups and a migration's chunks pass as
+    they are."""
+    import pickle
+
+    from sparkbalance.routing.table import RoutingTable
+    from sparkbalance.state.control.layout import TableLayout
+    from sparkbalance.state.frames import format as fr
+    from sparkbalance.state.frames.moves import Carry
+    from sparkbalance.state.frames.route_chunks import Misplaced
+
+    G = 8
+    src = TableLayout(N, N)
+    k = next(k for k in range(100) if src.fn.assign([k])[0] == 0)
+    stay = next(j for j in range(100) if src.fn.assign([j])[0] == 0 and j != k)
+    m = Misplaced(src, TableLayout(N, N, RoutingTable({k: 2})), G)
+    assert m.keys == {k: 2} and m.records({k: 4, stay: 9}) == 4
+
+    def chunk(recs):
+        return fr.chunk_frame(recs, pickle.dumps(recs), G)
+
+    recs = [(k, 1), (stay, 2), (k, 3)]
+    carry = [(Carry(2), ("e", k))]
+    carried = fr.chunk_frame(carry, pickle.dumps(carry), G, [k])
+    old = list(m.drop(0, [chunk(recs), carried]))
+    assert fr.chunk_records(old[0]) == [(stay, 2)] and old[1] == carried
+    assert [fr.chunk_records(f) for f in m.drop(2, [chunk([(k, 1)])])] == [[(k, 1)]]
+    assert list(m.drop(0, [chunk([(k, 1)])])) == []
+    assert list(m.drop(1, [chunk([(stay, 5)])])) == [chunk([(stay, 5)])]
