@@ -62,7 +62,9 @@ def format_row(name: str, row: dict) -> str:
 
 
 def simulated(args: argparse.Namespace) -> int:
-    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s)
+    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s,
+                     reroute_misplaced_s=args.reroute_s * CostModel().reroute_misplaced_s
+                     / CostModel().reroute_s)
     cells = [parse_cell(c) for c in args.cells.split(",")] if args.cells else all_cells()
     print(f"stream matrix, simulated: n={args.partitions}, {args.batches} batches of "
           f"{args.records} records, {args.keys} keys, seeds {args.seeds}, {cost}")
@@ -127,6 +129,166 @@ def on_spark(args: argparse.Namespace) -> int:
     return 0
 
 
+def reroute_costs(args: argparse.Namespace) -> int:
+    """``--spark-costs``: what the cost model's look-ahead parts cost on real Spark.
+
+    One batch of ``--records`` records (the first cell of ``--cells``, batch 1) over the
+    state of batch 0, merged five ways from the same cached state, interleaved, medians of
+    ``--repeats``: ``base`` (no look-ahead, no move), ``ride`` (a move planned before the
+    batch riding in its shuffle: the reactive path), ``look`` (the batch's map stage run
+    first for its tally, no move), ``whole`` (look, then the plan moves and the whole
+    batch is routed again: the code before ``Misplaced``) and ``misplaced`` (look, then
+    only the moved keys' records are routed again). The plan moves ``n`` keys one
+    partition on: the batch's hottest (as Mixed moves hot keys), or from rank
+    ``--move-rank`` on (fewer misplaced records). Wall seconds under the
+    machine's load and CPU seconds of the process tree; the model's ``tally_s`` is
+    ``look - base`` and its ``reroute_s`` is ``X - look - (ride - base)``.
+    """
+    import operator as op_
+
+    from sparkbalance.bench.cpu import ProcessTreeCPU
+    from sparkbalance.bench.session import local_session, warm_up
+    from sparkbalance.bench.shifting import batch_records
+    from sparkbalance.routing.table import RoutingTable
+    from sparkbalance.state.control.layout import TableLayout
+    from sparkbalance.state.frames.format import DEFAULT_TABLE_GROUPS as G
+    from sparkbalance.state.frames.framed_state import FramedState
+    from sparkbalance.state.frames.rdds import frame_ops
+    from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
+    from sparkbalance.state.frames.window import StateFold
+    n = args.partitions
+    spark = local_session(n, "bench-stream-costs")
+    warm_up(spark, n)
+    sc = spark.sparkContext
+    ops = frame_ops(sc)
+    cell = parse_cell((args.cells or "zipf1.0/p2/sudden/unbounded").split(",")[0])
+    counts = cell_batches(cell, n, 2, args.records, args.keys, seed=0)
+    b0, b1 = [batch_records(np.array(list(c)), np.array(list(c.values())), seed=t)
+              for t, c in enumerate(counts)]
+    src = TableLayout(n, n)
+    ranked = [k for k, _ in counts[1].most_common(args.move_rank + n)]
+    hot = ranked[args.move_rank:]
+    homes = src.fn.assign(hot)
+    dst = TableLayout(n, n, RoutingTable({k: (int(p) + 1) % n for k, p in zip(hot, homes)}))
+    fold = StateFold(op_.add, 0, None, None, None)
+    first = FramedState.empty(ops, src, G).merge(sc.parallelize(b0, n), fold, 0)
+    first.rdd.cache()
+    first.stats()
+    state = first.state()
+    pairs = sc.parallelize(b1, n).cache()
+    pairs.count()
+
+    def run(way: str) -> int:
+        routed = None
+        if way in ("look", "whole", "misplaced"):
+            t = state.merge(pairs, fold, 1, tally=sc.accumulator({}, KeyTally()))
+            run_map_stage(t.routed)
+            routed = t.routed
+            if way == "look":
+                t.rdd.cache()
+                t.stats()
+                t.rdd.unpersist()
+                return 0
+        to = None if way == "base" else dst
+        m = state.merge(pairs, fold, 1, to=to,
+                        routed=routed if way == "misplaced" else None)
+        m.rdd.cache()
+        m.stats()
+        m.rdd.unpersist()
+        if m.carried is not None:
+            m.carried.unpersist()
+        return m.misplaced.routed.value if m.misplaced is not None else \
+            (len(b1) if way in ("whole", "ride") else 0)
+
+    ways = ["base", "ride", "look", "whole", "misplaced"]
+    wall: dict[str, list] = {w: [] for w in ways}
+    cpu: dict[str, list] = {w: [] for w in ways}
+    routed_records: dict[str, int] = {}
+    tree = ProcessTreeCPU()
+    run("base")
+    for rep in range(args.repeats):
+        for w in ways[rep % len(ways):] + ways[:rep % len(ways)]:
+            c0, t0 = tree.seconds(), time.perf_counter()
+            routed_records[w] = run(w)
+            wall[w].append(time.perf_counter() - t0)
+            cpu[w].append(tree.seconds() - c0)
+    print(f"look-ahead costs on Spark local[{n}], {len(b1)} records, {cell.name} batch 1, "
+          f"plan moves {len(hot)} keys from rank {args.move_rank}; "
+          f"load {os.getloadavg()[0]:.1f}")
+    med = {w: statistics.median(wall[w]) for w in ways}
+    mcpu = {w: statistics.median(cpu[w]) for w in ways}
+    for w in ways:
+        print(f"  {w:10s} wall {med[w]:6.3f} s  CPU {mcpu[w]:6.3f} s  "
+              f"records routed by the plan's layout {routed_records[w]}")
+    for name, d in (("wall", med), ("CPU", mcpu)):
+        move = d["ride"] - d["base"]
+        print(f"  {name}: tally_s = {d['look'] - d['base']:.3f}; reroute_s whole = "
+              f"{d['whole'] - d['look'] - move:.3f}, misplaced = "
+              f"{d['misplaced'] - d['look'] - move:.3f}")
+    spark.stop()
+    return 0
+
+
+def py4j_calls(args: argparse.Namespace) -> int:
+    """``--py4j``: the driver's py4j round trips per keyed-state batch (load does not
+    change them), by look-ahead mode, and the sparkbalance functions that make the most
+    (the innermost ``sparkbalance`` frame of each call's stack)."""
+    import collections
+    import operator as op_
+    import traceback
+
+    from sparkbalance.bench.session import local_session, warm_up
+    from sparkbalance.bench.shifting import batch_records
+    from sparkbalance.state.operator import KeyedStateOperator
+    n = args.partitions
+    spark = local_session(n, "bench-stream-py4j")
+    warm_up(spark, n)
+    sc = spark.sparkContext
+    cell = parse_cell((args.cells or "zipf1.0/p2/sudden/unbounded").split(",")[0])
+    counts = cell_batches(cell, n, args.batches, args.records, args.keys, seed=0)
+    batches = [batch_records(np.array(list(c)), np.array(list(c.values())), seed=t)
+               for t, c in enumerate(counts)]
+    client = sc._gateway._gateway_client
+    real = client.send_command
+    root = str(ROOT / "sparkbalance")
+    print(f"py4j round trips per batch on local[{n}], {cell.name}, {len(batches)} batches "
+          f"of {args.records} records")
+    for mode in ("never", "always", "auto"):
+        op = KeyedStateOperator(spark, n, update=op_.add, initial=0, planner="mixed",
+                                lookahead=mode)
+        per: list[int] = []
+        where: collections.Counter = collections.Counter()
+        on = [False]     # the batch's own calls only (not parallelize's)
+
+        def counting(*a, **kw):
+            if not on[0]:
+                return real(*a, **kw)
+            per[-1] += 1
+            for fr_ in reversed(traceback.extract_stack(limit=40)[:-1]):
+                if fr_.filename.startswith(root):
+                    where[f"{Path(fr_.filename).relative_to(ROOT)}:{fr_.name}"] += 1
+                    break
+            return real(*a, **kw)
+        client.send_command = counting
+        try:
+            for t, b in enumerate(batches):
+                rdd = sc.parallelize(b, n)
+                per.append(0)
+                on[0] = True
+                op.process(rdd, batch_id=t).count()
+                on[0] = False
+        finally:
+            client.send_command = real
+        moved = sum(1 for r in op.history if r.rebalanced)
+        op.close()
+        print(f"  lookahead={mode:6s} median {statistics.median(per):5.0f}, min {min(per)}, "
+              f"max {max(per)} round trips a batch ({moved} batches moved)")
+        for name, c in where.most_common(8):
+            print(f"      {c / len(per):7.1f}/batch  {name}")
+    spark.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--partitions", type=int, default=8)
@@ -144,10 +306,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="real-Spark runs per cell")
     p.add_argument("--io-us", type=float, default=100.0, help="real Spark: µs per value")
     p.add_argument("--quick", action="store_true", help="a smoke run: two small cells")
+    p.add_argument("--spark-costs", action="store_true",
+                   help="measure the look-ahead's tally and re-route costs on real Spark")
+    p.add_argument("--py4j", action="store_true",
+                   help="count the driver's py4j round trips per keyed-state batch")
+    p.add_argument("--move-rank", type=int, default=0,
+                   help="--spark-costs: the plan moves the keys from this rank on")
     args = p.parse_args(argv)
     if args.quick:
         args.cells = args.cells or "zipf1.0/p2/sudden/unbounded,zipf0.8/p10/gradual/w3"
         args.batches, args.records, args.keys, args.seeds = 10, 4000, 500, 1
+    if args.py4j:
+        return py4j_calls(args)
+    if args.spark_costs:
+        return reroute_costs(args)
     return on_spark(args) if args.spark else simulated(args)
 
 

@@ -33,7 +33,7 @@ from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.controller import Controller
 from sparkbalance.state.control.layout import TableLayout
-from sparkbalance.state.control.lookahead import Lookahead
+from sparkbalance.state.control.lookahead import MISPLACED_COST, MISPLACED_SHARE, Lookahead
 
 __all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES",
            "all_cells", "base_frequencies", "cell_batches", "simulate", "run_cell",
@@ -80,13 +80,18 @@ class CostModel:
     ahead (:mod:`~sparkbalance.state.control.lookahead`) costs ``tally_s`` per batch — the
     routing shuffle's map stage submitted on its own, one more job's scheduling (with the
     bridge), or a whole tally job (without it: ~0.05 s) — and ``reroute_s`` more in a batch
-    whose plan moves (its map stage runs again, routed by the new layout).
+    whose plan moves (its map stage runs again, routed by the new layout), or
+    ``reroute_misplaced_s`` when the plan misplaces at most
+    :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch's records
+    (only those are routed again). Their ratio is measured on real Spark
+    (``bench_stream_matrix.py --spark-costs``: CPU seconds 0.15 against 0.60).
     """
 
     s_per_value: float = 100e-6
     fixed_s: float = 0.15
     tally_s: float = 0.01
     reroute_s: float = 0.05
+    reroute_misplaced_s: float = MISPLACED_COST * 0.05
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
     bytes_per_key: float = 200.0
@@ -188,6 +193,7 @@ class _Run:
         self.oracle = policy.startswith(ORACLE_PREFIX)
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window)
+        self.lookahead.expect(map_stage=True)      # the bridge's path (tally_s 0.01)
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
         self.keys: dict = {}           # key -> last batch it had records in
@@ -223,6 +229,17 @@ class _Run:
         moved = self.layout.fn.assign(keys) != new.fn.assign(keys)
         return float(moved.sum()) * self.cost.bytes_per_key
 
+    def _reroute_s(self, new: TableLayout, counts: Counter) -> float:
+        """What routing a look-ahead batch again costs when its plan moves to ``new``:
+        the whole batch, or only its misplaced records when few (as the operator does)."""
+        cands = list(self.layout.table.diff(new.table).keys)
+        if cands:
+            moved = self.layout.fn.assign(cands) != new.fn.assign(cands)
+            misplaced = sum(counts.get(k, 0) for k, m in zip(cands, moved.tolist()) if m)
+            if misplaced <= MISPLACED_SHARE * sum(counts.values()):
+                return self.cost.reroute_misplaced_s
+        return self.cost.reroute_s
+
     def batch(self, t: int, batches: Sequence[Counter]) -> None:
         counts = batches[t]
         work = _window_work(batches, t, self.window)
@@ -235,7 +252,11 @@ class _Run:
             looked = True
             new, saving = self._decide(self._measure(work, self.layout))
             self.pending = new            # a plan on this batch's counts replaces the last
-            tallied = self.cost.tally_s + (self.cost.reroute_s if new is not None else 0.0)
+            tallied = self.cost.tally_s + (self._reroute_s(new, counts) if new is not None
+                                           else 0.0)
+            # as the operator: looking ahead costs the map stage's job and, when the plan
+            # moves, routing again — which runs in the merge job, so the payoff model
+            # learns it too, as the move's cost
             self.lookahead.observe_tally(tallied)
             self.lookahead.observe(saving)
         moved_bytes, moved = 0.0, self.pending is not None
@@ -252,7 +273,8 @@ class _Run:
         self.seconds.append(secs)
         if self.controller.planner is None or self.oracle:
             return
-        self.controller.observe_batch(secs - tallied, m, moved_bytes)
+        self.controller.observe_batch(secs - (self.cost.tally_s if looked else 0.0), m,
+                                      moved_bytes)
         new, saving = self._decide(m)
         self.pending = new
         if not looked:

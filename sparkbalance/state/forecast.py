@@ -32,13 +32,14 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.control.lookahead import MAP_STAGE_S, Lookahead
+from sparkbalance.state.control.lookahead import (MAP_STAGE_S, MISPLACED_COST, MISPLACED_SHARE,
+                                                  Lookahead)
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
 from sparkbalance.spark.rdd.maptally import read_tally
 from sparkbalance.spark.session.jobs import sparkbalance_job_group
-from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
+from sparkbalance.state.frames.route_chunks import KeyTally, Misplaced, run_map_stage
 from sparkbalance.state.frames.tally import tally_keys
 from sparkbalance.state.inputs import nan_in_key, state_key_error
 
@@ -96,7 +97,7 @@ class Forecasting:
 
     # ------------------------------------------------------------------ the batch being merged
     def ahead(self, at: "Position", pairs: Any, group: str,
-              merge: Callable[["Position", Any], Any]) -> tuple["Position", Any]:
+              merge: Callable[..., Any]) -> tuple["Position", Any]:
         """The batch ``pairs`` merged from ``at`` (``merge(position, tally)``, lazy), planned
         on its own key counts when the lookahead wants it: ``(position, merged)``, the
         position's pending decision the layout that pays for this batch (it rides in the
@@ -104,10 +105,15 @@ class Forecasting:
         decided after the previous batch (nothing of it moved yet).
 
         With the bridge's chunks the counts come from the routing shuffle's own map stage,
-        run first as adaptive execution runs it: the merge then reads its output, and only
-        a batch whose plan moves is routed again. Without them one small job tallies."""
+        run first as adaptive execution runs it: the merge then reads its output, and a
+        plan that moves routes the batch again — only the records it places elsewhere
+        when they are at most
+        :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch
+        (``merge(position, None, routed)``: a second small shuffle with the moving
+        state). Without them one small job tallies."""
         la, c = self.lookahead, self._controller
         self._tally = None
+        la.expect(map_stage=at.state.ops.chunks)
         if c.planner is None or not la.wanted():
             return at, merge(at, None)
         now = at.replace(pending=None, pending_seq=-1)
@@ -126,13 +132,28 @@ class Forecasting:
         self._tally = counts
         decision, judgement = self.judged(now, la.work(counts))
         self.observe(judgement, tallied=True)
-        # The price of looking ahead: a tally job, or a map stage run again when it moves.
-        la.observe_tally(seconds if merged.routed is None or decision is not None
-                         else MAP_STAGE_S)
+        routed = merged.routed
+        if decision is not None and routed is not None:
+            # The batch's shuffle is written: when the plan places few of its records
+            # elsewhere, only those are routed again (route_chunks.Misplaced), else all.
+            mis = Misplaced(at.state.layout, decision.layout, at.state.num_groups,
+                            decision.candidates)
+            if mis.records(counts) > MISPLACED_SHARE * sum(counts.values()):
+                routed = None
+        # The price of looking ahead: a tally job; with the chunks one more job submitted,
+        # and when the plan moves, the batch's map stage again (its measured seconds) or
+        # a part of it (only the misplaced records, MISPLACED_COST of a whole one).
+        if merged.routed is None:
+            la.observe_tally(seconds)
+        elif decision is None:
+            la.observe_tally(MAP_STAGE_S)
+        else:
+            la.observe_tally(MAP_STAGE_S + (seconds if routed is None
+                                            else MISPLACED_COST * seconds))
         if decision is None:
             return now, merged
         now = now.replace(pending=decision, pending_seq=at.seq)
-        return now, merge(now, None)
+        return now, merge(now, None, routed)
 
     def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
         """The operator's decision for ``costs`` from ``at``'s state: a plan when λ > 1 + θ,

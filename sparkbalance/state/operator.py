@@ -181,7 +181,7 @@ class KeyedStateOperator:
             pairs = as_pairs(batch, self.key_col, self.value_col)
             self._at, merged = self._forecasting.ahead(
                 self._at, pairs, f"sparkbalance-state-{id(self)}-{seq}",
-                lambda at, tally: self._merged(pairs, at=at, tally=tally))
+                lambda at, tally, routed=None: self._merged(pairs, True, at, tally, routed))
             m = self._measure(merged)
             decision = self._decide(m)
             frames = outputs_frames(merged)
@@ -203,9 +203,10 @@ class KeyedStateOperator:
         """
         return self._merged(as_pairs(batch, self.key_col, self.value_col), False).rdd
 
-    def _merged(self, pairs: Any, carry: bool = True, at: Any = None, tally: Any = None
-                ) -> Merged:
-        return (at or self._at).merged(pairs, self._fold, self._level if carry else None, tally)
+    def _merged(self, pairs: Any, carry: bool = True, at: Any = None, tally: Any = None,
+                routed: Any = None) -> Merged:
+        level = self._level if carry else None
+        return (at or self._at).merged(pairs, self._fold, level, tally, routed)
 
     def _measure(self, merged: Merged) -> Measurement:
         """Run the merge (one job, cached; the state becomes the merged one, placed by

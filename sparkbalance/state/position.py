@@ -69,16 +69,18 @@ class Position:
         return self.state.layout if self.pending is None else self.pending.layout
 
     def merged(self, pairs: Any, fold: "StateFold", carried_level: Any = None,
-               tally: Any = None) -> "Merged":
+               tally: Any = None, routed: Any = None) -> "Merged":
         """The lazy merge of ``pairs`` (validated ``(key, value)``) into the state as batch
         ``seq``; a pending migration rides in it (its carried state cached at
         ``carried_level``, None: not cached). ``tally``: an accumulator the routing
-        shuffle's map side counts the batch's keys into (no pending migration)."""
+        shuffle's map side counts the batch's keys into (no pending migration);
+        ``routed``: the batch's routing shuffle by the current layout, already written
+        (only what the pending migration places elsewhere is routed again)."""
         p = self.pending
         if p is None:
             return self.state.merge(pairs, fold, self.seq, tally=tally)
         return self.state.merge(pairs, fold, self.seq, to=p.layout, candidates=p.candidates,
-                                carried_level=carried_level)
+                                carried_level=carried_level, routed=routed)
 
     def replace(self, **changes: Any) -> "Position":
         """This position with ``changes`` (field names of :class:`Position`)."""

@@ -108,3 +108,129 @@ def test_lookahead_resumes_from_a_checkpoint_exactly(sc, tmp_path):
 def test_lookahead_rejects_an_unknown_mode(sc):
     with pytest.raises(ValueError, match="lookahead='sometimes'"):
         _op(sc, lookahead="sometimes")
+
+
+def _group_layouts(G: int):
+    from sparkbalance.state.control.layout import GroupLayout
+    src = GroupLayout.initial(N, G)
+    bounds = src.bounds.copy()
+    bounds[1] -= 2                       # two groups of partition 0 move to partition 1
+    return src, GroupLayout(N, N, G, bounds, src.phys.copy(), 1)
+
+
+def _table_layouts(G: int):
+    from sparkbalance.routing.table import RoutingTable
+    from sparkbalance.state.control.layout import TableLayout
+    src = TableLayout(N, N)
+    homes = home_partitions(list(range(60)), N)
+    moved = {k: (int(p) + 1) % N for k, p in zip(range(60), homes) if k % 3 == 0}
+    return src, TableLayout(N, N, RoutingTable(moved))
+
+
+@pytest.mark.parametrize("kind", ["table", "groups"])
+def test_a_moving_plan_routes_again_only_the_records_it_places_elsewhere(sc, kind):
+    """The look-ahead's batch is routed by the old layout (its map stage run for the
+    tally); the plan made on it moves some keys: only their records are routed again,
+    with the moving state, and the state equals a plain recomputation — nothing lost or
+    duplicated, every key on the partition the new layout names."""
+    from sparkbalance.state.frames.framed_state import FramedState, Merged
+    from sparkbalance.state.frames.rdds import frame_ops
+    from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
+    from sparkbalance.state.frames.window import StateFold
+
+    ops = frame_ops(sc)
+    if not ops.chunks:
+        pytest.skip("bridge jar with R frames not built")
+    G = 16
+    src, dst = (_table_layouts if kind == "table" else _group_layouts)(G)
+    fold = StateFold(operator.add, 0, None, None, None)
+    rng = np.random.default_rng(7)
+    b0 = [(int(k), 1) for k in rng.integers(0, 60, 400)]
+    b1 = [(int(k), 2) for k in rng.integers(0, 60, 400)]
+    first = FramedState.empty(ops, src, G).merge(sc.parallelize(b0, 2), fold, 0)
+    first.rdd.cache()
+    first.stats()
+    state = first.state()
+    pairs = sc.parallelize(b1, 2)
+    tallied = state.merge(pairs, fold, 1, tally=sc.accumulator({}, KeyTally()))
+    run_map_stage(tallied.routed)
+    merged = state.merge(pairs, fold, 1, to=dst, routed=tallied.routed)
+    merged.rdd.cache()
+    out, got, _ = Merged.moved(merged.stats())
+    assert out == got > 0
+    ref: dict = {}
+    _apply(ref, b0)
+    _apply(ref, b1)
+    assert merged.state().collect() == ref
+    assert dict(merged.outputs().collect()) == {k: ref[k] for k, _ in b1}
+    fn = dst.fn
+    for pid, blk in enumerate(merged.state().blocks().collect()):
+        assert all(fn(k) % N == pid for k in blk)
+    # only the moved keys' records went through the second shuffle
+    srcp, dstp = src.fn, dst.fn
+    misplaced = sum(1 for k, _ in b1 if srcp(k) % N != dstp(k) % N)
+    assert 0 < merged.misplaced.routed.value == misplaced < len(b1)
+    merged.rdd.unpersist()
+    first.rdd.unpersist()
+
+
+def test_a_plan_that_misplaces_few_records_keeps_the_operator_exact(sc):
+    """Many warm keys homed on one partition: the plan on the batch itself moves a few of
+    them, under MISPLACED_SHARE of the batch's records, so the operator routes only those
+    again (route_chunks.Misplaced); state and outputs equal a plain recomputation."""
+    from sparkbalance.state.control.lookahead import MISPLACED_SHARE
+
+    rng = np.random.default_rng(11)
+    keys = list(range(5000, 5400))
+    homes = home_partitions(keys, N)
+    on0 = [k for k, p in zip(keys, homes) if p == 0][:40]
+    base = [int(k) for k in rng.choice(keys[:200], 1400)]
+    b0 = [(k, 1) for k in base]
+    b1 = [(k, 1) for k in base] + [(k, 1) for k in on0 for _ in range(5)]
+    op, ref = _op(sc, lookahead="always"), {}
+    op.process(sc.parallelize(b0, 2), batch_id=0)
+    _apply(ref, b0)
+    before = op.partition_function
+    out = dict(op.process(sc.parallelize(b1, 2), batch_id=1).collect())
+    _apply(ref, b1)
+    after = op.partition_function
+    assert op.history[-1].rebalanced
+    misplaced = sum(1 for k, _ in b1 if before(k) % N != after(k) % N)
+    assert 0 < misplaced <= MISPLACED_SHARE * len(b1)
+    assert out == {k: ref[k] for k, _ in b1}
+    assert op.collect_state() == ref
+    for pid, blk in enumerate(op.blocks_rdd.collect()):
+        assert all(after(k) % N == pid for k in blk)
+    op.close()
+
+
+def test_misplaced_records_are_dropped_only_where_they_no_longer_belong():
+    """Misplaced.drop on R frames (no job): a moved key's records leave its old partition
+    and stay on its new one; chunks of other groups and a migration's chunks pass as
+    they are."""
+    import pickle
+
+    from sparkbalance.routing.table import RoutingTable
+    from sparkbalance.state.control.layout import TableLayout
+    from sparkbalance.state.frames import format as fr
+    from sparkbalance.state.frames.moves import Carry
+    from sparkbalance.state.frames.route_chunks import Misplaced
+
+    G = 8
+    src = TableLayout(N, N)
+    k = next(k for k in range(100) if src.fn.assign([k])[0] == 0)
+    stay = next(j for j in range(100) if src.fn.assign([j])[0] == 0 and j != k)
+    m = Misplaced(src, TableLayout(N, N, RoutingTable({k: 2})), G)
+    assert m.keys == {k: 2} and m.records({k: 4, stay: 9}) == 4
+
+    def chunk(recs):
+        return fr.chunk_frame(recs, pickle.dumps(recs), G)
+
+    recs = [(k, 1), (stay, 2), (k, 3)]
+    carry = [(Carry(2), ("e", k))]
+    carried = fr.chunk_frame(carry, pickle.dumps(carry), G, [k])
+    old = list(m.drop(0, [chunk(recs), carried]))
+    assert fr.chunk_records(old[0]) == [(stay, 2)] and old[1] == carried
+    assert [fr.chunk_records(f) for f in m.drop(2, [chunk([(k, 1)])])] == [[(k, 1)]]
+    assert list(m.drop(0, [chunk([(k, 1)])])) == []
+    assert list(m.drop(1, [chunk([(stay, 5)])])) == [chunk([(stay, 5)])]

@@ -103,3 +103,17 @@ def test_the_matrix_benchmark_runs_quick(capsys):
     assert bench.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "zipf1.0/p2/sudden/unbounded" in out and "cells met" in out
+
+
+def test_the_prior_tally_cost_is_the_look_ahead_path_s_until_one_is_measured():
+    from sparkbalance.state.control.lookahead import MAP_STAGE_S
+    la = Lookahead("auto")
+    la.observe(saving_per_batch=0.3)             # lag 0.03 s a batch: under a tally job
+    assert not la.wanted()
+    la.expect(map_stage=True)                    # the bridge's map stage costs less
+    assert la.tally_s == MAP_STAGE_S and la.wanted()
+    la.expect(map_stage=False)
+    assert la.tally_s == PRIOR_TALLY_S
+    la.observe_tally(0.2)                        # measured: no prior replaces it
+    la.expect(map_stage=True)
+    assert la.tally_s == 0.2

@@ -31,7 +31,8 @@ from sparkbalance.state.frames.blocks import group_block
 from sparkbalance.state.frames.merge import merge_partition
 from sparkbalance.state.frames.rdds import FrameOps, as_frames, mask_of, summaries
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
-from sparkbalance.state.frames.route_chunks import batch_chunks, carried_chunks, shuffle_chunks
+from sparkbalance.state.frames.route_chunks import (Misplaced, batch_chunks, carried_chunks,
+                                                   shuffle_chunks)
 from sparkbalance.state.frames.window import StateFold
 
 __all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
@@ -84,7 +85,7 @@ class FramedState:
     def merge(self, pairs: Any, fold: StateFold, seq: int,
               to: TableLayout | GroupLayout | None = None,
               candidates: frozenset | None = None, carried_level: Any = None,
-              tally: Any = None) -> "Merged":
+              tally: Any = None, routed: Any = None) -> "Merged":
         """The lazy merge of ``pairs`` (an RDD of ``(key, value)``) into the state: the
         batch is routed by the layout (its one shuffle) and folded into the frames of its
         keys' groups (:func:`~sparkbalance.state.frames.merge.merge_partition`). No job runs.
@@ -104,6 +105,12 @@ class FramedState:
         it, and :attr:`Merged.routed` is the shuffle's RDD (None when the bridge's chunks
         do not route the batch), whose map stage can run first
         (:func:`~sparkbalance.state.frames.route_chunks.run_map_stage`).
+
+        ``routed`` (with ``to``): the batch's routing shuffle by this state's layout,
+        its map stage already run (:attr:`Merged.routed` of the merge planned on): the
+        batch is not routed again — only the records ``to`` places elsewhere are, in a
+        second small shuffle with the carried state, and the merge drops them from the
+        first one's chunks (:class:`~sparkbalance.state.frames.route_chunks.Misplaced`).
         """
         G = self.num_groups
         src = self.layout
@@ -115,7 +122,8 @@ class FramedState:
         # planner needs no other key (and a big state costs no per-key driver work).
         watch = None if per_group else frozenset(layout.table.routes)
         state = self.rdd
-        chunked, routed = False, None
+        chunked, reused, misplaced = False, routed, None
+        routed = None
         if layout is src:
             if self.ops.chunks and inlinable(fn):
                 # The routing shuffle's chunks are the merge's input as they are (R frames
@@ -151,7 +159,12 @@ class FramedState:
                 carried = touched.mapPartitionsWithIndex(_carry)
             if carried_level is not None:
                 carried.persist(carried_level)
-            if chunked:   # batch and carried chunks as R frames: one Python pass to merge
+            if chunked and reused is not None and reused.getNumPartitions() == P:
+                # the batch's shuffle by the old layout is written: route only what moves
+                misplaced = Misplaced(src, layout, G, candidates)
+                batch_frames = self.ops.concat(reused, shuffle_chunks(
+                    [batch_chunks(misplaced.select(pairs), fn, G), carried], P, fn))
+            elif chunked:   # batch and carried chunks as R frames: one Python pass to merge
                 batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G), carried], P, fn)
             else:
                 routed = (shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
@@ -179,9 +192,10 @@ class FramedState:
         expire = None if fold.window is None else seq - fold.window
         rdd = self.ops.merge_around(
             state, batch_frames, mask, G, expire,
-            lambda pid, it: merge_partition(pid, it, fold, seq, G, per_group, watch, move,
-                                            chunked))
-        return Merged(self, rdd, layout, carried, read, routed)
+            lambda pid, it: merge_partition(
+                pid, it if misplaced is None else misplaced.drop(pid, it), fold, seq, G,
+                per_group, watch, move, chunked))
+        return Merged(self, rdd, layout, carried, read, routed, misplaced)
 
     # ------------------------------------------------------------------ reading
     def stats(self) -> list[tuple]:
@@ -266,8 +280,13 @@ class Merged:
 
     def __init__(self, base: FramedState, rdd: Any,
                  layout: TableLayout | GroupLayout | None = None, carried: Any = None,
-                 frames_read: Any = None, routed: Any = None) -> None:
+                 frames_read: Any = None, routed: Any = None, misplaced: Any = None
+                 ) -> None:
         self.base = base
+        #: The records a riding plan placed elsewhere, routed again on their own
+        #: (:class:`~sparkbalance.state.frames.route_chunks.Misplaced`; None: the whole
+        #: batch was routed by the new layout, or nothing moves).
+        self.misplaced = misplaced
         #: The routing shuffle's RDD when its map side tallies the batch's keys (else None).
         self.routed = routed
         #: The merged frame RDD; persist it before :meth:`stats` so that :meth:`state` and

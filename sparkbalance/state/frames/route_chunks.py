@@ -8,6 +8,8 @@ Spark side of :mod:`sparkbalance.state.frames.framed_state` (imports pyspark ins
 from __future__ import annotations
 
 import functools
+import itertools
+import pickle
 from collections import Counter
 from operator import itemgetter
 from typing import Any, Iterable
@@ -19,7 +21,7 @@ from sparkbalance.state.frames import moves as fm
 from sparkbalance.state.frames import format as fr
 
 __all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks", "KeyTally",
-           "run_map_stage"]
+           "run_map_stage", "Misplaced"]
 
 
 class KeyTally:
@@ -145,3 +147,126 @@ def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False
     return out
 
 
+
+
+class Misplaced:
+    """The records of a batch routed by layout ``src`` that a plan ``dst`` places
+    elsewhere, once the batch's routing shuffle is written (its map stage run first, for
+    the look-ahead's tally, :mod:`sparkbalance.state.control.lookahead`).
+
+    Only the keys whose partition changes are misplaced, so the batch is not routed
+    again: :meth:`select` keeps their records (a filter pass, no routing of the rest),
+    a second small shuffle sends them by ``dst`` with the migration's carried state, and
+    :meth:`drop` takes them out of the first shuffle's chunks on the merge side.
+
+    Parameters
+    ----------
+    src, dst : the layouts (same partition count; both routing tables or both key groups).
+    num_groups : G, the frames' key groups.
+    candidates : a routing table's delta keys (None: ``src.table.diff(dst.table)``).
+
+    Examples
+    --------
+    >>> from sparkbalance.routing.table import RoutingTable
+    >>> from sparkbalance.state.control.layout import TableLayout
+    >>> a = TableLayout(2, 2, RoutingTable())
+    >>> k = next(k for k in range(9) if a.fn.assign([k])[0] == 0)
+    >>> m = Misplaced(a, TableLayout(2, 2, RoutingTable({k: 1})), 4)
+    >>> m.keys == {k: 1}
+    True
+    """
+
+    def __init__(self, src: Any, dst: Any, num_groups: int,
+                 candidates: frozenset | None = None) -> None:
+        from sparkbalance.routing.keygroups import key_groups
+        from sparkbalance.state.control.layout import GroupLayout
+        self.num_groups = G = int(num_groups)
+        P = dst.num_physical
+        self.routed: Any = None              # records routed again (select's accumulator)
+        self.keys: dict | None = None        # moved key -> its new partition (tables)
+        self.groups: dict = {}                # moved group -> its new partition
+        if isinstance(dst, GroupLayout):
+            old, new = src.group_to_partition(), dst.group_to_partition()
+            self.groups = {int(g): int(new[g]) for g in np.flatnonzero(old != new)}
+            return
+        cand = list(src.table.diff(dst.table).keys if candidates is None else candidates)
+        if cand:
+            a = np.asarray(src.fn.assign(cand)) % P
+            b = np.asarray(dst.fn.assign(cand)) % P
+            self.keys = {k: int(q) for k, p, q in zip(cand, a.tolist(), b.tolist()) if p != q}
+        else:
+            self.keys = {}
+        moved = list(self.keys)
+        self.groups = dict.fromkeys(key_groups(moved, G).tolist()) if moved else {}
+
+    def records(self, counts: dict) -> int:
+        """The misplaced records of a batch of records per key ``counts`` (its tally).
+
+        Examples
+        --------
+        >>> m = Misplaced.__new__(Misplaced)
+        >>> m.keys, m.groups = {"a": 1}, {}
+        >>> m.records({"a": 3, "b": 5})
+        3
+        """
+        if self.keys is not None:
+            return int(sum(counts.get(k, 0) for k in self.keys))
+        if not self.groups or not counts:
+            return 0
+        from sparkbalance.routing.keygroups import key_groups
+        keys = list(counts)
+        gs = key_groups(keys, self.num_groups).tolist()
+        return int(sum(counts[k] for k, g in zip(keys, gs) if g in self.groups))
+
+    def _kept(self, recs: list, pid: int | None) -> list:
+        """``recs`` without the misplaced ones (``pid`` None: only the misplaced ones)."""
+        if self.keys is not None:
+            keys = self.keys
+            if pid is None:
+                return [r for r in recs if r[0] in keys]
+            return [r for r in recs if keys.get(r[0], pid) == pid]
+        from sparkbalance.routing.keygroups import key_groups
+        groups = self.groups
+        gs = key_groups([r[0] for r in recs], self.num_groups).tolist()
+        if pid is None:
+            return [r for r, g in zip(recs, gs) if g in groups]
+        return [r for r, g in zip(recs, gs) if groups.get(g, pid) == pid]
+
+    def select(self, pairs: Any) -> Any:
+        """The misplaced records of the RDD ``pairs`` (lazy; one pass, in slices),
+        counted in :attr:`routed` (an accumulator: the records routed a second time)."""
+        kept = self._kept
+        self.routed = count = pairs.context.accumulator(0)
+
+        def _select(it: Iterable) -> Iterable:
+            while True:
+                recs = list(itertools.islice(it, 4096))
+                if not recs:
+                    return
+                out = kept(recs, None)
+                count.add(len(out))
+                yield from out
+        return pairs.mapPartitions(_select)
+
+    def drop(self, pid: int, frames: Iterable[bytes]) -> Iterable[bytes]:
+        """``frames`` of partition ``pid`` without the misplaced records in its ``R``
+        chunks; only a chunk listing a moved key's group is decoded."""
+        groups, G = self.groups, self.num_groups
+        for f in frames:
+            if f[0] != fr.TAG_CHUNK or not groups:
+                yield f
+                continue
+            h = fr.header(f)
+            listed = np.frombuffer(f, dtype=">i4", count=h.nkeys, offset=fr.HEADER_SIZE)
+            if not any(int(g) in groups for g in listed):
+                yield f
+                continue
+            recs = fr.chunk_records(f, h)
+            if recs and type(recs[0][0]) is fm.Carry:   # a migration's chunk: its own
+                yield f
+                continue
+            kept = self._kept(recs, pid)
+            if len(kept) == len(recs):
+                yield f
+            elif kept:
+                yield fr.chunk_frame(kept, pickle.dumps(kept, pickle.HIGHEST_PROTOCOL), G)
