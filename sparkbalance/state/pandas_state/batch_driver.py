@@ -10,7 +10,9 @@ Per source batch ``b`` (exactly once, keyed by ``b``):
    (Spark keeps a batch's timestamp and watermark in its offset log for the same reason);
 2. **keys due** — the keys whose timeout is below the batch's threshold (kept on the driver
    from the timeout changes the batches report) get a :data:`~.group_call.TICK`;
-3. **merge** — the rows, keyed by their grouping tuple, and the ticks go through
+3. **merge** — the rows (as Arrow chunks per key and input batch, :mod:`.arrow_input`, or
+   as Python rows where the schema needs them), keyed by their grouping tuple, and the
+   ticks go through
    :meth:`KeyedStateOperator.process(pairs, batch_id=b)
    <sparkbalance.state.operator.KeyedStateOperator.process>`: routed by the balanced
    layout, merged into the state (the function is called once per key), measured and
@@ -31,6 +33,8 @@ import time
 from typing import Any
 
 from sparkbalance.state.durability.store import store_for
+from sparkbalance.state.pandas_state.arrow_input import (KEY_TYPES, arrow_pairs, arrow_ready,
+                                                         arrow_schema)
 from sparkbalance.state.pandas_state.arrow_rows import arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
@@ -71,12 +75,24 @@ class BatchDriver:
     meta_dir : where each batch's clock is saved: a local path, a Hadoop URI or a store
         (:func:`~sparkbalance.state.durability.store.store_for`), or None.
     event_col, delay_ms : the watermarked column and its delay, or None.
+    arrow_input : rows reach the merge as Arrow chunks per key (:mod:`.arrow_input`);
+        None (default): when the schema allows it (:func:`~.arrow_input.arrow_ready`);
+        False: as Python rows through ``DataFrame.rdd``.
     """
 
     def __init__(self, spark: Any, operator: Any, call: GroupCall, out_schema: Any,
                  sink: Any, meta_dir: str | None, event_col: str | None,
-                 delay_ms: int | None) -> None:
+                 delay_ms: int | None, arrow_input: bool | None = None) -> None:
         self.spark, self.op, self.call = spark, operator, call
+        schema = call.converter.schema
+        keys = [schema.names[i] for i in call.key_index]
+        ready = arrow_ready(spark, schema, keys)
+        if arrow_input and not ready:
+            raise ValueError(f"arrow_input=True for a stream of {schema.simpleString()} "
+                             f"grouped by {keys}; Arrow chunks need grouping columns of "
+                             f"{', '.join(KEY_TYPES)} (and useLargeVarTypes off)")
+        self.arrow_input = ready if arrow_input is None else bool(arrow_input)
+        self._arrow_schema = arrow_schema(schema) if self.arrow_input else None
         self.out_schema, self.sink = out_schema, sink
         self.meta = None if meta_dir is None else store_for(spark.sparkContext, meta_dir)
         self.event_col = event_col
@@ -171,12 +187,14 @@ class BatchDriver:
 
     def _pairs(self, df: Any, clock: BatchClock) -> Any:
         index = self.call.key_index
+        if self.arrow_input:
+            pairs = arrow_pairs(df, self._arrow_schema, index)
+        else:
+            def pair(row: Any) -> tuple:
+                t = tuple(row)
+                return (state_key(tuple(t[i] for i in index)), t)
 
-        def pair(row: Any) -> tuple:
-            t = tuple(row)
-            return (state_key(tuple(t[i] for i in index)), t)
-
-        pairs = df.rdd.map(pair)
+            pairs = df.rdd.map(pair)
         if self.call.timeout == "NoTimeout" or not self.due:
             return pairs
         if self.call.timeout == "ProcessingTimeTimeout":

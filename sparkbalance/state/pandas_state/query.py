@@ -35,7 +35,9 @@ def stateful(grouped: Any, num_partitions: int | None = None, **operator_args: A
     ----------
     grouped : ``stream.groupBy(col, ...)`` of a streaming DataFrame (plain columns).
     num_partitions : state partitions; default ``spark.sql.shuffle.partitions`` (Spark's).
-    **operator_args : passed to :class:`~sparkbalance.state.operator.KeyedStateOperator`
+    **operator_args : ``arrow_input`` (None: rows reach the function through Arrow chunks
+        per key when the schema allows, :mod:`.arrow_input`; False: as Python rows), the
+        rest passed to :class:`~sparkbalance.state.operator.KeyedStateOperator`
         (``planner``, ``theta``, ``listener``, ``trigger``, ...).
 
     Examples
@@ -58,16 +60,18 @@ def stateful(grouped: Any, num_partitions: int | None = None, **operator_args: A
     if missing:
         raise ValueError(f"groupBy expressions {missing} are not columns of the stream "
                          f"{df.columns}; group by plain columns (withColumn first)")
-    return StatefulGroups(df, keys, num_partitions, operator_args)
+    arrow_input = operator_args.pop("arrow_input", None)
+    return StatefulGroups(df, keys, num_partitions, operator_args, arrow_input)
 
 
 class StatefulGroups:
     """The grouped stream; :meth:`applyInPandasWithState` as Spark's."""
 
     def __init__(self, df: Any, keys: list[str], num_partitions: int | None,
-                 operator_args: dict) -> None:
+                 operator_args: dict, arrow_input: bool | None = None) -> None:
         self.df, self.keys = df, list(keys)
         self.num_partitions, self.operator_args = num_partitions, dict(operator_args)
+        self.arrow_input = arrow_input
 
     def applyInPandasWithState(self, func: Callable, outputStructType: Any,
                                stateStructType: Any, outputMode: str,
@@ -220,7 +224,7 @@ class StatefulWriter:
         wm = f.watermark
         self.driver = BatchDriver(spark, op, call, f.schema, sink, meta,
                                   None if wm is None else wm[0],
-                                  None if wm is None else wm[1])
+                                  None if wm is None else wm[1], f.groups.arrow_input)
         w = df.writeStream.foreachBatch(self.driver).option("checkpointLocation", ck)
         if self._trigger:
             w = w.trigger(**self._trigger)
