@@ -72,7 +72,8 @@ def key_chunks(messages: Iterable[bytes], schema: Any, key_index: list[int]
                ) -> Iterator[tuple[tuple, RowChunk]]:
     """``(key tuple, RowChunk)`` per key of each Arrow record-batch message, rows of a key
     in their order in the batch (a NaN key part is mapped as
-    :func:`~.batch_driver.state_key` maps it).
+    :func:`~.batch_driver.state_key` maps it; a key may come as several chunks, in
+    order).
 
     Examples
     --------
@@ -81,31 +82,32 @@ def key_chunks(messages: Iterable[bytes], schema: Any, key_index: list[int]
     >>> b = pa.record_batch([pa.array(["a", "b", "a"]), pa.array([1, 2, 3])], schema=sch)
     >>> [(k, c.rows) for k, c in key_chunks([b.serialize().to_pybytes()], sch, [0])]
     [(('a',), 2), (('b',), 1)]
+    >>> [(k, c.rows) for k, c in key_chunks([b.slice(0, 1).serialize().to_pybytes()], sch, [0])]
+    [(('a',), 1)]
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
     from sparkbalance.state.pandas_state.batch_driver import state_key
+    names = [schema.names[i] for i in key_index]
     for msg in messages:
         batch = pa.ipc.read_record_batch(pa.py_buffer(msg), schema)
         n = batch.num_rows
         if n == 0:
             continue
-        cols = [batch.column(i).to_pylist() for i in key_index]
-        keys = list(zip(*cols))
-        first = keys[0]
-        if all(k == first for k in keys):
-            yield state_key(first), RowChunk(n, msg)
-            continue
-        at: dict[tuple, list[int]] = {}
-        for i, k in enumerate(map(state_key, keys)):
-            idx = at.get(k)
-            if idx is None:
-                at[k] = [i]
-            else:
-                idx.append(i)
-        for k, idx in at.items():
-            part = (batch.slice(idx[0], 1) if len(idx) == 1
-                    else batch.take(pa.array(idx, type=pa.int32())))
-            yield k, RowChunk(len(idx), part.serialize().to_pybytes())
+        # A stable sort by the key puts each key's rows side by side in their order: one
+        # take, then a zero-copy slice per key (a take per key costs ~2.5x as much).
+        order = pc.sort_indices(batch, sort_keys=[(c, "ascending") for c in names])
+        batch = batch.take(order)
+        keys = list(zip(*(batch.column(i).to_pylist() for i in key_index)))
+        start = 0
+        for i in range(1, n + 1):
+            # a NaN part never equals the next row's: its own run, mapped by state_key
+            if i == n or keys[i] != keys[start]:
+                rows = i - start
+                yield state_key(keys[start]), RowChunk(
+                    rows, msg if rows == n else
+                    batch.slice(start, rows).serialize().to_pybytes())
+                start = i
 
 
 def arrow_pairs(df: Any, schema: Any, key_index: list[int]) -> Any:
