@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, NamedTuple
 
-__all__ = ["RowChunk", "KEY_TYPES", "arrow_ready", "arrow_schema", "key_chunks",
+__all__ = ["RowChunk", "KEY_TYPES", "arrow_ready", "use_arrow", "arrow_schema", "key_chunks",
            "arrow_pairs"]
 
 #: Grouping column types whose Arrow Python value equals the ``DataFrame.rdd`` one.
@@ -59,6 +59,17 @@ def arrow_ready(spark: Any, schema: Any, keys: list[str]) -> bool:
     except Exception:                # a type Arrow does not carry (e.g. some UDTs)
         return False
     return True
+
+
+def use_arrow(spark: Any, schema: Any, keys: list[str], wanted: bool | None) -> bool:
+    """Whether the rows go as Arrow chunks: ``wanted`` None: when :func:`arrow_ready`;
+    False: no; True: yes, and a ``ValueError`` naming the schema when it cannot."""
+    ready = arrow_ready(spark, schema, keys)
+    if wanted and not ready:
+        raise ValueError(f"arrow_input=True for a stream of {schema.simpleString()} "
+                         f"grouped by {keys}; Arrow chunks need grouping columns of "
+                         f"{', '.join(KEY_TYPES)} (and useLargeVarTypes off)")
+    return ready if wanted is None else bool(wanted)
 
 
 def arrow_schema(schema: Any) -> Any:

@@ -33,8 +33,7 @@ import time
 from typing import Any
 
 from sparkbalance.state.durability.store import store_for
-from sparkbalance.state.pandas_state.arrow_input import (KEY_TYPES, arrow_pairs, arrow_ready,
-                                                         arrow_schema)
+from sparkbalance.state.pandas_state.arrow_input import arrow_pairs, arrow_schema, use_arrow
 from sparkbalance.state.pandas_state.arrow_rows import arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
@@ -85,13 +84,8 @@ class BatchDriver:
                  delay_ms: int | None, arrow_input: bool | None = None) -> None:
         self.spark, self.op, self.call = spark, operator, call
         schema = call.converter.schema
-        keys = [schema.names[i] for i in call.key_index]
-        ready = arrow_ready(spark, schema, keys)
-        if arrow_input and not ready:
-            raise ValueError(f"arrow_input=True for a stream of {schema.simpleString()} "
-                             f"grouped by {keys}; Arrow chunks need grouping columns of "
-                             f"{', '.join(KEY_TYPES)} (and useLargeVarTypes off)")
-        self.arrow_input = ready if arrow_input is None else bool(arrow_input)
+        self.arrow_input = use_arrow(spark, schema, [schema.names[i] for i in call.key_index],
+                                     arrow_input)
         self._arrow_schema = arrow_schema(schema) if self.arrow_input else None
         self.out_schema, self.sink = out_schema, sink
         self.meta = None if meta_dir is None else store_for(spark.sparkContext, meta_dir)
