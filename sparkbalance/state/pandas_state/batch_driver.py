@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from sparkbalance.state.durability.store import store_for
-from sparkbalance.state.pandas_state.arrow_input import arrow_pairs, arrow_schema, use_arrow
+from sparkbalance.state.pandas_state.arrow_input import arrow_pairs, arrow_schema
 from sparkbalance.state.pandas_state.arrow_rows import arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
@@ -74,19 +74,17 @@ class BatchDriver:
     meta_dir : where each batch's clock is saved: a local path, a Hadoop URI or a store
         (:func:`~sparkbalance.state.durability.store.store_for`), or None.
     event_col, delay_ms : the watermarked column and its delay, or None.
-    arrow_input : rows reach the merge as Arrow chunks per key (:mod:`.arrow_input`);
-        None (default): when the schema allows it (:func:`~.arrow_input.arrow_ready`);
-        False: as Python rows through ``DataFrame.rdd``.
+    arrow_input : rows reach the merge as Arrow chunks per key (:mod:`.arrow_input`;
+        the caller checks the schema allows it, :func:`~.arrow_input.use_arrow`), else
+        (default) as Python rows through ``DataFrame.rdd``.
     """
 
     def __init__(self, spark: Any, operator: Any, call: GroupCall, out_schema: Any,
                  sink: Any, meta_dir: str | None, event_col: str | None,
-                 delay_ms: int | None, arrow_input: bool | None = None) -> None:
+                 delay_ms: int | None, arrow_input: bool = False) -> None:
         self.spark, self.op, self.call = spark, operator, call
-        schema = call.converter.schema
-        self.arrow_input = use_arrow(spark, schema, [schema.names[i] for i in call.key_index],
-                                     arrow_input)
-        self._arrow_schema = arrow_schema(schema) if self.arrow_input else None
+        self.arrow_input = bool(arrow_input)
+        self._arrow_schema = arrow_schema(call.converter.schema) if arrow_input else None
         self.out_schema, self.sink = out_schema, sink
         self.meta = None if meta_dir is None else store_for(spark.sparkContext, meta_dir)
         self.event_col = event_col
