@@ -23,14 +23,30 @@ exactly, keeps the row path (:func:`arrow_ready`).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Iterator, NamedTuple
 
-__all__ = ["RowChunk", "KEY_TYPES", "arrow_ready", "use_arrow", "arrow_schema", "key_chunks",
-           "arrow_pairs"]
+__all__ = ["NAN_KEY", "state_key", "RowChunk", "KEY_TYPES", "arrow_ready", "use_arrow",
+           "arrow_schema", "key_chunks", "arrow_pairs"]
 
 #: Grouping column types whose Arrow Python value equals the ``DataFrame.rdd`` one.
 KEY_TYPES = ("LongType", "IntegerType", "ShortType", "ByteType", "StringType",
              "BooleanType", "DoubleType", "FloatType", "DateType")
+
+#: Stands for a NaN in a grouping tuple: Spark groups NaN as one key, a dict never finds a
+#: NaN again (NaN != NaN).
+NAN_KEY: str = "\x00sparkbalance:NaN"
+
+
+def state_key(values: tuple) -> tuple:
+    """The operator's key of a grouping tuple (NaN replaced, so equal groups are equal).
+
+    Examples
+    --------
+    >>> state_key(("a", float("nan"))) == state_key(("a", float("nan")))
+    True
+    """
+    return tuple(NAN_KEY if isinstance(v, float) and math.isnan(v) else v for v in values)
 
 
 class RowChunk(NamedTuple):
@@ -83,7 +99,7 @@ def key_chunks(messages: Iterable[bytes], schema: Any, key_index: list[int]
                ) -> Iterator[tuple[tuple, RowChunk]]:
     """``(key tuple, RowChunk)`` per key of each Arrow record-batch message, rows of a key
     in their order in the batch (a NaN key part is mapped as
-    :func:`~.batch_driver.state_key` maps it; a key may come as several chunks, in
+    :func:`state_key` maps it; a key may come as several chunks, in
     order).
 
     Examples
@@ -98,7 +114,6 @@ def key_chunks(messages: Iterable[bytes], schema: Any, key_index: list[int]
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-    from sparkbalance.state.pandas_state.batch_driver import state_key
     names = [schema.names[i] for i in key_index]
     for msg in messages:
         batch = pa.ipc.read_record_batch(pa.py_buffer(msg), schema)

@@ -28,37 +28,21 @@ from the last saved clock.
 from __future__ import annotations
 
 import json
-import math
 import time
 from typing import Any
 
 from sparkbalance.state.durability.store import store_for
-from sparkbalance.state.pandas_state.arrow_input import arrow_pairs, arrow_schema
+from sparkbalance.state.pandas_state.arrow_input import (NAN_KEY, arrow_pairs, arrow_schema,
+                                                         state_key)
 from sparkbalance.state.pandas_state.arrow_rows import arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
 
-__all__ = ["BatchDriver", "state_key", "KEEP_CLOCKS"]
+__all__ = ["BatchDriver", "state_key", "NAN_KEY", "KEEP_CLOCKS"]
 
 #: Saved batch clocks kept: Spark replays at most the last batch after a restart; a few
 #: more cost nothing and help a reader of the directory.
 KEEP_CLOCKS: int = 3
-
-#: Stands for a NaN in a grouping tuple: Spark groups NaN as one key, a dict never finds a
-#: NaN again (NaN != NaN).
-NAN_KEY: str = "\x00sparkbalance:NaN"
-
-
-def state_key(values: tuple) -> tuple:
-    """The operator's key of a grouping tuple (NaN replaced, so equal groups are equal).
-
-    Examples
-    --------
-    >>> state_key(("a", float("nan"))) == state_key(("a", float("nan")))
-    True
-    """
-    return tuple(NAN_KEY if isinstance(v, float) and math.isnan(v) else v for v in values)
-
 
 class BatchDriver:
     """``foreachBatch`` function of the source query (see module docstring).
