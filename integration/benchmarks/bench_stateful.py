@@ -39,7 +39,8 @@ WORK_US = 100
 
 
 def _tree_cpu_seconds(pid: int | None = None) -> float:
-    """utime + stime of a process and its descendants (Linux /proc), seconds."""
+    """utime + stime of a process and its descendants, with the reaped children's
+    (Linux /proc), seconds."""
     tick = os.sysconf("SC_CLK_TCK")
     pid = os.getpid() if pid is None else pid
     total, stack = 0.0, [pid]
@@ -57,7 +58,9 @@ def _tree_cpu_seconds(pid: int | None = None) -> float:
         try:
             with open(f"/proc/{p}/stat") as f:
                 parts = f.read().rsplit(")", 1)[1].split()
-            total += (int(parts[11]) + int(parts[12])) / tick
+            # utime + stime, and cutime + cstime: the CPU of its exited children that it
+            # reaped (Python workers the daemon forked and that ended within the run)
+            total += sum(int(x) for x in parts[11:15]) / tick
         except OSError:
             pass
         stack.extend(children.get(p, []))
