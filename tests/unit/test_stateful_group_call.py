@@ -130,3 +130,67 @@ def test_watermark_rules():
     assert w.current_ms == 15_000
     with pytest.raises(ValueError, match="delay_ms"):
         WatermarkClock(-1)
+
+
+# ---------------------------------------------------------------- Arrow chunks per key
+def _chunks(rows, index=(0,)):
+    """``rows`` of IN as one Arrow batch cut by key (:func:`key_chunks`)."""
+    import pyarrow as pa
+
+    from sparkbalance.state.pandas_state.arrow_input import arrow_schema, key_chunks
+    sch = arrow_schema(IN)
+    cols = list(zip(*rows))
+    b = pa.record_batch([pa.array(list(c), type=f.type) for c, f in zip(cols, sch)],
+                        schema=sch)
+    return list(key_chunks([b.serialize().to_pybytes()], sch, list(index)))
+
+
+def test_key_chunks_cut_a_batch_by_key_in_row_order_and_weigh_their_rows():
+    got = _chunks([("a", _ts(1)), ("b", _ts(2)), ("a", _ts(3)), (None, _ts(4))])
+    assert [(k, c.rows) for k, c in got] == [(("a",), 2), (("b",), 1), ((None,), 1)]  # nulls last
+    c = _call("NoTimeout")
+    assert c.weight([got[0][1], got[1][1], TICK]) == 4
+
+
+def test_a_key_of_chunks_sees_the_frames_and_state_of_its_rows():
+    """The same key's rows as two chunks, and as rows: the same call, frames and state."""
+    seen = []
+
+    def record(key, pdfs, state):
+        pdfs = list(pdfs)
+        seen.append((key, [p.to_dict("list") for p in pdfs], [p.dtypes.tolist() for p in pdfs]))
+        yield from counter(key, iter(pdfs), state)
+
+    rows = [("a", _ts(16)), ("a", None), ("a", _ts(17))]
+    results = []
+    for values in ([c for _, c in _chunks(rows[:2]) + _chunks(rows[2:])], rows):
+        c = GroupCall(record, RowConverter(IN, OUT, "UTC", 2), [0], STATE, "NoTimeout", None)
+        c.clock = BatchClock(0)
+        e, outs = c(None, values)
+        results.append((e, _rows(c, outs)))
+    assert results[0] == results[1] == ((("a",), (3,), -1), [("r", ("a", 3, "n"))])
+    assert repr(seen[0]) == repr(seen[1])
+    assert [len(p["k"]) for p in seen[0][1]] == [2, 1]      # maxRecordsPerBatch = 2
+
+
+def test_late_rows_of_chunks_are_dropped_as_late_rows():
+    c = _call("EventTimeTimeout", event_index=1)
+    c.clock = BatchClock(0, 15_000, 15_000, 30_000)
+    assert c(None, [ch for _, ch in _chunks([("a", _ts(15))])]) == (None, [])
+    e, outs = c(None, [ch for _, ch in _chunks([("a", _ts(15)), ("a", _ts(16))])])
+    assert [o[1][2] for o in _rows(c, outs) if o[0] == "r"] == ["n", "y"] and e is None
+
+
+def test_key_chunks_keep_each_keys_row_order_and_one_key_for_nan():
+    import pyarrow as pa
+
+    from sparkbalance.state.pandas_state.arrow_input import key_chunks
+    from sparkbalance.state.pandas_state.batch_driver import NAN_KEY
+    sch = pa.schema([("k", pa.float64()), ("v", pa.int64())])
+    b = pa.record_batch([pa.array([2.0, float("nan"), 1.0, 2.0, float("nan"), 1.0]),
+                         pa.array([0, 1, 2, 3, 4, 5])], schema=sch)
+    got: dict = {}
+    for k, c in key_chunks([b.serialize().to_pybytes()], sch, [0]):
+        got.setdefault(k, []).extend(
+            pa.ipc.read_record_batch(pa.py_buffer(c.data), sch).column("v").to_pylist())
+    assert got == {(1.0,): [2, 5], (2.0,): [0, 3], (NAN_KEY,): [1, 4]}

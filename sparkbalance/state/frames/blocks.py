@@ -53,7 +53,9 @@ def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold,
 
     Returns ``(new_state_block, outputs, stats)``: outputs are ``(key, output)`` pairs;
     stats ``(pid, keys, c, S, nkeys)`` give c(k) = records of the key in this batch and
-    S(k) = its entry size (frames sum them per group). ``state`` is modified in place:
+    S(k) = its entry size (frames sum them per group). The records of a key are its
+    values, or ``fold.weight(values)`` when the fold has a weight hook (a value that
+    stands for several records, e.g. a chunk of k rows, weighs k). ``state`` is modified in place:
     it is a fresh copy deserialised from the cache for this task.
 
     Examples
@@ -62,9 +64,13 @@ def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold,
     >>> blk, out, st = merge_blocks(0, {}, {"a": [1, 2]}, f, seq=0)
     >>> blk["a"][0], out, st[1], st[2].tolist()
     (3, [('a', 3)], ['a'], [2.0])
+    >>> f.weight = lambda values: 10 * len(values)
+    >>> merge_blocks(0, {}, {"a": [1, 2]}, f, seq=0)[2][2].tolist()
+    [20.0]
     """
     outputs: list = []
     cost: dict[Any, int] = {}
+    weight = getattr(fold, "weight", None)     # absent on a fold pickled before it
     if fold.window is not None:
         for k in [k for k in state if k not in batch]:
             e = fold.expire(state[k], seq)
@@ -80,7 +86,7 @@ def merge_blocks(pid: int, state: dict, batch: dict[Any, list], fold: StateFold,
             state[k] = entry
         for o in outs:
             outputs.append((k, o))
-        cost[k] = len(values)
+        cost[k] = len(values) if weight is None else weight(values)
     return state, outputs, _stats(pid, state, cost)
 
 

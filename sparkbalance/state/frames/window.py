@@ -118,6 +118,10 @@ class StateFold:
         self.initial = initial
         self.window = check_window(window)
         self.state_size = state_size
+        #: ``weight(values) -> records`` of one key's values of a batch, the planner's c(k)
+        #: (:func:`~sparkbalance.state.frames.blocks.merge_blocks`): ``update_values.weight``
+        #: when it has one, else None (each value one record).
+        self.weight = getattr(update_values, "weight", None)
 
     # -- pieces
     def new_state(self) -> Any:

@@ -67,12 +67,9 @@ class RowConverter:
     def to_pandas(self, rows: list) -> list:
         """``rows`` (tuples in ``schema`` order) as pandas DataFrames of at most
         ``max_records`` rows each (one empty frame for no rows)."""
-        import pandas as pd
         import pyarrow as pa
-        from pyspark.sql.conversion import ArrowBatchTransformer
         types = self._arrow_types()
         names = self.schema.names
-        unique = len(set(names)) == len(names)
         out = []
         for start in range(0, max(len(rows), 1), self.max_records):
             part = rows[start:start + self.max_records]
@@ -80,15 +77,32 @@ class RowConverter:
             arrays = [pa.array([_aware(v) for v in col] if t.tz else list(col), type=t)
                       if pa.types.is_timestamp(t) else pa.array(list(col), type=t)
                       for col, t in zip(cols, types)]
-            batch = pa.RecordBatch.from_arrays(arrays, names=names)
-            series = ArrowBatchTransformer.to_pandas(
-                batch, timezone=self.timezone, schema=self.schema, struct_in_pandas="dict",
-                ndarray_as_list=False, prefer_int_ext_dtype=False, df_for_struct=False)
-            # Spark's worker: pd.concat(series, axis=1); a dict of the same series builds
-            # the same frame at half the cost (columns named alike; duplicates: concat)
-            out.append(pd.DataFrame(dict(zip(names, series)), copy=False) if unique
-                       else pd.concat(series, axis=1))
+            out.append(self._frame(pa.RecordBatch.from_arrays(arrays, names=names)))
         return out
+
+    def batches_to_pandas(self, batches: list) -> list:
+        """Arrow record batches of ``schema`` (one key's rows, in order) as pandas
+        DataFrames of at most ``max_records`` rows each, as :meth:`to_pandas` cuts rows."""
+        import pyarrow as pa
+        if len(batches) == 1 and batches[0].num_rows <= self.max_records:
+            return [self._frame(batches[0])]
+        table = pa.Table.from_batches(batches)
+        return [self._frame(table.slice(s, self.max_records).combine_chunks().to_batches()[0])
+                for s in range(0, table.num_rows, self.max_records)]
+
+    def _frame(self, batch: Any) -> Any:
+        """One Arrow batch as the pandas frame Spark's worker makes of it."""
+        import pandas as pd
+        from pyspark.sql.conversion import ArrowBatchTransformer
+        names = self.schema.names
+        series = ArrowBatchTransformer.to_pandas(
+            batch, timezone=self.timezone, schema=self.schema, struct_in_pandas="dict",
+            ndarray_as_list=False, prefer_int_ext_dtype=False, df_for_struct=False)
+        # Spark's worker: pd.concat(series, axis=1); a dict of the same series builds
+        # the same frame at half the cost (columns named alike; duplicates: concat)
+        if len(set(names)) == len(names):
+            return pd.DataFrame(dict(zip(names, series)), copy=False)
+        return pd.concat(series, axis=1)
 
     def to_rows(self, pdf: Any) -> list:
         """The rows of one output frame (Spark's conversion to ``out_schema``)."""

@@ -10,7 +10,9 @@ Per source batch ``b`` (exactly once, keyed by ``b``):
    (Spark keeps a batch's timestamp and watermark in its offset log for the same reason);
 2. **keys due** — the keys whose timeout is below the batch's threshold (kept on the driver
    from the timeout changes the batches report) get a :data:`~.group_call.TICK`;
-3. **merge** — the rows, keyed by their grouping tuple, and the ticks go through
+3. **merge** — the rows (as Arrow chunks per key and input batch, :mod:`.arrow_input`, or
+   as Python rows where the schema needs them), keyed by their grouping tuple, and the
+   ticks go through
    :meth:`KeyedStateOperator.process(pairs, batch_id=b)
    <sparkbalance.state.operator.KeyedStateOperator.process>`: routed by the balanced
    layout, merged into the state (the function is called once per key), measured and
@@ -26,36 +28,21 @@ from the last saved clock.
 from __future__ import annotations
 
 import json
-import math
 import time
 from typing import Any
 
 from sparkbalance.state.durability.store import store_for
+from sparkbalance.state.pandas_state.arrow_input import (NAN_KEY, arrow_pairs, arrow_schema,
+                                                         state_key)
 from sparkbalance.state.pandas_state.arrow_rows import arrow_table
 from sparkbalance.state.pandas_state.group_call import TICK, BatchClock, GroupCall
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP, WatermarkClock
 
-__all__ = ["BatchDriver", "state_key", "KEEP_CLOCKS"]
+__all__ = ["BatchDriver", "state_key", "NAN_KEY", "KEEP_CLOCKS"]
 
 #: Saved batch clocks kept: Spark replays at most the last batch after a restart; a few
 #: more cost nothing and help a reader of the directory.
 KEEP_CLOCKS: int = 3
-
-#: Stands for a NaN in a grouping tuple: Spark groups NaN as one key, a dict never finds a
-#: NaN again (NaN != NaN).
-NAN_KEY: str = "\x00sparkbalance:NaN"
-
-
-def state_key(values: tuple) -> tuple:
-    """The operator's key of a grouping tuple (NaN replaced, so equal groups are equal).
-
-    Examples
-    --------
-    >>> state_key(("a", float("nan"))) == state_key(("a", float("nan")))
-    True
-    """
-    return tuple(NAN_KEY if isinstance(v, float) and math.isnan(v) else v for v in values)
-
 
 class BatchDriver:
     """``foreachBatch`` function of the source query (see module docstring).
@@ -71,12 +58,17 @@ class BatchDriver:
     meta_dir : where each batch's clock is saved: a local path, a Hadoop URI or a store
         (:func:`~sparkbalance.state.durability.store.store_for`), or None.
     event_col, delay_ms : the watermarked column and its delay, or None.
+    arrow_input : rows reach the merge as Arrow chunks per key (:mod:`.arrow_input`;
+        the caller checks the schema allows it, :func:`~.arrow_input.use_arrow`), else
+        (default) as Python rows through ``DataFrame.rdd``.
     """
 
     def __init__(self, spark: Any, operator: Any, call: GroupCall, out_schema: Any,
                  sink: Any, meta_dir: str | None, event_col: str | None,
-                 delay_ms: int | None) -> None:
+                 delay_ms: int | None, arrow_input: bool = False) -> None:
         self.spark, self.op, self.call = spark, operator, call
+        self.arrow_input = bool(arrow_input)
+        self._arrow_schema = arrow_schema(call.converter.schema) if arrow_input else None
         self.out_schema, self.sink = out_schema, sink
         self.meta = None if meta_dir is None else store_for(spark.sparkContext, meta_dir)
         self.event_col = event_col
@@ -171,12 +163,14 @@ class BatchDriver:
 
     def _pairs(self, df: Any, clock: BatchClock) -> Any:
         index = self.call.key_index
+        if self.arrow_input:
+            pairs = arrow_pairs(df, self._arrow_schema, index)
+        else:
+            def pair(row: Any) -> tuple:
+                t = tuple(row)
+                return (state_key(tuple(t[i] for i in index)), t)
 
-        def pair(row: Any) -> tuple:
-            t = tuple(row)
-            return (state_key(tuple(t[i] for i in index)), t)
-
-        pairs = df.rdd.map(pair)
+            pairs = df.rdd.map(pair)
         if self.call.timeout == "NoTimeout" or not self.due:
             return pairs
         if self.call.timeout == "ProcessingTimeTimeout":

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable
 
+from sparkbalance.state.pandas_state.arrow_input import RowChunk, arrow_schema
 from sparkbalance.state.pandas_state.arrow_rows import RowConverter
 from sparkbalance.state.pandas_state.group_state import Entry, new_group_state, stored_after
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP
@@ -88,12 +89,20 @@ class GroupCall:
         self.timeout = timeout
         self.event_index = event_index
         self.clock = BatchClock(0)
+        self._schema: Any = None      # the input's Arrow schema, made on the executor
+
+    def __getstate__(self) -> dict:
+        d = dict(self.__dict__)
+        d["_schema"] = None
+        return d
 
     # -- the operator's update_values
     def __call__(self, entry: Entry | None, values: list) -> tuple[Entry | None, list]:
         clock, outs = self.clock, []
         rows = [v for v in values if v is not TICK and v != TICK]
-        if rows and self.timeout == "EventTimeTimeout" and self.event_index is not None:
+        if rows and type(rows[0]) is RowChunk:
+            rows = self._read_chunks(rows, clock.late_ms)
+        elif rows and self.timeout == "EventTimeTimeout" and self.event_index is not None:
             rows = self._on_time(rows, clock.late_ms)
         timeout_before = NO_TIMESTAMP if entry is None else entry[2]
         if (rows and entry is not None and self.timeout == "ProcessingTimeTimeout"
@@ -102,7 +111,8 @@ class GroupCall:
             # a key that expired since the last batch was timed out before its new rows.
             entry = self._timed_out(entry, clock.watermark_ms, outs)
         if rows:
-            chunks = self.converter.to_pandas(rows)
+            chunks = (self.converter.batches_to_pandas(rows) if isinstance(rows, _Batches)
+                      else self.converter.to_pandas(rows))
             key = tuple(_scalar(s) for s in (chunks[0].iloc[:, i] for i in self.key_index))
             entry = self._call(entry, key, chunks, False, clock.watermark_ms, outs)
         elif entry is not None and self._due(entry, self._threshold(clock.watermark_ms)):
@@ -116,7 +126,34 @@ class GroupCall:
             outs.append(("t", timeout_after))
         return entry, outs
 
+    def weight(self, values: list) -> int:
+        """The load of a key's values for the planner: its rows (a :class:`RowChunk`
+        weighs its row count, a row or a timeout tick one), the merge's weight hook
+        (:func:`~sparkbalance.state.frames.blocks.merge_blocks`)."""
+        return sum(v.rows if type(v) is RowChunk else 1 for v in values)
+
     # -- pieces
+    def _read_chunks(self, chunks: list, late_ms: int) -> "_Batches":
+        """The Arrow batches of a key's :class:`RowChunk` values, late rows dropped
+        (EventTimeTimeout), empty batches left out."""
+        import pyarrow as pa
+        schema = self._schema
+        if schema is None:
+            schema = self._schema = arrow_schema(self.converter.schema)
+        batches = _Batches(pa.ipc.read_record_batch(pa.py_buffer(c.data), schema)
+                           for c in chunks)
+        if self.timeout == "EventTimeTimeout" and self.event_index is not None:
+            import pyarrow.compute as pc
+            limit = late_ms * 1000
+            kept = _Batches()
+            for b in batches:
+                t = b.column(self.event_index).cast(pa.int64())
+                b = b.filter(pc.or_kleene(pc.is_null(t), pc.greater(t, limit)))
+                if b.num_rows:
+                    kept.append(b)
+            batches = kept
+        return batches
+
     def _threshold(self, watermark_ms: int) -> int:
         return self.clock.batch_ms if self.timeout == "ProcessingTimeTimeout" else watermark_ms
 
@@ -161,6 +198,10 @@ class GroupCall:
         if not pdfs:
             return rest
         return [(None, ("a", self.converter.to_arrow(pdfs)))] + rest
+
+
+class _Batches(list):
+    """A key's rows as Arrow record batches (from :class:`RowChunk` values)."""
 
 
 def _frames(result: Any, width: int) -> Iterable[Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from sparkbalance.state.pandas_state.arrow_input import use_arrow
 from sparkbalance.state.pandas_state.arrow_rows import RowConverter
 from sparkbalance.state.pandas_state.batch_driver import BatchDriver
 from sparkbalance.state.pandas_state.group_call import TIMEOUTS, GroupCall
@@ -35,7 +36,9 @@ def stateful(grouped: Any, num_partitions: int | None = None, **operator_args: A
     ----------
     grouped : ``stream.groupBy(col, ...)`` of a streaming DataFrame (plain columns).
     num_partitions : state partitions; default ``spark.sql.shuffle.partitions`` (Spark's).
-    **operator_args : passed to :class:`~sparkbalance.state.operator.KeyedStateOperator`
+    **operator_args : ``arrow_input`` (None: rows reach the function through Arrow chunks
+        per key when the schema allows, :mod:`.arrow_input`; False: as Python rows), the
+        rest passed to :class:`~sparkbalance.state.operator.KeyedStateOperator`
         (``planner``, ``theta``, ``listener``, ``trigger``, ...).
 
     Examples
@@ -58,16 +61,18 @@ def stateful(grouped: Any, num_partitions: int | None = None, **operator_args: A
     if missing:
         raise ValueError(f"groupBy expressions {missing} are not columns of the stream "
                          f"{df.columns}; group by plain columns (withColumn first)")
-    return StatefulGroups(df, keys, num_partitions, operator_args)
+    arrow_input = operator_args.pop("arrow_input", None)
+    return StatefulGroups(df, keys, num_partitions, operator_args, arrow_input)
 
 
 class StatefulGroups:
     """The grouped stream; :meth:`applyInPandasWithState` as Spark's."""
 
     def __init__(self, df: Any, keys: list[str], num_partitions: int | None,
-                 operator_args: dict) -> None:
+                 operator_args: dict, arrow_input: bool | None = None) -> None:
         self.df, self.keys = df, list(keys)
         self.num_partitions, self.operator_args = num_partitions, dict(operator_args)
+        self.arrow_input = arrow_input
 
     def applyInPandasWithState(self, func: Callable, outputStructType: Any,
                                stateStructType: Any, outputMode: str,
@@ -212,15 +217,21 @@ class StatefulWriter:
                         self._foreach, self._partition_by)
         call = f.group_call()
         n = f.groups.num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+        arrow = use_arrow(spark, df.schema, f.groups.keys, f.groups.arrow_input)
+        args = dict(f.groups.operator_args)
+        if arrow:
+            # The look-ahead's tally counts the batch's items per key, and an Arrow chunk
+            # is one item for k rows: its plans would see every key alike. Off by default
+            # (the reactive controller measures rows, StateFold.weight) until it weighs.
+            args.setdefault("lookahead", "never")
         op = KeyedStateOperator(spark, n, update_values=call, initial=None,
-                                checkpoint_dir=ck.rstrip("/") + "/sparkbalance-state",
-                                **f.groups.operator_args)
+                                checkpoint_dir=ck.rstrip("/") + "/sparkbalance-state", **args)
         local = ck[len("file:"):] if ck.startswith("file:") and "://" not in ck else ck
         meta = local.rstrip("/") + "/sparkbalance-meta"     # local or a Hadoop URI
         wm = f.watermark
         self.driver = BatchDriver(spark, op, call, f.schema, sink, meta,
                                   None if wm is None else wm[0],
-                                  None if wm is None else wm[1])
+                                  None if wm is None else wm[1], arrow)
         w = df.writeStream.foreachBatch(self.driver).option("checkpointLocation", ck)
         if self._trigger:
             w = w.trigger(**self._trigger)
