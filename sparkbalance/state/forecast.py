@@ -90,8 +90,10 @@ class Forecasting:
     >>> forecasting.plan(settled_position, {"hot": 10.0}).layout    # doctest: +SKIP
     """
 
-    def __init__(self, controller: Controller, lookahead: Lookahead | None = None) -> None:
+    def __init__(self, controller: Controller, lookahead: Lookahead | None = None,
+                 weight: Any = None) -> None:
         self._controller = controller
+        self._weight = weight         # the fold's weight hook: what a value counts in a tally
         self.lookahead = Lookahead("never") if lookahead is None else lookahead
         self._tally: Any = None       # the tally of the batch being merged (None: none)
 
@@ -127,7 +129,8 @@ class Forecasting:
             counts = read_tally(acc)
         else:
             read_tally(acc)
-            counts = tally_keys(pairs, f"{group}-tally", f"sparkbalance: tally of batch {at.seq}")
+            counts = tally_keys(pairs, f"{group}-tally", f"sparkbalance: tally of batch {at.seq}",
+                                self._weight)
         seconds = time.perf_counter() - t0
         self._tally = counts
         decision, judgement = self.judged(now, la.work(counts))

@@ -129,7 +129,7 @@ class FramedState:
                 # The routing shuffle's chunks are the merge's input as they are (R frames
                 # listing their key groups): no Python pass groups the batch first, which
                 # on local[8] was a second Python worker per merge task (~0.1 s a batch).
-                batch_frames = routed = shuffle_chunks([batch_chunks(pairs, fn, G, tally)],
+                batch_frames = routed = shuffle_chunks([batch_chunks(pairs, fn, G, tally, fold.weight)],
                                                        P, fn)
                 chunked = True
             else:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 import itertools
 import pickle
-from collections import Counter
-from operator import itemgetter
 from typing import Any, Iterable
 
 import numpy as np
@@ -19,6 +17,7 @@ import numpy as np
 from sparkbalance.spark.rdd.shuffle import keyed_by_function, shuffle_keyed
 from sparkbalance.state.frames import moves as fm
 from sparkbalance.state.frames import format as fr
+from sparkbalance.state.frames.tally import key_counts
 
 __all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks", "KeyTally",
            "run_map_stage", "Misplaced"]
@@ -38,22 +37,25 @@ class KeyTally:
 
 class _TalliedChunk:
     """The ``R`` frame of a chunk, its keys counted into ``tally`` on the way (C speed,
-    once per chunk: no per-record Python call)."""
+    once per chunk: no per-record Python call), or weighed by the merge's weight hook
+    (:func:`~sparkbalance.state.frames.tally.key_counts`)."""
 
-    def __init__(self, num_groups: int, tally: Any) -> None:
-        self.num_groups, self.tally = num_groups, tally
+    def __init__(self, num_groups: int, tally: Any, weight: Any = None) -> None:
+        self.num_groups, self.tally, self.weight = num_groups, tally, weight
 
     def __call__(self, items: list, pickled: bytes) -> bytes:
-        self.tally.add(Counter(map(itemgetter(0), items)))
+        self.tally.add(key_counts(items, self.weight))
         return fr.chunk_frame(items, pickled, num_groups=self.num_groups)
 
 
-def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None) -> Any:
+def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None,
+                 weight: Any = None) -> Any:
     """``pairs`` routed by ``fn`` (inlinable) as keyed ``R`` frames: each chunk of records
     behind the key groups it holds, for :func:`~sparkbalance.spark.rdd.shuffle.shuffle_keyed`.
-    ``tally`` (a :class:`KeyTally` accumulator, optional) gets the records per key."""
+    ``tally`` (a :class:`KeyTally` accumulator, optional) gets the records per key, each
+    weighed by ``weight`` (the fold's hook) when given."""
     wrap = (functools.partial(fr.chunk_frame, num_groups=num_groups) if tally is None
-            else _TalliedChunk(num_groups, tally))
+            else _TalliedChunk(num_groups, tally, weight))
     return keyed_by_function(pairs, fn, wrap)
 
 

@@ -218,12 +218,7 @@ class StatefulWriter:
         call = f.group_call()
         n = f.groups.num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
         arrow = use_arrow(spark, df.schema, f.groups.keys, f.groups.arrow_input)
-        args = dict(f.groups.operator_args)
-        if arrow:
-            # The look-ahead's tally counts the batch's items per key, and an Arrow chunk
-            # is one item for k rows: its plans would see every key alike. Off by default
-            # (the reactive controller measures rows, StateFold.weight) until it weighs.
-            args.setdefault("lookahead", "never")
+        args = dict(f.groups.operator_args)   # the look-ahead's tally weighs a chunk's rows
         op = KeyedStateOperator(spark, n, update_values=call, initial=None,
                                 checkpoint_dir=ck.rstrip("/") + "/sparkbalance-state", **args)
         local = ck[len("file:"):] if ck.startswith("file:") and "://" not in ck else ck
