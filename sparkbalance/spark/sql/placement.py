@@ -28,7 +28,8 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["SPARK_HASH_SEED", "spark_hash_int", "spark_hash_int_array", "route_values",
+__all__ = ["SPARK_HASH_SEED", "spark_hash_int", "spark_hash_int_array", "spark_hash_array",
+           "route_values",
            "has_repartition_by_id", "place"]
 
 #: Seed of Spark's ``hash`` and of its hash partitioning (``Murmur3Hash(_, 42)``).
@@ -41,6 +42,35 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & np.uint64(_M32)
 
 
+def spark_hash_array(values: np.ndarray, long: bool = False,
+                     seed: int = SPARK_HASH_SEED) -> np.ndarray:
+    """Spark's ``hash`` of many INT (``Murmur3_x86_32.hashInt``) or, with ``long``, BIGINT
+    values (``hashLong``: the low then the high 32-bit word), signed 32-bit results.
+
+    Examples
+    --------
+    >>> spark_hash_array(np.array([0]), long=True)   # SELECT hash(0L)
+    array([-1670924195])
+    """
+    m = np.uint64(_M32)
+    u = np.asarray(values, dtype=np.int64).astype(np.uint64)
+
+    def mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+        k = (_rotl((k * np.uint64(_C1)) & m, 15) * np.uint64(_C2)) & m
+        return (_rotl(h ^ k, 13) * np.uint64(5) + np.uint64(0xE6546B64)) & m
+
+    h = mix(np.full(u.shape, np.uint64(seed & _M32)), u & m)
+    if long:
+        h = mix(h, (u >> np.uint64(32)) & m)
+    h ^= np.uint64(8 if long else 4)  # fmix with the input length in bytes
+    h ^= h >> np.uint64(16)
+    h = (h * np.uint64(0x85EBCA6B)) & m
+    h ^= h >> np.uint64(13)
+    h = (h * np.uint64(0xC2B2AE35)) & m
+    h ^= h >> np.uint64(16)
+    return h.astype(np.uint32).astype(np.int32).astype(np.int64)
+
+
 def spark_hash_int_array(values: np.ndarray, seed: int = SPARK_HASH_SEED) -> np.ndarray:
     """Spark's ``hash(int_column)`` of many ints: ``Murmur3_x86_32.hashInt(v, seed)``.
 
@@ -49,21 +79,7 @@ def spark_hash_int_array(values: np.ndarray, seed: int = SPARK_HASH_SEED) -> np.
     >>> spark_hash_int_array(np.array([0, 1]))   # SELECT hash(0), hash(1)
     array([ 933211791, -559580957])
     """
-    m = np.uint64(_M32)
-    k = np.asarray(values, dtype=np.int64).astype(np.uint64) & m
-    k = (k * np.uint64(_C1)) & m
-    k = _rotl(k, 15)
-    k = (k * np.uint64(_C2)) & m
-    h = np.uint64(seed & _M32) ^ k
-    h = _rotl(h, 13)
-    h = (h * np.uint64(5) + np.uint64(0xE6546B64)) & m
-    h ^= np.uint64(4)  # fmix with the input length in bytes
-    h ^= h >> np.uint64(16)
-    h = (h * np.uint64(0x85EBCA6B)) & m
-    h ^= h >> np.uint64(13)
-    h = (h * np.uint64(0xC2B2AE35)) & m
-    h ^= h >> np.uint64(16)
-    return h.astype(np.uint32).astype(np.int32).astype(np.int64)
+    return spark_hash_array(values, long=False, seed=seed)
 
 
 def spark_hash_int(value: int, seed: int = SPARK_HASH_SEED) -> int:
