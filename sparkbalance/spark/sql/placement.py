@@ -21,16 +21,20 @@ Examples
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+
+from sparkbalance.routing.hash import HashPartitioner
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+    from sparkbalance.routing.base import PartitionFunction
+
 __all__ = ["SPARK_HASH_SEED", "spark_hash_int", "spark_hash_int_array", "spark_hash_array",
            "route_values",
-           "has_repartition_by_id", "place"]
+           "has_repartition_by_id", "place", "spark_places", "place_as_spark"]
 
 #: Seed of Spark's ``hash`` and of its hash partitioning (``Murmur3Hash(_, 42)``).
 SPARK_HASH_SEED = 42
@@ -152,3 +156,40 @@ def place(df: "DataFrame", num_partitions: int, pid_col: str, *,
     values = F.expr("array(" + ",".join(map(str, route_values(n))) + ")")
     route = F.element_at(values, (F.col(pid_col) + F.lit(1)).cast("int")).cast("int")
     return df.withColumn(pid_col, route).repartition(n, pid_col)
+
+
+def spark_places(record: Any, f: "PartitionFunction") -> bool:
+    """True when strategy "auto" (``record``, the resolved strategy) fitted plain hashing
+    ``f``: no key is heavy enough to unbalance a partition, so Spark's own exchange
+    (:func:`place_as_spark`) balances as well as any and costs nothing more.
+
+    Examples
+    --------
+    >>> from sparkbalance import strategies
+    >>> spark_places(strategies.resolve("auto"), HashPartitioner(4))
+    True
+    >>> spark_places(strategies.resolve("hash"), HashPartitioner(4))
+    False
+    """
+    spec = getattr(record, "spec", None)
+    return spec is not None and spec.name == "auto" and type(f) is HashPartitioner
+
+
+def place_as_spark(df: "DataFrame", num_partitions: int, cols: Sequence[str],
+                   pid_col: str | None = None) -> "DataFrame":
+    """``df.repartition(n, *cols)``, plain Spark's own exchange, plus ``pid_col`` = 0 (when
+    given).
+
+    The constant column keeps the shape of :func:`place`'s output (callers group by
+    ``(pid_col, *cols)`` and drop it); Spark's hash partitioning on ``cols`` already
+    clusters every such grouping, so it adds no exchange, and a projection that drops it
+    again leaves the plan of ``df.repartition(n, *cols)``.
+
+    Examples
+    --------
+    >>> place_as_spark(df, 8, ["k"], "pid").drop("pid")   # == df.repartition(8, "k")  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+    refs = [df["`" + c.replace("`", "``") + "`"] for c in cols]
+    out = df.repartition(int(num_partitions), *refs)
+    return out if pid_col is None else out.withColumn(pid_col, F.lit(0))
