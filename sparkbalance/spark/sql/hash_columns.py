@@ -37,6 +37,10 @@ shorter) cost 6-7x (+1.2-3 us per row). The tuple fold needs no split: ``r *
 TUPLE_MUL + raw < 2**32 * 2**31 + 2**32 < 2**63``. The bounds are asserted below and checked
 by the tests with extreme raw values. ``pmod`` of non-negative operands equals Python's ``%``.
 
+:func:`raw_sql` and :func:`affine_sql` spell the same formulas as SQL text for the key types
+of :data:`~sparkbalance.spark.sql.key_encoding.SQL_TEXT_TYPES`: the route expression is then
+parsed by Spark in one driver round trip instead of being built Column by Column.
+
 A null key column hashes as Python's ``None`` (``hashing.RAW_NONE``), so a null key has a
 home like any other; the DataFrame adapters may still send null keys to one documented
 partition (:func:`any_null`). Map columns (Spark cannot group by them) are refused with a
