@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 
 import pytest
 
@@ -110,3 +111,45 @@ def test_dataframe_auto_reads_a_bounded_sample(spark):
     uniform = spark.range(12_000).select((F.col("id") * 7919 % 1_000_003).alias("k"))
     assert isinstance(sb.group_by(uniform, "k", num_partitions=N).partitioner,
                       HashPartitioner)
+
+
+def _jobs_during(sc, fn):
+    from sparkbalance.spark.session.jobs import next_job_id
+    j0 = next_job_id(sc)
+    out = fn()
+    return out, next_job_id(sc) - j0
+
+
+def test_dataframe_auto_on_uniform_keys_is_plain_sparks_exchange(spark, sc):
+    from pyspark.sql import functions as F
+    from pyspark.testing import assertDataFrameEqual
+
+    # two input partitions of 12,000 rows: the sample's first partition holds it whole
+    df = spark.range(0, 24_000, numPartitions=2).select(
+        (F.col("id") * 7919 % 1_000_003).alias("k"), F.col("id").alias("v"))
+    placed, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
+    assert jobs == 1   # the bounded sample only, one small job
+    plan = placed._jdf.queryExecution().executedPlan().toString()
+    plain = df.repartition(N, "k")._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange") == 1 and "__sb" not in plan
+    ids = re.compile(r"plan_id=\d+")   # exactly df.repartition(n, "k"), no routing expression
+    assert ids.sub("", plan) == ids.sub("", plain)
+    assertDataFrameEqual(placed, df)
+    grouped, jobs = _jobs_during(
+        sc, lambda: sb.group_by(df, "k", num_partitions=N).agg(F.sum("v").alias("s")))
+    assert jobs == 1
+    gplan = grouped._jdf.queryExecution().executedPlan().toString()
+    assert gplan.count("Exchange") == 1 and "crc32" not in gplan
+    assertDataFrameEqual(grouped, df.groupBy("k").agg(F.sum("v").alias("s")))
+
+
+def test_dataframe_auto_on_a_hot_key_still_routes(spark):
+    from pyspark.sql import functions as F
+    from pyspark.testing import assertDataFrameEqual
+
+    df = spark.range(12_000).select(
+        F.when(F.col("id") % 3 == 0, F.lit(-1)).otherwise(F.col("id")).alias("k"))
+    placed = sb.repartition(df, N, "k")
+    plan = placed._jdf.queryExecution().executedPlan().toString()
+    assert "crc32" in plan and plan.count("Exchange") == 1   # routed, one exchange
+    assertDataFrameEqual(placed, df)

@@ -35,11 +35,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+# Spark's vectorised Murmur3 of INT / BIGINT values (one copy, the placement's).
+from sparkbalance.spark.sql.placement import SPARK_HASH_SEED, spark_hash_array
+
 __all__ = ["SPARK_HASH_SEED", "murmur3_hash", "df_partitions", "portable_hash",
            "rdd_partitions", "spark_partitions", "before_placement"]
 
-#: Seed of Spark's ``hash`` and its hash partitioning (``Murmur3Hash(_, 42)``).
-SPARK_HASH_SEED = 42
 _M = 0xFFFFFFFF
 _C1, _C2 = 0xCC9E2D51, 0x1B873593
 #: SQL types hashed as ``hashInt`` of the value / as ``hashLong``.
@@ -113,30 +114,6 @@ def _hash_value(v: Any, sql_type: str, seed: int) -> int | None:
     return None
 
 
-def _hash_array(v: np.ndarray, long: bool, seed: int = SPARK_HASH_SEED) -> np.ndarray:
-    """``hashLong`` (``long``) or ``hashInt`` of many values at once (numpy, uint64 lanes)."""
-    m = np.uint64(_M)
-    u = v.astype(np.uint64)
-
-    def rotl(x: np.ndarray, r: int) -> np.ndarray:
-        return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & m
-
-    def mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
-        k = (rotl((k * np.uint64(_C1)) & m, 15) * np.uint64(_C2)) & m
-        return (rotl(h ^ k, 13) * np.uint64(5) + np.uint64(0xE6546B64)) & m
-
-    h = mix(np.full(u.shape, np.uint64(seed & _M)), u & m)
-    if long:
-        h = mix(h, (u >> np.uint64(32)) & m)
-    h ^= np.uint64(8 if long else 4)
-    h ^= h >> np.uint64(16)
-    h = (h * np.uint64(0x85EBCA6B)) & m
-    h ^= h >> np.uint64(13)
-    h = (h * np.uint64(0xC2B2AE35)) & m
-    h ^= h >> np.uint64(16)
-    return h.astype(np.uint32).astype(np.int32).astype(np.int64)
-
-
 def _signed(h: int) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
@@ -176,7 +153,7 @@ def df_partitions(keys: np.ndarray, sql_types: Sequence[str], n: int) -> np.ndar
     arr = np.asarray(keys) if not isinstance(keys, np.ndarray) else keys
     if len(types) == 1 and types[0] in _INT_TYPES | _LONG_TYPES and arr.dtype.kind in "iu" \
             and types[0] != "date":  # the common integer key: vectorised, same answers
-        return np.mod(_hash_array(arr.astype(np.int64), types[0] in _LONG_TYPES), n)
+        return np.mod(spark_hash_array(arr.astype(np.int64), types[0] in _LONG_TYPES), n)
     out = np.empty(len(keys), dtype=np.int64)
     many = len(types) > 1
     for i, k in enumerate(keys.tolist() if isinstance(keys, np.ndarray) else keys):

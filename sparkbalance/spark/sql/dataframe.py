@@ -9,7 +9,10 @@ partition function into a Spark SQL expression (:mod:`sparkbalance.spark.sql.rou
 places every row on the partition it names in one exchange (:func:`sparkbalance.spark.sql.placement.place`:
 ``repartitionById`` on Spark 4.1+, hash partitioning on a precomputed route value on Spark
 3.5). The expression computes exactly what the Python partition function computes, so the
-DataFrame path and the RDD path agree key by key.
+DataFrame path and the RDD path agree key by key. When strategy "auto" finds no key heavy
+enough to unbalance a partition (uniform keys), nothing is routed: the rows take plain
+Spark's own exchange, ``df.repartition(n, *cols)`` (:func:`~sparkbalance.spark.sql.placement.place_as_spark`),
+so uniform keys cost only the bounded sample.
 
 ``group_by(df, "key").agg(...)`` groups by ``(pid, key)`` after the placement: Spark sees the
 data already clustered on ``pid`` and plans **one** exchange (the placement itself), then
@@ -43,7 +46,7 @@ from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.grouped import BalancedGroupedData, group_cost_stats
 from sparkbalance.spark.sql.connect import require_classic
 from sparkbalance.spark.sql.key_columns import key_columns
-from sparkbalance.spark.sql.placement import place
+from sparkbalance.spark.sql.placement import place, place_as_spark, spark_places
 from sparkbalance.spark.report.plan_report import reported
 from sparkbalance.spark.sql.route import PID_COL, with_partition_id
 
@@ -87,7 +90,9 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str 
     Returns
     -------
     DataFrame with the same rows and columns, row with key k in partition ``F(k)``
-    (``NULL_PARTITION`` for null keys), where F is the fitted partition function.
+    (``NULL_PARTITION`` for null keys), where F is the fitted partition function; when
+    "auto" fits plain hashing, Spark's own placement (``pmod(hash(cols), n)``, the plan of
+    ``df.repartition(num_partitions, *cols)``).
 
     Examples
     --------
@@ -119,6 +124,8 @@ def _place(df: "DataFrame", num_partitions: int, cols: Sequence[str],
     if partitioner is None:
         partitioner = fit_dataframe(df, n, cols, record, weights=weights, listener=listener,
                                     stats=stats, current=current)
+        if spark_places(record, partitioner):  # "auto" found no heavy key: plain Spark's
+            return place_as_spark(df, n, cols, PID_COL), partitioner   # exchange, no route
     elif partitioner.num_partitions != n:
         raise ValueError(f"partitioner has {partitioner.num_partitions} partitions; expected "
                          f"num_partitions={n}")
@@ -137,6 +144,11 @@ def group_by(df: "DataFrame", *cols: Any, num_partitions: int | None = None,
     previous run of the same grouped step) each group costs what the fitted per-group
     model says (``t0 + alpha rows + beta groups``,
     :func:`sparkbalance.spark.sql.grouped.group_cost_stats`) rather than its rows.
+
+    When "auto" finds no heavy key the rows take Spark's own exchange (as
+    ``df.repartition(n, *cols).groupBy(*cols)``; one exchange) and ``.partitioner`` is the
+    plain hashing "auto" fitted, not where Spark's hash put the keys: to measure a run for
+    ``weights="time"``, place it by a named strategy (``strategy="mixed"``).
 
     Examples
     --------

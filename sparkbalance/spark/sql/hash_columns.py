@@ -37,6 +37,10 @@ shorter) cost 6-7x (+1.2-3 us per row). The tuple fold needs no split: ``r *
 TUPLE_MUL + raw < 2**32 * 2**31 + 2**32 < 2**63``. The bounds are asserted below and checked
 by the tests with extreme raw values. ``pmod`` of non-negative operands equals Python's ``%``.
 
+:func:`raw_sql` and :func:`affine_sql` spell the same formulas as SQL text for the key types
+of :data:`~sparkbalance.spark.sql.key_encoding.SQL_TEXT_TYPES`: the route expression is then
+parsed by Spark in one driver round trip instead of being built Column by Column.
+
 A null key column hashes as Python's ``None`` (``hashing.RAW_NONE``), so a null key has a
 home like any other; the DataFrame adapters may still send null keys to one documented
 partition (:func:`any_null`). Map columns (Spark cannot group by them) are refused with a
@@ -73,6 +77,9 @@ __all__ = [
     "key_group",
     "any_null",
     "column_ref",
+    "quoted",
+    "raw_sql",
+    "affine_sql",
 ]
 
 #: Spark SQL types a key column may have (names as in ``DataType.simpleString()``), and
@@ -117,6 +124,17 @@ def column_ref(df: "DataFrame", name: str) -> "Column":
     >>> # column_ref(df, "k.x")  # == df["`k.x`"]
     """
     return df["`" + name.replace("`", "``") + "`"]
+
+
+def quoted(name: str) -> str:
+    """``name`` as a back-quoted SQL identifier (a top-level column, dots and all).
+
+    Examples
+    --------
+    >>> quoted("k.x"), quoted("a`b")
+    ('`k.x`', '`a``b`')
+    """
+    return "`" + name.replace("`", "``") + "`"
 
 
 def key_types(df: "DataFrame", cols: Sequence[str]) -> list["DataType"]:
@@ -252,3 +270,49 @@ def any_null(df: "DataFrame", cols: Sequence[str]) -> "Column":
         e = _col(df, c).isNull()
         cond = e if cond is None else (cond | e)
     return cond
+
+
+def raw_sql(refs: Sequence[str], dtypes: Sequence["DataType"]) -> str | None:
+    """:func:`raw_hash_of` as SQL text over column references ``refs``, or None when a key
+    type has no text spelling (:data:`~sparkbalance.spark.sql.key_encoding.SQL_TEXT_TYPES`).
+
+    Examples
+    --------
+    >>> from pyspark.sql.types import LongType                    # doctest: +SKIP
+    >>> raw_sql(["`k`"], [LongType()]).startswith("crc32(")       # doctest: +SKIP
+    True
+    """
+    if len(refs) != len(dtypes) or not refs:
+        raise ValueError(f"got {len(refs)} columns and {len(dtypes)} types; expected the "
+                         "same number, at least one")
+    raws = []
+    for ref, t in zip(refs, dtypes):
+        enc = sqlencode.encoded_sql(ref, t)
+        if enc is None:
+            return None
+        raws.append(f"crc32({enc})")
+    if len(raws) == 1:
+        return raws[0]
+    r = f"{TUPLE_SEED}L"
+    for raw in raws:  # the tuple fold of hashing.raw_hash, in BIGINT
+        r = f"pmod({r} * {TUPLE_MUL}L + {raw}, {TUPLE_MOD}L)"
+    return r
+
+
+def affine_sql(raw: str, i: int) -> str:
+    """:func:`affine` as SQL text: ``h_i`` of the BIGINT raw hash expression ``raw``, by the
+    same split of the multiplier (every intermediate below ``2**63``).
+
+    Examples
+    --------
+    >>> affine_sql("r", 0).startswith("pmod(")
+    True
+    """
+    if not 0 <= i < HASH_FAMILY_SIZE:
+        raise ValueError(f"hash index i={i}; expected 0 <= i < {HASH_FAMILY_SIZE}")
+    p = f"{P}L"
+    hi = f"({raw} * {_A_HI[i]}L)"
+    lo = f"({raw} * {_A_LO[i]}L)"
+    rot = f"((shiftleft({hi}, 31) & {p}) + shiftright({hi}, 30))"
+    low = f"(({lo} & {p}) + shiftright({lo}, 61))"
+    return f"pmod({rot} + {low} + {_B[i]}L, {p})"

@@ -27,7 +27,7 @@ from sparkbalance.spark.session import conf
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.fit import fit_dataframe
 from sparkbalance.spark.report.plan_report import plan_split, reported
-from sparkbalance.spark.sql.placement import place
+from sparkbalance.spark.sql.placement import place, spark_places
 from sparkbalance.spark.sql.keystats import join_stats, key_stats
 from sparkbalance.spark.sql.route import (INTEGRAL_TYPES, NULL_PARTITION, PID_COL, bucketed_lookup, coerce_key,
                        partition_id, with_partition_id)
@@ -102,7 +102,9 @@ def join_df(left: "DataFrame", right: "DataFrame", on: str | Sequence[str], how:
     for right outer joins and "left" otherwise; full outer joins, or joins preserving the
     replicated side, raise ``ValueError``. ``stats`` (optional) are those of the split side.
 
-    Returns the same rows and columns as ``left.join(right, on, how)``.
+    Returns the same rows and columns as ``left.join(right, on, how)``; when strategy
+    "auto" finds no key heavy enough to unbalance a partition, that very plan (Spark's own
+    exchanges or broadcast, its partition count).
 
     Examples
     --------
@@ -125,6 +127,8 @@ def join_df(left: "DataFrame", right: "DataFrame", on: str | Sequence[str], how:
     if record.needs_stats and stats is None:
         stats = join_stats(left, right, on, record.sample_fraction)
     f = fit_dataframe(left, n, on, record, stats=stats)
+    if spark_places(record, f):   # "auto" found no heavy key: plain Spark's own join
+        return left.join(right, on, kind)   # (its exchanges, or a broadcast, its partitions)
     lp = place(with_partition_id(left, f, *on, literal_limit=literal_limit), n, PID_COL)
     rp = place(with_partition_id(right, f, *on, literal_limit=literal_limit), n, PID_COL)
     return lp.join(rp, [PID_COL] + on, kind).drop(PID_COL)

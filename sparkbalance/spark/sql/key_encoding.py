@@ -61,12 +61,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
     from pyspark.sql.types import DataType
 
-__all__ = ["SCALAR_TYPES", "is_supported", "encoded_scalar", "raw_of"]
+__all__ = ["SCALAR_TYPES", "SQL_TEXT_TYPES", "is_supported", "encoded_scalar", "raw_of",
+           "encoded_sql"]
 
 #: Scalar type names (``DataType.typeName()``) with a canonical encoding.
 SCALAR_TYPES = ("byte", "short", "integer", "long", "boolean", "string", "binary", "float",
                 "double", "decimal", "date", "timestamp", "timestamp_ntz")
 _INTEGRAL = ("byte", "short", "integer", "long")
+#: Scalar types whose canonical bytes :func:`encoded_sql` spells as SQL text (the others,
+#: whose encodings take dozens of functions, are built as Columns).
+SQL_TEXT_TYPES = _INTEGRAL + ("boolean", "string", "binary", "date")
 _TWO63 = float(2 ** 63)
 _TWO126 = float(2 ** 126)
 _US_PER_DAY = 86_400_000_000
@@ -259,3 +263,30 @@ def raw_of(c: "Column", dtype: "DataType") -> "Column":
             acc * F.lit(TUPLE_MUL) + raw_of(x, elem), F.lit(TUPLE_MOD)))
         return F.when(c.isNull(), F.lit(RAW_NONE).cast("bigint")).otherwise(folded)
     return F.crc32(encoded_scalar(c, dtype))
+
+
+def encoded_sql(ref: str, dtype: "DataType") -> str | None:
+    """:func:`encoded_scalar` as SQL text over the column reference ``ref`` (a back-quoted
+    name), or None for a type not in :data:`SQL_TEXT_TYPES`. Text is parsed by Spark in
+    one call, where a Column is built by one driver round trip per function.
+
+    Examples
+    --------
+    >>> from pyspark.sql.types import StringType            # doctest: +SKIP
+    >>> encoded_sql("`k`", StringType())                     # doctest: +SKIP
+    "CASE WHEN `k` IS NULL THEN X'6E' ELSE CAST(concat('s', `k`) AS BINARY) END"
+    """
+    name = dtype.typeName()
+    if name in _INTEGRAL:
+        enc = f"CAST(concat('i', CAST({ref} AS STRING)) AS BINARY)"
+    elif name == "boolean":
+        enc = f"CASE WHEN {ref} THEN X'{b'i1'.hex()}' ELSE X'{b'i0'.hex()}' END"
+    elif name == "string":
+        enc = f"CAST(concat('s', {ref}) AS BINARY)"
+    elif name == "binary":
+        enc = f"concat(X'{b'b'.hex()}', {ref})"
+    elif name == "date":
+        enc = f"CAST(concat('D', CAST(unix_date({ref}) AS STRING)) AS BINARY)"
+    else:
+        return None
+    return f"CASE WHEN {ref} IS NULL THEN X'{b'n'.hex()}' ELSE {enc} END"

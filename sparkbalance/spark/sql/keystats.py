@@ -36,7 +36,7 @@ from sparkbalance.spark.session.conf import DEFAULT_MAX_KEYS, FROM_CONF, resolve
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats",
+__all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats", "py_value",
            "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
@@ -65,15 +65,21 @@ def _check_max_keys(max_keys: int | None) -> int | None:
     return max_keys
 
 
-def _py_value(v: Any) -> Any:
+def py_value(v: Any) -> Any:
     """A collected key value as a hashable Python key: ARRAY values come back as lists
-    (tuples here, as the routing takes them), BINARY as bytearray (bytes)."""
+    (tuples here, as the routing takes them), BINARY as bytearray (bytes).
+
+    Examples
+    --------
+    >>> py_value([1, bytearray(b"x")]), py_value("a")
+    ((1, b'x'), 'a')
+    """
     if isinstance(v, bytearray):
         return bytes(v)
     if isinstance(v, list):
-        return tuple(_py_value(x) for x in v)
+        return tuple(py_value(x) for x in v)
     if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
-        return tuple(_py_value(x) for x in v)  # a struct (Row) holding arrays
+        return tuple(py_value(x) for x in v)  # a struct (Row) holding arrays
     return v
 
 
@@ -121,7 +127,7 @@ def key_counts(df: "DataFrame", cols: Sequence[str], sample_fraction: float | No
     truncated = max_keys is not None and len(rows) > max_keys
     rows = rows[:max_keys] if truncated else rows
     single = len(cols) == 1
-    keys = [(_py_value(r[0]) if single else tuple(_py_value(v) for v in r[:-1])) for r in rows]
+    keys = [(py_value(r[0]) if single else tuple(py_value(v) for v in r[:-1])) for r in rows]
     counts = np.fromiter((r[-1] for r in rows), dtype=np.float64, count=len(rows))
     tail, distinct = 0.0, float(len(rows))
     if truncated:
@@ -184,9 +190,9 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     limit = SAMPLE_RECORDS if records is None else int(records)
     rows = df.select(*cols).where(~sqlhash.any_null(df, cols)).limit(limit).collect()
     if len(cols) == 1:
-        counts = Counter(_py_value(r[0]) for r in rows)
+        counts = Counter(py_value(r[0]) for r in rows)
     else:
-        counts = Counter(tuple(_py_value(v) for v in r) for r in rows)
+        counts = Counter(tuple(py_value(v) for v in r) for r in rows)
     stats = listed_stats(counts, len(rows), num_partitions,
                          DEFAULT_THETA if theta is None else float(theta))
     return KeyStats(key_array(list(stats.keys)), stats.counts, tail_count=stats.tail_count)

@@ -21,15 +21,20 @@ Examples
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+
+from sparkbalance.routing.hash import HashPartitioner
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["SPARK_HASH_SEED", "spark_hash_int", "spark_hash_int_array", "route_values",
-           "has_repartition_by_id", "place"]
+    from sparkbalance.routing.base import PartitionFunction
+
+__all__ = ["SPARK_HASH_SEED", "spark_hash_int", "spark_hash_int_array", "spark_hash_array",
+           "route_values",
+           "has_repartition_by_id", "place", "spark_places", "place_as_spark"]
 
 #: Seed of Spark's ``hash`` and of its hash partitioning (``Murmur3Hash(_, 42)``).
 SPARK_HASH_SEED = 42
@@ -41,6 +46,35 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & np.uint64(_M32)
 
 
+def spark_hash_array(values: np.ndarray, long: bool = False,
+                     seed: int = SPARK_HASH_SEED) -> np.ndarray:
+    """Spark's ``hash`` of many INT (``Murmur3_x86_32.hashInt``) or, with ``long``, BIGINT
+    values (``hashLong``: the low then the high 32-bit word), signed 32-bit results.
+
+    Examples
+    --------
+    >>> spark_hash_array(np.array([0]), long=True)   # SELECT hash(0L)
+    array([-1670924195])
+    """
+    m = np.uint64(_M32)
+    u = np.asarray(values, dtype=np.int64).astype(np.uint64)
+
+    def mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+        k = (_rotl((k * np.uint64(_C1)) & m, 15) * np.uint64(_C2)) & m
+        return (_rotl(h ^ k, 13) * np.uint64(5) + np.uint64(0xE6546B64)) & m
+
+    h = mix(np.full(u.shape, np.uint64(seed & _M32)), u & m)
+    if long:
+        h = mix(h, (u >> np.uint64(32)) & m)
+    h ^= np.uint64(8 if long else 4)  # fmix with the input length in bytes
+    h ^= h >> np.uint64(16)
+    h = (h * np.uint64(0x85EBCA6B)) & m
+    h ^= h >> np.uint64(13)
+    h = (h * np.uint64(0xC2B2AE35)) & m
+    h ^= h >> np.uint64(16)
+    return h.astype(np.uint32).astype(np.int32).astype(np.int64)
+
+
 def spark_hash_int_array(values: np.ndarray, seed: int = SPARK_HASH_SEED) -> np.ndarray:
     """Spark's ``hash(int_column)`` of many ints: ``Murmur3_x86_32.hashInt(v, seed)``.
 
@@ -49,21 +83,7 @@ def spark_hash_int_array(values: np.ndarray, seed: int = SPARK_HASH_SEED) -> np.
     >>> spark_hash_int_array(np.array([0, 1]))   # SELECT hash(0), hash(1)
     array([ 933211791, -559580957])
     """
-    m = np.uint64(_M32)
-    k = np.asarray(values, dtype=np.int64).astype(np.uint64) & m
-    k = (k * np.uint64(_C1)) & m
-    k = _rotl(k, 15)
-    k = (k * np.uint64(_C2)) & m
-    h = np.uint64(seed & _M32) ^ k
-    h = _rotl(h, 13)
-    h = (h * np.uint64(5) + np.uint64(0xE6546B64)) & m
-    h ^= np.uint64(4)  # fmix with the input length in bytes
-    h ^= h >> np.uint64(16)
-    h = (h * np.uint64(0x85EBCA6B)) & m
-    h ^= h >> np.uint64(13)
-    h = (h * np.uint64(0xC2B2AE35)) & m
-    h ^= h >> np.uint64(16)
-    return h.astype(np.uint32).astype(np.int32).astype(np.int64)
+    return spark_hash_array(values, long=False, seed=seed)
 
 
 def spark_hash_int(value: int, seed: int = SPARK_HASH_SEED) -> int:
@@ -136,3 +156,40 @@ def place(df: "DataFrame", num_partitions: int, pid_col: str, *,
     values = F.expr("array(" + ",".join(map(str, route_values(n))) + ")")
     route = F.element_at(values, (F.col(pid_col) + F.lit(1)).cast("int")).cast("int")
     return df.withColumn(pid_col, route).repartition(n, pid_col)
+
+
+def spark_places(record: Any, f: "PartitionFunction") -> bool:
+    """True when strategy "auto" (``record``, the resolved strategy) fitted plain hashing
+    ``f``: no key is heavy enough to unbalance a partition, so Spark's own exchange
+    (:func:`place_as_spark`) balances as well as any and costs nothing more.
+
+    Examples
+    --------
+    >>> from sparkbalance import strategies
+    >>> spark_places(strategies.resolve("auto"), HashPartitioner(4))
+    True
+    >>> spark_places(strategies.resolve("hash"), HashPartitioner(4))
+    False
+    """
+    spec = getattr(record, "spec", None)
+    return spec is not None and spec.name == "auto" and type(f) is HashPartitioner
+
+
+def place_as_spark(df: "DataFrame", num_partitions: int, cols: Sequence[str],
+                   pid_col: str | None = None) -> "DataFrame":
+    """``df.repartition(n, *cols)``, plain Spark's own exchange, plus ``pid_col`` = 0 (when
+    given).
+
+    The constant column keeps the shape of :func:`place`'s output (callers group by
+    ``(pid_col, *cols)`` and drop it); Spark's hash partitioning on ``cols`` already
+    clusters every such grouping, so it adds no exchange, and a projection that drops it
+    again leaves the plan of ``df.repartition(n, *cols)``.
+
+    Examples
+    --------
+    >>> place_as_spark(df, 8, ["k"], "pid").drop("pid")   # == df.repartition(8, "k")  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+    refs = [df["`" + c.replace("`", "``") + "`"] for c in cols]
+    out = df.repartition(int(num_partitions), *refs)
+    return out if pid_col is None else out.withColumn(pid_col, F.lit(0))

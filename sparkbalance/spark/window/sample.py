@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from sparkbalance.spark.sql.keystats import _py_value
+from sparkbalance.spark.sql.keystats import py_value as _py_value
 from sparkbalance.spark.window import segments as sg
 from sparkbalance.spark.window.spec import SortKey
 
