@@ -230,12 +230,15 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         d = d.withColumns({_TSEG: F.col(_SEG), _HALO: F.lit(False)})
     d = with_partition_id(d, f, *pcols)
     if hot:
-        flat = [p for h in hot for p in h.pids]
+        # one SQL expression (one py4j round trip): the segment's partition, looked up
+        # in one array of every hot segment's partition
+        flat = ", ".join(str(int(p)) for h in hot for p in h.pids)
         offsets = np.cumsum([0] + [h.segments for h in hot])[:-1].tolist()
-        at = F.element_at(F.array(*[F.lit(int(o)) for o in offsets]), F.col(_HIDX) + 1)
-        hot_pid = F.element_at(F.array(*[F.lit(int(p)) for p in flat]), at + F.col(_TSEG) + 1)
-        d = d.withColumn(PID_COL, F.when(F.col(_HIDX) >= 0, hot_pid).otherwise(
-            F.col(PID_COL)).cast("int"))
+        at = (f"element_at(array({', '.join(str(int(o)) for o in offsets)}), {_HIDX} + 1)"
+              if len(hot) > 1 else "0")
+        d = d.withColumn(PID_COL, F.expr(
+            f"CAST(CASE WHEN {_HIDX} >= 0 THEN element_at(array({flat}), {at} + {_TSEG} + 1) "
+            f"ELSE {PID_COL} END AS INT)"))
     placed = place(d, n, PID_COL)
     keys = [F.col(PID_COL), *[F.col(c) for c in pcols], F.col(_TSEG)]
     # The halo columns first, over a segment and its halo copies; the copies are dropped
