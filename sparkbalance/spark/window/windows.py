@@ -223,6 +223,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     d = d.withColumn(_HIDX, sg.hot_index(pcols, ptypes, hot))
     d = d.withColumn(_SEG, sg.segment_expr(_HIDX, ocols, order, otypes, hot, df.columns))
     sg.assign_segments(hot, loads)
+    counted = d   # each row once, in its own segment: what the summaries count
     halo_splits = [s for _, s in group if s.kind == "halo"]
     if hot and halo_splits:
         d = halo_targets(d, _HIDX, _SEG, _TSEG, _HALO, ocols, order, otypes, hot, halo_splits)
@@ -261,7 +262,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         # a small aggregation of the hot keys' rows before the exchange (summaries taken
         # from the placed rows would not reuse the exchange: Spark prunes and filters
         # below it, making it another one)
-        win = win.join(F.broadcast(_summary(d, pcols, summaries)), on=[*pcols, _TSEG],
+        win = win.join(F.broadcast(_summary(counted, pcols, summaries)), on=[*pcols, _TSEG],
                        how="left")
     else:
         win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
@@ -289,7 +290,8 @@ def _user(name: str, tmp: dict[str, str]) -> str:
 
 
 def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
-    """Per (hot key, segment): each summary over the earlier segments and over all."""
+    """Per (hot key, segment): each summary over the earlier segments and over all
+    (``d``: the rows with their segment, before any halo copy)."""
     from pyspark.sql import Window
     F = _F()
     aggs, ops = [], {}
@@ -297,8 +299,10 @@ def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
         for a, (agg, op) in s.summaries.items():
             aggs.append(agg.alias(f"{name}_{a}"))
             ops[f"{name}_{a}"] = (name, a, op)
-    # the row's own copy only: a halo copy is counted by the segment it belongs to
-    seg = d.where((F.col(_HIDX) >= 0) & ~F.col(_HALO)).groupBy(*pcols, _TSEG).agg(*aggs)
+    # the rows before the halo copies (each counted once, by its own segment); one task
+    # combines the few per-segment rows, so the window below needs no exchange of its own
+    seg = (d.where(F.col(_HIDX) >= 0).groupBy(*pcols, F.col(_SEG).alias(_TSEG)).agg(*aggs)
+           .coalesce(1))
     w = Window.partitionBy(*pcols).orderBy(_TSEG)
     earlier = w.rowsBetween(Window.unboundedPreceding, -1)
     whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
