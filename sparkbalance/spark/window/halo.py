@@ -75,19 +75,78 @@ def halo_targets(d: "DataFrame", hidx: str, seg: str, tseg: str, halo: str,
     reach = max(s.reach for s in splits)
     if (before or after) and sg.plan_rows_halo(hot, before, after):
         _check_rows_zones(d, hidx, ocols, order, otypes, hot, before, after)
+    try:
+        targets = F.expr(_targets_sql(hidx, seg, ocols, order, otypes, hot,
+                                      before, after, reach))
+    except TypeError:  # an order value without a SQL literal form
+        targets = _targets_column(hidx, seg, ocols, order, otypes, hot, before, after, reach)
+    d = d.withColumn(tseg, F.explode(targets))
+    return d.withColumn(halo, F.col(tseg) != F.col(seg))
+
+
+def _zones(h: sg.HotKey, s: int, before: int, after: int, reach: float,
+           rows_zone: Any, range_zone: Any) -> list:
+    """The zones of key ``h`` that segment ``s``'s halo takes, as (condition, first and
+    last segment whose rows it can hold), built by the two makers."""
+    conds = []
+    if before and s > 0:
+        conds.append((rows_zone(h, s, "before"), *h.zone_segments(s, "before")))
+    if after and s < h.segments - 1:
+        conds.append((rows_zone(h, s, "after"), *h.zone_segments(s, "after")))
+    if reach and h.segments > 1:
+        z = range_zone(h, s)
+        if z is not None:
+            conds.append((z, 0, h.segments - 1))
+    return conds
+
+
+def _targets_sql(hidx: str, seg: str, ocols: Sequence[str], order: Sequence[SortKey],
+                 otypes: Sequence[Any], hot: Sequence[sg.HotKey], before: int, after: int,
+                 reach: float) -> str:
+    """SQL text of the segments a row serves: its own, then those whose halo holds it.
+
+    One expression (one py4j round trip, not a few per zone), and a row is tested only
+    against the zones that can hold rows of its own segment (usually its neighbours'),
+    not against every zone of its key."""
+    q = lambda c: "`" + c.replace("`", "``") + "`"  # noqa: E731
+    whens = []
+    for i, h in enumerate(hot):
+        serves: dict[int, list[str]] = {}
+        for s in range(h.segments):
+            zones = _zones(h, s, before, after, reach,
+                           lambda h_, s_, side: sg.rows_zone_sql(ocols, order, otypes, h_, s_,
+                                                                 side),
+                           lambda h_, s_: sg.range_zone_sql(ocols[0], order[0], h_, s_, reach))
+            for r in range(h.segments):
+                if r == s:
+                    continue
+                conds = [c for c, lo, hi in zones if lo <= r <= hi]
+                if conds:
+                    serves.setdefault(r, []).append(
+                        f"CASE WHEN {' OR '.join(conds)} THEN {s} END")
+        if serves:
+            own = " ".join(f"WHEN {r} THEN array_compact(array({r}, {', '.join(items)}))"
+                           for r, items in sorted(serves.items()))
+            whens.append(f"WHEN {q(hidx)} = {i} THEN CASE {q(seg)} {own} "
+                         f"ELSE array({q(seg)}) END")
+    if not whens:
+        return f"array({q(seg)})"
+    return f"CASE {' '.join(whens)} ELSE array({q(seg)}) END"
+
+
+def _targets_column(hidx: str, seg: str, ocols: Sequence[str], order: Sequence[SortKey],
+                    otypes: Sequence[Any], hot: Sequence[sg.HotKey], before: int, after: int,
+                    reach: float) -> "Column":
+    """:func:`_targets_sql` built as Columns (order values without a SQL literal form)."""
+    F = _F()
     per_key = []
     for i, h in enumerate(hot):
         items = []
         for s in range(h.segments):
-            conds = []
-            if before and s > 0:
-                conds.append(sg.rows_zone(ocols, order, otypes, h, s, "before"))
-            if after and s < h.segments - 1:
-                conds.append(sg.rows_zone(ocols, order, otypes, h, s, "after"))
-            if reach and h.segments > 1:
-                z = sg.range_zone(ocols[0], order[0], h, s, reach)
-                if z is not None:
-                    conds.append(z)
+            conds = [c for c, _, _ in _zones(
+                h, s, before, after, reach,
+                lambda h_, s_, side: sg.rows_zone(ocols, order, otypes, h_, s_, side),
+                lambda h_, s_: sg.range_zone(ocols[0], order[0], h_, s_, reach))]
             if conds:
                 cond = conds[0]
                 for c in conds[1:]:
@@ -98,5 +157,4 @@ def halo_targets(d: "DataFrame", hidx: str, seg: str, tseg: str, halo: str,
     targets = F.array(F.col(seg))
     for i, arr in reversed(per_key):
         targets = F.when(F.col(hidx) == i, arr).otherwise(targets)
-    d = d.withColumn(tseg, F.explode(targets))
-    return d.withColumn(halo, F.col(tseg) != F.col(seg))
+    return targets

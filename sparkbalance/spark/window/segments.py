@@ -18,6 +18,7 @@ Examples
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
@@ -31,7 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["HOT_SHARE", "SEGMENT_SHARE", "SAMPLE_PER_SEGMENT", "HotKey", "hot_index",
            "sample_orders", "cut_segments", "precedes", "segment_expr", "assign_segments",
-           "rows_zone", "range_zone", "SAMPLE_SEED"]
+           "rows_zone", "range_zone", "rows_zone_sql", "range_zone_sql",
+           "SAMPLE_SEED"]
 
 #: A key with more rows than this share of the mean partition is split.
 HOT_SHARE = 0.5
@@ -64,10 +66,24 @@ class HotKey:
     pids: list = field(default_factory=list)
     before: list = field(default_factory=list)   # ROWS halo threshold per segment (None: all)
     after: list = field(default_factory=list)
+    before_at: list = field(default_factory=list)  # sample index of each threshold
+    after_at: list = field(default_factory=list)
 
     @property
     def segments(self) -> int:
         return len(self.bounds) + 1
+
+    def zone_segments(self, s: int, side: str) -> tuple[int, int]:
+        """The segments whose rows segment ``s``'s ROWS halo on ``side`` can hold: a
+        threshold is a sampled row, and all its peers lie in the segment it was drawn in."""
+        if side == "before":
+            t = self.before[s] if s < len(self.before) else None
+            lo = 0 if t is None else bisect.bisect_right(self.cuts, self.before_at[s]) - 1
+            return lo, s - 1
+        u = self.after[s] if s < len(self.after) else None
+        hi = (self.segments - 1 if u is None
+              else bisect.bisect_right(self.cuts, self.after_at[s]) - 1)
+        return s + 1, hi
 
     def sizes(self) -> list[float]:
         """Estimated rows of each segment (from the sample; equal shares without one)."""
@@ -92,12 +108,29 @@ def key_match(cols: Sequence[str], dtypes: Sequence[Any], key: tuple) -> "Column
 
 
 def hot_index(cols: Sequence[str], dtypes: Sequence[Any], hot: Sequence[HotKey]) -> "Column":
-    """INT Column: the index of the row's hot key in ``hot``, -1 for a cold key."""
+    """INT Column: the index of the row's hot key in ``hot``, -1 for a cold key.
+
+    One SQL ``CASE`` (one py4j round trip on classic PySpark, not a few per key); keys
+    without a SQL literal form are built as Columns."""
     F = _F()
+    try:
+        whens = []
+        for i, h in enumerate(hot):
+            conds = [f"({_q(c)} = {_sql_lit(v, t)})" for c, t, v in zip(cols, dtypes, h.key)]
+            whens.append(f"WHEN {' AND '.join(conds)} THEN {i}")
+        if not whens:
+            return F.lit(-1).cast("int")
+        return F.expr(f"CAST(CASE {' '.join(whens)} ELSE -1 END AS INT)")
+    except TypeError:
+        pass
     out = F.lit(-1)
     for i in reversed(range(len(hot))):
         out = F.when(key_match(cols, dtypes, hot[i].key), F.lit(i)).otherwise(out)
     return out.cast("int")
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def sample_orders(df: "DataFrame", hidx: str, ocols: Sequence[str], order: Sequence[SortKey],
@@ -209,12 +242,42 @@ def precedes(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[An
     return F.coalesce(out, F.lit(False))
 
 
+def _seg_tree(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
+              bounds: Sequence[tuple], lo: int, hi: int) -> str:
+    """SQL: the segment in ``lo..hi`` of a row known to lie in it, by halving (a row meets
+    about log2(segments) comparisons, not one per boundary)."""
+    if lo == hi:
+        return str(lo)
+    mid = (lo + hi + 1) // 2   # segment mid starts at bounds[mid - 1]
+    cond = _precedes_sql(ocols, order, dtypes, bounds[mid - 1], False)
+    return (f"CASE WHEN {cond} THEN {_seg_tree(ocols, order, dtypes, bounds, lo, mid - 1)} "
+            f"ELSE {_seg_tree(ocols, order, dtypes, bounds, mid, hi)} END")
+
+
 def segment_expr(hidx: str, ocols: Sequence[str], order: Sequence[SortKey],
                  dtypes: Sequence[Any], hot: Sequence[HotKey], all_cols: Sequence[str]
                  ) -> "Column":
     """INT Column: the row's segment (0 for a cold key); a hot key without an order is cut
-    by a hash of the whole row (any cut serves a whole-partition aggregate)."""
+    by a hash of the whole row (any cut serves a whole-partition aggregate).
+
+    One SQL ``CASE`` whose boundaries are searched by halving; order values without a SQL
+    literal form fall back to a Column that tests every boundary."""
     F = _F()
+    try:
+        whens = []
+        for i, h in enumerate(hot):
+            if h.segments == 1:
+                continue
+            if order:
+                seg = _seg_tree(ocols, order, dtypes, h.bounds, 0, h.segments - 1)
+            else:
+                seg = f"pmod(xxhash64({', '.join(_q(c) for c in all_cols)}), {h.segments})"
+            whens.append(f"WHEN {_q(hidx)} = {i} THEN {seg}")
+        if not whens:
+            return F.lit(0).cast("int")
+        return F.expr(f"CAST(CASE {' '.join(whens)} ELSE 0 END AS INT)")
+    except TypeError:
+        pass
     out = F.lit(0)
     for i in reversed(range(len(hot))):
         h = hot[i]
@@ -272,13 +335,17 @@ def plan_rows_halo(hot: Sequence[HotKey], before: int, after: int) -> bool:
             check = True
         h.before = [None] * h.segments
         h.after = [None] * h.segments
+        h.before_at = [None] * h.segments
+        h.after_at = [None] * h.segments
         for s in range(h.segments):
             if before and s > 0:
                 i = h.cuts[s] - mb
                 h.before[s] = h.sample[i] if i > 0 else None
+                h.before_at[s] = i
             if after and s < h.segments - 1:
                 i = h.cuts[s + 1] + ma
                 h.after[s] = h.sample[i] if i < m else None
+                h.after_at[s] = i
     return check
 
 
@@ -314,3 +381,39 @@ def range_zone(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> "Col
     if not hi_open:
         cond = cond & (col <= F.lit(float(max(ends)) + reach))
     return cond
+
+
+def rows_zone_sql(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
+                  h: HotKey, s: int, side: str) -> str:
+    """:func:`rows_zone` as SQL text (TypeError: an order value without a literal form)."""
+    if side == "before":
+        cond = _precedes_sql(ocols, order, dtypes, h.bounds[s - 1], False)
+        t = h.before[s]
+        return cond if t is None else \
+            f"({cond} AND NOT {_precedes_sql(ocols, order, dtypes, t, False)})"
+    cond = f"NOT {_precedes_sql(ocols, order, dtypes, h.bounds[s], False)}"
+    u = h.after[s]
+    return cond if u is None else f"({cond} AND {_precedes_sql(ocols, order, dtypes, u, True)})"
+
+
+def _double_sql(v: float) -> str:
+    text = "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity") if math.isinf(v) \
+        else repr(float(v))
+    return f"CAST('{text}' AS DOUBLE)"
+
+
+def range_zone_sql(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> str | None:
+    """:func:`range_zone` as SQL text."""
+    start = h.bounds[s - 1][0] if s > 0 else "open"
+    end = h.bounds[s][0] if s < h.segments - 1 else "open"
+    if start is None:
+        return None
+    ends = [v for v in (start, end) if v not in ("open", None)]
+    lo_open = (start == "open") if key.ascending else (end in ("open", None))
+    hi_open = (end in ("open", None)) if key.ascending else (start == "open")
+    conds = [f"{_q(ocol)} IS NOT NULL"]
+    if not lo_open:
+        conds.append(f"{_q(ocol)} >= {_double_sql(float(min(ends)) - reach)}")
+    if not hi_open:
+        conds.append(f"{_q(ocol)} <= {_double_sql(float(max(ends)) + reach)}")
+    return "(" + " AND ".join(conds) + ")"

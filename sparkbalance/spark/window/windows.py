@@ -223,6 +223,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     d = d.withColumn(_HIDX, sg.hot_index(pcols, ptypes, hot))
     d = d.withColumn(_SEG, sg.segment_expr(_HIDX, ocols, order, otypes, hot, df.columns))
     sg.assign_segments(hot, loads)
+    counted = d   # each row once, in its own segment: what the summaries count
     halo_splits = [s for _, s in group if s.kind == "halo"]
     if hot and halo_splits:
         d = halo_targets(d, _HIDX, _SEG, _TSEG, _HALO, ocols, order, otypes, hot, halo_splits)
@@ -230,12 +231,15 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         d = d.withColumns({_TSEG: F.col(_SEG), _HALO: F.lit(False)})
     d = with_partition_id(d, f, *pcols)
     if hot:
-        flat = [p for h in hot for p in h.pids]
+        # one SQL expression (one py4j round trip): the segment's partition, looked up
+        # in one array of every hot segment's partition
+        flat = ", ".join(str(int(p)) for h in hot for p in h.pids)
         offsets = np.cumsum([0] + [h.segments for h in hot])[:-1].tolist()
-        at = F.element_at(F.array(*[F.lit(int(o)) for o in offsets]), F.col(_HIDX) + 1)
-        hot_pid = F.element_at(F.array(*[F.lit(int(p)) for p in flat]), at + F.col(_TSEG) + 1)
-        d = d.withColumn(PID_COL, F.when(F.col(_HIDX) >= 0, hot_pid).otherwise(
-            F.col(PID_COL)).cast("int"))
+        at = (f"element_at(array({', '.join(str(int(o)) for o in offsets)}), {_HIDX} + 1)"
+              if len(hot) > 1 else "0")
+        d = d.withColumn(PID_COL, F.expr(
+            f"CAST(CASE WHEN {_HIDX} >= 0 THEN element_at(array({flat}), {at} + {_TSEG} + 1) "
+            f"ELSE {PID_COL} END AS INT)"))
     placed = place(d, n, PID_COL)
     keys = [F.col(PID_COL), *[F.col(c) for c in pcols], F.col(_TSEG)]
     # The halo columns first, over a segment and its halo copies; the copies are dropped
@@ -258,7 +262,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         # a small aggregation of the hot keys' rows before the exchange (summaries taken
         # from the placed rows would not reuse the exchange: Spark prunes and filters
         # below it, making it another one)
-        win = win.join(F.broadcast(_summary(d, pcols, summaries)), on=[*pcols, _TSEG],
+        win = win.join(F.broadcast(_summary(counted, pcols, summaries)), on=[*pcols, _TSEG],
                        how="left")
     else:
         win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
@@ -286,7 +290,8 @@ def _user(name: str, tmp: dict[str, str]) -> str:
 
 
 def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
-    """Per (hot key, segment): each summary over the earlier segments and over all."""
+    """Per (hot key, segment): each summary over the earlier segments and over all
+    (``d``: the rows with their segment, before any halo copy)."""
     from pyspark.sql import Window
     F = _F()
     aggs, ops = [], {}
@@ -294,8 +299,10 @@ def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
         for a, (agg, op) in s.summaries.items():
             aggs.append(agg.alias(f"{name}_{a}"))
             ops[f"{name}_{a}"] = (name, a, op)
-    # the row's own copy only: a halo copy is counted by the segment it belongs to
-    seg = d.where((F.col(_HIDX) >= 0) & ~F.col(_HALO)).groupBy(*pcols, _TSEG).agg(*aggs)
+    # the rows before the halo copies (each counted once, by its own segment); one task
+    # combines the few per-segment rows, so the window below needs no exchange of its own
+    seg = (d.where(F.col(_HIDX) >= 0).groupBy(*pcols, F.col(_SEG).alias(_TSEG)).agg(*aggs)
+           .coalesce(1))
     w = Window.partitionBy(*pcols).orderBy(_TSEG)
     earlier = w.rowsBetween(Window.unboundedPreceding, -1)
     whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
