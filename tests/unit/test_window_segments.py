@@ -39,7 +39,7 @@ def test_segments_go_largest_first_to_the_emptiest_partition():
 
 
 def test_rows_halo_zone_holds_the_rows_it_needs_without_a_count():
-    from sparkbalance.spark.window.segments import plan_rows_halo
+    from sparkbalance.spark.window.zones import plan_rows_halo
     # 1,000 rows sampled 1 in 10: a lag of 3 needs 3 rows; a zone 3 sampled rows wide
     # holds at least those 3 sampled rows, so no counting job is needed
     h = HotKey(("a",), 1000.0, sample=[(i,) for i in range(0, 1000, 10)])
@@ -50,7 +50,7 @@ def test_rows_halo_zone_holds_the_rows_it_needs_without_a_count():
 
 
 def test_a_far_reaching_rows_halo_is_counted_instead():
-    from sparkbalance.spark.window.segments import plan_rows_halo
+    from sparkbalance.spark.window.zones import plan_rows_halo
     h = HotKey(("a",), 100_000.0, sample=[(i,) for i in range(0, 100_000, 100)])
     cut_segments([h], seg_rows=10_000.0)
     assert plan_rows_halo([h], before=2_000, after=0) is True   # 2,000 steps of 100 rows

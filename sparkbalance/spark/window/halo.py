@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from sparkbalance.spark.window import segments as sg
+from sparkbalance.spark.window import zones as zn
 from sparkbalance.spark.window.spec import SortKey
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,7 +50,7 @@ def _check_rows_zones(d: "DataFrame", hidx: str, ocols: Sequence[str],
         for s in range(h.segments):
             for side, need, t in (("before", before, h.before[s]), ("after", after, h.after[s])):
                 if need and t is not None:
-                    z = sg.rows_zone(ocols, order, otypes, h, s, side) & (F.col(hidx) == i)
+                    z = zn.rows_zone(ocols, order, otypes, h, s, side) & (F.col(hidx) == i)
                     aggs.append(F.sum(F.when(z, 1).otherwise(0)).alias(f"z{len(checks)}"))
                     checks.append((i, s, side, need))
     if not aggs:
@@ -73,7 +74,7 @@ def halo_targets(d: "DataFrame", hidx: str, seg: str, tseg: str, halo: str,
     before = max(s.before for s in splits)
     after = max(s.after for s in splits)
     reach = max(s.reach for s in splits)
-    if (before or after) and sg.plan_rows_halo(hot, before, after):
+    if (before or after) and zn.plan_rows_halo(hot, before, after):
         _check_rows_zones(d, hidx, ocols, order, otypes, hot, before, after)
     try:
         targets = F.expr(_targets_sql(hidx, seg, ocols, order, otypes, hot,
@@ -117,9 +118,9 @@ def _targets_sql(hidx: str, seg: str, ocols: Sequence[str], order: Sequence[Sort
         serves: dict[int, list[str]] = {}
         for s in range(h.segments):
             zones = _zones(h, s, before, after, reach,
-                           lambda h_, s_, side: sg.rows_zone_sql(ocols, order, otypes, h_, s_,
+                           lambda h_, s_, side: zn.rows_zone_sql(ocols, order, otypes, h_, s_,
                                                                  side),
-                           lambda h_, s_: sg.range_zone_sql(ocols[0], order[0], h_, s_, reach))
+                           lambda h_, s_: zn.range_zone_sql(ocols[0], order[0], h_, s_, reach))
             for r in range(h.segments):
                 if r == s:
                     continue
@@ -148,8 +149,8 @@ def _targets_column(hidx: str, seg: str, ocols: Sequence[str], order: Sequence[S
         for s in range(h.segments):
             conds = [c for c, _, _ in _zones(
                 h, s, before, after, reach,
-                lambda h_, s_, side: sg.rows_zone(ocols, order, otypes, h_, s_, side),
-                lambda h_, s_: sg.range_zone(ocols[0], order[0], h_, s_, reach))]
+                lambda h_, s_, side: zn.rows_zone(ocols, order, otypes, h_, s_, side),
+                lambda h_, s_: zn.range_zone(ocols[0], order[0], h_, s_, reach))]
             if conds:
                 cond = conds[0]
                 for c in conds[1:]:
