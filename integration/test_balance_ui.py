@@ -231,8 +231,13 @@ def _check_rows(html: str, records: list[dict]) -> None:
             assert text["hot_keys"].startswith(str(hot[0]["key"])) and first in text["hot_keys"]
         else:
             assert text["hot_keys"] == "-"
-        if r.get("loads_note"):
-            assert text["max_avg_after"] == "not known when planned"
+        if r.get("loads_note"):  # pkg: no loads when planned; its stage's reads fill them
+            # in when it completes (stage_loads), which may follow the app's printed record
+            shown = text["max_avg_after"]
+            assert shown == "not known when planned" or re.fullmatch(
+                r"[0-9.e+]+ / [0-9.e+]+", shown), shown
+            if r.get("loads_after"):
+                assert shown != "not known when planned"
         assert text["job_ids"].replace(" ", "") == (",".join(map(str, r["job_ids"])) or "-")
         if r.get("plan_seconds") is not None:
             assert float(text["plan_seconds"]) == float(f"{r['plan_seconds']:.4g}")
