@@ -75,10 +75,10 @@ def rows_zone(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[A
     return cond if u is None else cond & precedes(ocols, order, dtypes, u, True)
 
 
-def range_zone(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> "Column | None":
-    """True on the rows of key ``h`` within ``reach`` of segment ``s``'s order values (a
-    RANGE halo; None for a segment of null order values, whose frames hold nulls only)."""
-    F = _F()
+def _range_limits(key: SortKey, h: HotKey, s: int, reach: float
+                  ) -> "tuple[float | None, float | None] | None":
+    """The order values segment ``s``'s RANGE halo spans, ``(low, high)`` (None: open on
+    that side), or None for a segment of null order values (its frames hold nulls only)."""
     start = h.bounds[s - 1][0] if s > 0 else "open"
     end = h.bounds[s][0] if s < h.segments - 1 else "open"
     if start is None:
@@ -86,12 +86,24 @@ def range_zone(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> "Col
     ends = [v for v in (start, end) if v not in ("open", None)]
     lo_open = (start == "open") if key.ascending else (end in ("open", None))
     hi_open = (end in ("open", None)) if key.ascending else (start == "open")
+    return (None if lo_open else float(min(ends)) - reach,
+            None if hi_open else float(max(ends)) + reach)
+
+
+def range_zone(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> "Column | None":
+    """True on the rows of key ``h`` within ``reach`` of segment ``s``'s order values (a
+    RANGE halo; None for a segment of null order values, whose frames hold nulls only)."""
+    F = _F()
+    limits = _range_limits(key, h, s, reach)
+    if limits is None:
+        return None
+    lo, hi = limits
     col = F.col(ocol)
     cond = col.isNotNull()
-    if not lo_open:
-        cond = cond & (col >= F.lit(float(min(ends)) - reach))
-    if not hi_open:
-        cond = cond & (col <= F.lit(float(max(ends)) + reach))
+    if lo is not None:
+        cond = cond & (col >= F.lit(lo))
+    if hi is not None:
+        cond = cond & (col <= F.lit(hi))
     return cond
 
 
@@ -116,16 +128,13 @@ def _double_sql(v: float) -> str:
 
 def range_zone_sql(ocol: str, key: SortKey, h: HotKey, s: int, reach: float) -> str | None:
     """:func:`range_zone` as SQL text."""
-    start = h.bounds[s - 1][0] if s > 0 else "open"
-    end = h.bounds[s][0] if s < h.segments - 1 else "open"
-    if start is None:
+    limits = _range_limits(key, h, s, reach)
+    if limits is None:
         return None
-    ends = [v for v in (start, end) if v not in ("open", None)]
-    lo_open = (start == "open") if key.ascending else (end in ("open", None))
-    hi_open = (end in ("open", None)) if key.ascending else (start == "open")
+    lo, hi = limits
     conds = [f"{_q(ocol)} IS NOT NULL"]
-    if not lo_open:
-        conds.append(f"{_q(ocol)} >= {_double_sql(float(min(ends)) - reach)}")
-    if not hi_open:
-        conds.append(f"{_q(ocol)} <= {_double_sql(float(max(ends)) + reach)}")
+    if lo is not None:
+        conds.append(f"{_q(ocol)} >= {_double_sql(lo)}")
+    if hi is not None:
+        conds.append(f"{_q(ocol)} <= {_double_sql(hi)}")
     return "(" + " AND ".join(conds) + ")"
