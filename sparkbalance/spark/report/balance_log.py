@@ -60,6 +60,7 @@ __all__ = [
     "DEFAULT_MAX_RECORDS",
     "RECORD_KINDS",
     "BalanceLog",
+    "push",
     "balance_log",
     "post",
     "plugin_active",
@@ -263,6 +264,13 @@ def post(spark: Any, record: Mapping[str, Any]) -> dict[str, Any]:
     (9.0, 5.0, True)
     """
     rec = balance_log().append(record)
+    push(spark, rec)
+    return rec
+
+
+def push(spark: Any, rec: dict[str, Any]) -> None:
+    """Send the stored record ``rec`` to the Balance plugin when it runs (again, under the
+    same ``id``, after its loads were measured: the tab's row is replaced)."""
     member = _member(spark) if spark is not None else None
     if member is not None:
         try:
@@ -271,5 +279,4 @@ def post(spark: Any, record: Mapping[str, Any]) -> dict[str, Any]:
                     _Push.jsc = _Push.member = None
         except Exception as exc:  # the UI must never break the user's job
             _LOG.debug("could not push balance record %s: %s", rec["id"], exc)
-    return rec
 

@@ -160,7 +160,7 @@ def _leave(listener: _StageLoads) -> None:
 
 def _fill(sc: Any, rec: dict[str, Any], reads: dict[int, float], num_tasks: int) -> None:
     """Write the measured loads into the stored record, log it, push it again."""
-    from sparkbalance.spark.report.balance_log import _member
+    from sparkbalance.spark.report.balance_log import push
     from sparkbalance.spark.report.log_line import log_info, plan_log_line
     n = int(rec.get("num_partitions") or num_tasks)
     loads = [float(reads.get(p, 0.0)) for p in range(n)]
@@ -169,10 +169,4 @@ def _fill(sc: Any, rec: dict[str, Any], reads: dict[int, float], num_tasks: int)
                loads_unit=UNITS.get(str(rec.get("kind")), "shuffle records read"),
                loads_measured="stage")
     log_info(_LOG, "%s", plan_log_line(rec))
-    member = _member(sc)
-    if member is not None:
-        import json
-        try:
-            member(json.dumps(rec, allow_nan=False))
-        except Exception as exc:  # the UI must never break the user's job
-            _LOG.debug("could not push the measured loads of record %s: %r", rec.get("id"), exc)
+    push(sc, rec)
