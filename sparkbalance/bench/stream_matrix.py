@@ -199,6 +199,9 @@ class _Run:
         self.keys: dict = {}           # key -> last batch it had records in
         self.seconds: list[float] = []
         self.migrations = 0
+        #: seconds by part over the run: the slowest partition's folds, looking ahead
+        #: (tallies, routing again), moves (fixed and per byte)
+        self.parts: Counter = Counter()
 
     def _measure(self, work: dict, layout: TableLayout) -> Any:
         keys = list(dict.fromkeys([*work, *layout.table.routes]))
@@ -252,12 +255,16 @@ class _Run:
             looked = True
             new, saving = self._decide(self._measure(work, self.layout))
             self.pending = new            # a plan on this batch's counts replaces the last
-            tallied = self.cost.tally_s + (self._reroute_s(new, counts) if new is not None
-                                           else 0.0)
+            reroute = self._reroute_s(new, counts) if new is not None else 0.0
+            tallied = self.cost.tally_s + reroute
+            self.parts["tally_s"] += self.cost.tally_s
+            self.parts["reroute_s"] += reroute
             # as the operator: looking ahead costs the map stage's job and, when the plan
             # moves, routing again — which runs in the merge job, so the payoff model
             # learns it too, as the move's cost
-            self.lookahead.observe_tally(tallied)
+            self.lookahead.observe_tally(self.cost.tally_s)
+            if new is not None:
+                self.lookahead.observe_reroute(reroute)
             self.lookahead.observe(saving)
         moved_bytes, moved = 0.0, self.pending is not None
         if moved:
@@ -271,6 +278,9 @@ class _Run:
         m = self._measure(work, self.layout)
         secs = self.cost.batch_seconds(float(m.loads.max()), moved_bytes, moved, tallied)
         self.seconds.append(secs)
+        self.parts["load_s"] += self.cost.s_per_value * float(m.loads.max())
+        if moved:
+            self.parts["move_s"] += self.cost.move_fixed_s + self.cost.s_per_byte * moved_bytes
         if self.controller.planner is None or self.oracle:
             return
         self.controller.observe_batch(secs - (self.cost.tally_s if looked else 0.0), m,

@@ -143,16 +143,13 @@ class Forecasting:
                             decision.candidates)
             if mis.records(counts) > MISPLACED_SHARE * sum(counts.values()):
                 routed = None
-        # The price of looking ahead: a tally job; with the chunks one more job submitted,
-        # and when the plan moves, the batch's map stage again (its measured seconds) or
-        # a part of it (only the misplaced records, MISPLACED_COST of a whole one).
-        if merged.routed is None:
-            la.observe_tally(seconds)
-        elif decision is None:
-            la.observe_tally(MAP_STAGE_S)
-        else:
-            la.observe_tally(MAP_STAGE_S + (seconds if routed is None
-                                            else MISPLACED_COST * seconds))
+        # The price of looking ahead: every batch a tally job (with the chunks one more
+        # job submitted); a batch whose plan moves, the batch's map stage again (its
+        # measured seconds) or a part of it (only the misplaced records, MISPLACED_COST
+        # of a whole one) — learned apart, weighed by how often batches move.
+        la.observe_tally(seconds if merged.routed is None else MAP_STAGE_S)
+        if decision is not None and merged.routed is not None:
+            la.observe_reroute(seconds if routed is None else MISPLACED_COST * seconds)
         if decision is None:
             return now, merged
         now = now.replace(pending=decision, pending_seq=at.seq)

@@ -47,6 +47,31 @@ def test_auto_tallies_only_while_the_lag_it_removes_costs_more_than_the_tally():
     assert not la.wanted()
 
 
+def test_auto_weighs_routing_again_by_the_share_of_batches_that_move():
+    # A shift every 2 batches: every other batch's move saves 0.08 s a batch, a lag of
+    # 0.04 s a batch; looking ahead costs 0.01 s a batch and 0.05 s more in a batch that
+    # moves, 0.035 s a batch. One moving batch's 0.06 s must not be set against the lag.
+    la = Lookahead("auto")
+    la.expect(map_stage=True)
+    for t in range(20):
+        la.observe(0.08 if t % 2 else 0.0)
+        la.observe_tally(0.01)
+        if t % 2:
+            la.observe_reroute(0.05)
+    assert abs(la.cost_s - (0.01 + la.move_rate * 0.05)) < 1e-12
+    assert 0.4 < la.move_rate < 0.6 and la.wanted()
+    for _ in range(20):                          # routing again dearer: no longer pays
+        la.observe_reroute(0.2)
+    assert not la.wanted()
+
+
+def test_the_lag_estimate_is_a_mean_from_the_first_batch():
+    la = Lookahead("auto")
+    la.observe(0.0)
+    la.observe(0.1)               # one batch of two lost 0.1 s: ~0.05 s a batch, not 0.01
+    assert 0.04 < la.lag_s < 0.06 and 0.4 < la.move_rate < 0.6
+
+
 @pytest.mark.parametrize("mode, wanted", [("always", True), ("never", False)])
 def test_forced_modes_ignore_the_estimates(mode, wanted):
     la = Lookahead(mode)
@@ -108,7 +133,8 @@ def test_the_matrix_benchmark_runs_quick(capsys):
 def test_the_prior_tally_cost_is_the_look_ahead_path_s_until_one_is_measured():
     from sparkbalance.state.control.lookahead import MAP_STAGE_S
     la = Lookahead("auto")
-    la.observe(saving_per_batch=0.3)             # lag 0.03 s a batch: under a tally job
+    la.observe_reroute(0.0)                      # routing again measured free
+    la.observe(saving_per_batch=0.03)            # lag 0.03 s a batch: under a tally job
     assert not la.wanted()
     la.expect(map_stage=True)                    # the bridge's map stage costs less
     assert la.tally_s == MAP_STAGE_S and la.wanted()

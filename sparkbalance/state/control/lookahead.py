@@ -12,9 +12,14 @@ state in batch ``b``'s own shuffle — no lag, and no plan fitted to a previous 
 The tally costs a job per batch, which a slowly shifting stream never earns back. So by
 default (``lookahead="auto"``) the controller tallies only while it pays: it keeps an
 estimate of what lag costs per batch (the saving of every migration decided, over the
-batches seen; zero for a batch that needed none) and of what a tally costs (its measured
-seconds), and tallies while the first exceeds the second. ``"always"`` and ``"never"`` (the
-reactive controller) force one way.
+batches seen; zero for a batch that needed none) and of what looking ahead costs per batch:
+the tally, paid by every batch, plus routing the batch again, paid only by a batch whose
+plan moves — so weighed by the share of batches that move. It tallies while the lag costs
+more. Why per batch on both sides: a single moving batch's price (tally and routing again)
+set against the lag averaged over all batches kept ``auto`` reactive on streams where
+looking ahead paid (the stream matrix's Zipf 0.8 cells, a shift every 2 batches: a lag of
+0.04 s a batch against 0.06 s for one moving look-ahead batch, whose price per batch was
+0.02 s). ``"always"`` and ``"never"`` (the reactive controller) force one way.
 
 The work a merge folds for a key is its records plus, in a windowed state, the replay of
 its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
@@ -30,8 +35,7 @@ from collections import Counter, deque
 from typing import Mapping, Sequence
 
 __all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "PRIOR_TALLY_S", "FORGET_LAG",
-           "MAP_STAGE_S", "MISPLACED_SHARE",
-           "MISPLACED_COST"]
+           "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "PRIOR_REROUTE_S"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
 #: "never" (the reactive controller of Fang et al. §4).
@@ -55,6 +59,10 @@ MISPLACED_SHARE: float = 0.1
 #: What routing only the misplaced records costs, as a share of routing the whole batch
 #: again (the same measurement: 0.15 s against 0.60 s of CPU).
 MISPLACED_COST: float = 0.25
+
+#: Prior seconds of routing a moving look-ahead batch again before one was measured (the map
+#: stage of a batch of 20000 records on local[8]: ~0.05 s).
+PRIOR_REROUTE_S: float = 0.05
 
 #: Weight of one batch in the lag estimate (≈ the last 10 batches: shifts every 2 to 10).
 FORGET_LAG: float = 0.1
@@ -113,15 +121,34 @@ class Lookahead:
         self.mode = mode
         self.window = window
         self.lag_s = 0.0          # seconds per batch a reactive controller loses to lag
-        self.tally_s = PRIOR_TALLY_S
+        self.tally_s = PRIOR_TALLY_S   # seconds every looked-ahead batch pays
+        self.reroute_s = PRIOR_REROUTE_S   # seconds more a looked-ahead batch that moves pays
+        self.move_rate = 0.0      # share of batches whose decision moves the state
         self._tallies_seen = 0
+        self._reroutes_seen = 0
+        self._weights = self._lag = self._moves = 0.0
         self.past: deque = deque(maxlen=(window or 0) + 1)
+
+    @property
+    def cost_s(self) -> float:
+        """Seconds per batch that looking ahead costs: the tally, and routing again
+        weighed by the share of batches that move.
+
+        Examples
+        --------
+        >>> la = Lookahead("auto")
+        >>> la.observe_tally(0.01); la.observe_reroute(0.05)
+        >>> la.observe(0.04); la.observe(0.0)    # one batch in two moves (EWMA)
+        >>> round(la.cost_s, 4) == round(0.01 + la.move_rate * 0.05, 4)
+        True
+        """
+        return self.tally_s + self.move_rate * self.reroute_s
 
     def wanted(self) -> bool:
         """Tally the coming batch?"""
         if self.mode != "auto":
             return self.mode == "always"
-        return self.lag_s > self.tally_s
+        return self.lag_s > self.cost_s
 
     def expect(self, map_stage: bool) -> None:
         """The look-ahead's path: through the routing shuffle's own map stage (the
@@ -133,7 +160,8 @@ class Lookahead:
         Examples
         --------
         >>> la = Lookahead("auto")
-        >>> la.observe(saving_per_batch=0.2)     # lag of 0.02 s a batch
+        >>> la.observe_reroute(0.0)              # routing again measured free
+        >>> la.observe(saving_per_batch=0.02)    # lag of 0.02 s a batch
         >>> la.wanted(), la.expect(map_stage=True), la.wanted()
         (False, None, True)
         """
@@ -145,15 +173,32 @@ class Lookahead:
         tally) saves ``saving_per_batch`` seconds per batch; 0 when none was needed."""
         if not math.isfinite(saving_per_batch):
             return
-        self.lag_s = (1 - FORGET_LAG) * self.lag_s + FORGET_LAG * max(saving_per_batch, 0.0)
+        # Means over the batches seen, recent ones weighed more (EWMA divided by its
+        # weights: a zero start would hide the lag of the first shifts for ~10 batches).
+        saving = max(saving_per_batch, 0.0)
+        self._weights = (1 - FORGET_LAG) * self._weights + FORGET_LAG
+        self._lag = (1 - FORGET_LAG) * self._lag + FORGET_LAG * saving
+        self._moves = (1 - FORGET_LAG) * self._moves + FORGET_LAG * (saving > 0)
+        self.lag_s = self._lag / self._weights
+        self.move_rate = self._moves / self._weights
 
     def observe_tally(self, seconds: float) -> None:
-        """A tally took ``seconds`` (the first replaces the prior)."""
+        """A tally took ``seconds``: what every looked-ahead batch pays (the first
+        replaces the prior)."""
         if not math.isfinite(seconds) or seconds < 0:
             return
         w = 1.0 if self._tallies_seen == 0 else FORGET_TALLY
         self.tally_s = (1 - w) * self.tally_s + w * seconds
         self._tallies_seen += 1
+
+    def observe_reroute(self, seconds: float) -> None:
+        """A looked-ahead batch whose plan moves routed (part of) itself again in
+        ``seconds`` (the first replaces the prior)."""
+        if not math.isfinite(seconds) or seconds < 0:
+            return
+        w = 1.0 if self._reroutes_seen == 0 else FORGET_TALLY
+        self.reroute_s = (1 - w) * self.reroute_s + w * seconds
+        self._reroutes_seen += 1
 
     def work(self, counts: Mapping) -> dict:
         """The coming batch's work per key from its tally (:func:`batch_work`)."""
