@@ -61,6 +61,20 @@ def format_row(name: str, row: dict) -> str:
     return f"{name:32s} {row['none']['mean_s']:6.3f} {cols}  {verdict(row)[0]}"
 
 
+def format_parts(row: dict) -> str:
+    """Where each policy's batch goes (``--parts``): seconds per batch of the slowest
+    partition's folds, the look-ahead's tally and routing again, and moves — the gap to
+    the clairvoyant split into a worse plan (load) and what acting costs."""
+    o = row[ORACLE]["parts"].get("load_s", 0.0)
+    lines = []
+    for p in POLICIES[1:-1]:
+        d = row[p]["parts"]
+        lines.append(f"    {p:14s} load +{d.get('load_s', 0.0) - o:.4f} over the clairvoyant's, "
+                     f"tally {d.get('tally_s', 0.0):.4f}, reroute {d.get('reroute_s', 0.0):.4f}, "
+                     f"move {d.get('move_s', 0.0):.4f} s/batch")
+    return "\n".join(lines)
+
+
 def simulated(args: argparse.Namespace) -> int:
     cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s,
                      reroute_misplaced_s=args.reroute_s * CostModel().reroute_misplaced_s
@@ -83,6 +97,8 @@ def simulated(args: argparse.Namespace) -> int:
                   ".[bench])")
             continue
         print(format_row(cell.name, row), flush=True)
+        if args.parts:
+            print(format_parts(row), flush=True)
         missed += not verdict(row)[1]
         shares.append(row["mixed"]["share"])
     ok = np.array([s for s in shares if s == s]) if shares else np.array([np.nan])
@@ -306,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="real-Spark runs per cell")
     p.add_argument("--io-us", type=float, default=100.0, help="real Spark: µs per value")
     p.add_argument("--quick", action="store_true", help="a smoke run: two small cells")
+    p.add_argument("--parts", action="store_true",
+                   help="simulation: each policy's seconds per batch by part (load over "
+                        "the clairvoyant's, tally, routing again, moves)")
     p.add_argument("--spark-costs", action="store_true",
                    help="measure the look-ahead's tally and re-route costs on real Spark")
     p.add_argument("--py4j", action="store_true",

@@ -293,8 +293,10 @@ class _Run:
 
 def simulate(batches: Sequence[Counter], num_partitions: int, policies: Sequence[str] =
              POLICIES, *, theta: float = 0.08, window: int | None = None,
-             cost: CostModel = CostModel()) -> dict[str, list[float]]:
-    """Seconds of every batch under each policy (``{policy: [seconds]}``).
+             cost: CostModel = CostModel(), parts: dict | None = None
+             ) -> dict[str, list[float]]:
+    """Seconds of every batch under each policy (``{policy: [seconds]}``; ``parts``: a dict
+    filled with each policy's seconds by part over the run, :func:`run_cell`).
 
     Examples
     --------
@@ -307,6 +309,8 @@ def simulate(batches: Sequence[Counter], num_partitions: int, policies: Sequence
     for t in range(len(batches)):
         for r in runs.values():
             r.batch(t, batches)
+    if parts is not None:
+        parts.update({p: r.parts for p, r in runs.items()})
     return {p: r.seconds for p, r in runs.items()}
 
 
@@ -329,15 +333,21 @@ def run_cell(cell: Cell, num_partitions: int = 8, num_batches: int = 30,
              skip: int = 2, theta: float = 0.08, cost: CostModel = CostModel(),
              policies: Sequence[str] = POLICIES) -> dict[str, dict]:
     """Per policy, the median over ``seeds`` of the mean batch seconds (batches ``>= skip``),
-    its ratio to none and its share of the clairvoyant's gain."""
+    its ratio to none, its share of the clairvoyant's gain and (``parts``) its seconds per
+    batch by part, means over the seeds and all batches: ``load_s`` (the slowest
+    partition's folds), ``tally_s`` and ``reroute_s`` (looking ahead), ``move_s``."""
     means: dict[str, list] = {p: [] for p in policies}
+    parts: dict[str, Counter] = {p: Counter() for p in policies}
     for seed in seeds:
         b = cell_batches(cell, num_partitions, num_batches, records, num_keys, seed)
+        run_parts: dict = {}
         secs = simulate(b, num_partitions, policies, theta=theta, window=cell.window,
-                        cost=cost)
+                        cost=cost, parts=run_parts)
         for p, s in secs.items():
             means[p].append(float(np.mean(s[skip:])))
+            for k, v in run_parts[p].items():
+                parts[p][k] += v / (len(s) * len(seeds))
     med = {p: float(np.median(v)) for p, v in means.items()}
     none, oracle = med.get("none", float("nan")), med.get(ORACLE_PREFIX + "mixed", float("nan"))
-    return {p: {"mean_s": v, "vs_none": v / none,
-                "share": gain_share(v, oracle, none)} for p, v in med.items()}
+    return {p: {"mean_s": v, "vs_none": v / none, "share": gain_share(v, oracle, none),
+                "parts": dict(parts[p])} for p, v in med.items()}
