@@ -205,15 +205,10 @@ def test_a_plan_that_misplaces_few_records_keeps_the_operator_exact(sc):
 
 
 def test_misplaced_records_are_dropped_only_where_they_no_longer_belong():
-    """Misplaced.drop on R frames (no job): a moved key's records leave its old partition
-    and stay on its new one; chunks of other groups and a migration's chunks pass as
-    they are."""
-    import pickle
-
+    """Misplaced.drop on the batch block the merge gathered (no job): a moved key's
+    records leave its old partition and stay on its new one; other keys stay."""
     from sparkbalance.routing.table import RoutingTable
-    from sparkbalance.state.control.layout import TableLayout
-    from sparkbalance.state.frames import format as fr
-    from sparkbalance.state.frames.moves import Carry
+    from sparkbalance.state.control.layout import GroupLayout, TableLayout
     from sparkbalance.state.frames.route_chunks import Misplaced
 
     G = 8
@@ -222,15 +217,29 @@ def test_misplaced_records_are_dropped_only_where_they_no_longer_belong():
     stay = next(j for j in range(100) if src.fn.assign([j])[0] == 0 and j != k)
     m = Misplaced(src, TableLayout(N, N, RoutingTable({k: 2})), G)
     assert m.keys == {k: 2} and m.records({k: 4, stay: 9}) == 4
+    old = {k: [1, 3], stay: [2]}
+    m.drop(0, old)
+    assert old == {stay: [2]}
+    new = {k: [1]}
+    m.drop(2, new)
+    assert new == {k: [1]}
+    # key groups: a moved group's keys leave its old partition only
+    from sparkbalance.routing.keygroups import key_groups
+    a = GroupLayout.initial(N, G)
+    assign = a.interval_of_group().copy()
+    g = int(np.flatnonzero(a.group_to_partition() == 0)[0])
+    assign[g] = 1
+    mg = Misplaced(a, a.after_map(assign, N), G)
+    to = int(a.after_map(assign, N).group_to_partition()[g])
+    assert mg.groups == {g: to} and to != 0
+    ks = list(range(200))
+    gs = key_groups(ks, G).tolist()
+    moved = [x for x, h in zip(ks, gs) if h == g][:3]
+    kept = [x for x, h in zip(ks, gs) if h != g][:3]
+    blk = {x: [1] for x in moved + kept}
+    mg.drop(0, blk)
+    assert set(blk) == set(kept)
+    blk = {x: [1] for x in moved}
+    mg.drop(to, blk)
+    assert set(blk) == set(moved)
 
-    def chunk(recs):
-        return fr.chunk_frame(recs, pickle.dumps(recs), G)
-
-    recs = [(k, 1), (stay, 2), (k, 3)]
-    carry = [(Carry(2), ("e", k))]
-    carried = fr.chunk_frame(carry, pickle.dumps(carry), G, [k])
-    old = list(m.drop(0, [chunk(recs), carried]))
-    assert fr.chunk_records(old[0]) == [(stay, 2)] and old[1] == carried
-    assert [fr.chunk_records(f) for f in m.drop(2, [chunk([(k, 1)])])] == [[(k, 1)]]
-    assert list(m.drop(0, [chunk([(k, 1)])])) == []
-    assert list(m.drop(1, [chunk([(stay, 5)])])) == [chunk([(stay, 5)])]

@@ -193,8 +193,8 @@ class FramedState:
         rdd = self.ops.merge_around(
             state, batch_frames, mask, G, expire,
             lambda pid, it: merge_partition(
-                pid, it if misplaced is None else misplaced.drop(pid, it), fold, seq, G,
-                per_group, watch, move, chunked))
+                pid, it, fold, seq, G, per_group, watch, move, chunked,
+                None if misplaced is None else misplaced.drop))
         return Merged(self, rdd, layout, carried, read, routed, misplaced)
 
     # ------------------------------------------------------------------ reading

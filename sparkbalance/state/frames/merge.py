@@ -17,7 +17,7 @@ Pure Python (no pyspark): runs inside executors and in unit tests.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -34,7 +34,8 @@ __all__ = ["merge_partition"]
 
 def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
                     num_groups: int, per_group: bool, watch: frozenset | None = None,
-                    move: Move | None = None, chunked: bool = False) -> Iterator[bytes]:
+                    move: Move | None = None, chunked: bool = False,
+                    drop: Callable[[int, dict], None] | None = None) -> Iterator[bytes]:
     """Merge the batch block into the state frames of partition ``pid``.
 
     ``frames``: the partition's ``S`` frames and exactly one ``B`` frame (the batch,
@@ -59,6 +60,9 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     taken in (``moved_in`` keys of ``bytes_in`` Σ S(k), counted before the batch folds into
     them). Both counts come from this result-stage task, so a retried task is counted once.
 
+    ``drop(pid, batch)``: takes out of the gathered batch block, in place, the keys whose
+    records were routed again to another partition (a look-ahead plan's misplaced ones).
+
     Examples
     --------
     >>> f = StateFold(update=lambda s, v: s + v, initial=0)
@@ -67,6 +71,8 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     (['S', 'O', 'T'], [('a', 3)])
     """
     by_group, batch, carried = _read_frames(pid, frames, chunked)
+    if drop is not None:        # records routed again elsewhere (route_chunks.Misplaced)
+        drop(pid, batch)
     # Entries decoded in this pass outside the batch fold: the stays of frames that lost
     # entries, and the arrivals (routing table). Their groups are re-pickled.
     extra: dict[int, dict] = {}
