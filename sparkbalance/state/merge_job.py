@@ -7,7 +7,9 @@ operator's job group, with the cache bookkeeping around it
 lineage cut every ``truncate_every`` batches), the state carried by a riding migration is
 cut after the job, and what the batch holds is handed to the cache only once the job ran
 (a failed job releases them; the operator's rollback does the rest). A riding migration
-is checked: the keys that left must be the keys that arrived.
+is checked: the keys that left must be the keys that arrived. ``with_outputs``: the same
+job also brings the batch's outputs to the driver (:attr:`MergeRun.outputs`), for a caller
+that reads them all at once (the stateful drop-in), instead of a job of their own.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import time
 from typing import NamedTuple
 
 from sparkbalance.spark.session.jobs import sparkbalance_job_group
+from sparkbalance.state.frames import format as fr
 from sparkbalance.state.frames.caching import BatchCache
-from sparkbalance.state.frames.framed_state import Merged
+from sparkbalance.state.frames.framed_state import Merged, stats_of_frames
 
 __all__ = ["MergeRun", "run_merge"]
 
@@ -29,16 +32,18 @@ class MergeRun(NamedTuple):
     keys_moved: int            # keys (or key groups) a riding migration moved (0: none)
     bytes_moved: float         # their Σ S(k) (0.0 without a riding migration)
     seconds: float             # wall time up to the cache handover (the migration's)
+    outputs: list | None = None   # the (key, output) list, with_outputs (None: not read)
 
 
 def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *,
-              truncated: bool, rebasing: bool) -> MergeRun:
+              truncated: bool, rebasing: bool, with_outputs: bool = False) -> MergeRun:
     """Run ``merged`` (one job in job group ``group``, described as ``description``).
 
     ``truncated``: cut the merged RDD's lineage (every ``truncate_every`` batches);
     ``rebasing``: the state is based on each commit's files, so neither the merged RDD nor
     a riding migration's carried state is cut. A migration whose keys out and in differ
-    is a ``RuntimeError`` (the state stays as before the batch).
+    is a ``RuntimeError`` (the state stays as before the batch). ``with_outputs``: the
+    outputs come back with the statistics (with the bridge jar; else not read).
 
     Examples
     --------
@@ -51,10 +56,13 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
     if merged.moves and not rebasing:
         cache.cut(merged.carried)
     t0 = time.perf_counter()
-    got, nbytes = 0, 0.0
+    got, nbytes, outputs = 0, 0.0, None
     try:
         with sparkbalance_job_group(cache.sc, group, description):
-            stats = merged.stats()
+            if with_outputs and merged.base.ops.jvm:
+                stats, outputs = _stats_and_outputs(merged)
+            else:
+                stats = merged.stats()
         if merged.moves:
             out, got, nbytes = Merged.moved(stats)
             if out != got:
@@ -74,4 +82,18 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
             cache.hold(merged.carried)
         else:
             cache.keep_until_truncation(merged.carried)
-    return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0)
+    return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0, outputs)
+
+
+def _stats_and_outputs(merged: Merged) -> tuple[list[tuple], list]:
+    """:meth:`Merged.stats` and the batch's ``(key, output)`` list in one collect (bridge
+    jar): per partition its ``T`` frame, its ``U`` frames, then its ``O`` frame."""
+    ops, rdd = merged.base.ops, merged.rdd
+    raw = ops.concat(ops.concat(ops.select(rdd, fr.TAG_STATS), ops.select(rdd, fr.TAG_BYPASS)),
+                     ops.select(rdd, fr.TAG_OUTPUTS)).collect()
+    stats = stats_of_frames([f for f in raw if f[0] != fr.TAG_OUTPUTS], merged.base.num_groups)
+    P = merged.layout.num_physical
+    if len(stats) != P:
+        raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
+                           f"expected {P}")
+    return stats, [o for f in raw if f[0] == fr.TAG_OUTPUTS for o in fr.frame_payload(f)]

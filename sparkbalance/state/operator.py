@@ -126,13 +126,14 @@ class KeyedStateOperator:
                                inverse=inverse)
         self._controller = Controller(planner, theta, max_table, beta, planner_params,
                                       trigger=trigger, hysteresis=hysteresis, horizon=horizon)
-        self.trigger = self._controller.trigger
-        self.planner = self._controller.name
-        self.theta = self._controller.theta
+        c = self._controller
+        self.trigger, self.planner, self.theta = c.trigger, c.name, c.theta
         self.window = self._fold.window
         self.checkpoint_every = check_num_partitions(checkpoint_every, "checkpoint_every")
         self.truncate_every = check_num_partitions(truncate_every, "truncate_every")
         self.listener = listener
+        #: Outputs brought to the driver by the merge job: ``collected`` (key, output) list
+        self.collect_outputs, self.collected = False, None
         self.key_col, self.value_col = key_col, value_col
         self.on_replay = check_on_replay(on_replay)
         self._level = check_storage_level(storage_level)
@@ -169,7 +170,7 @@ class KeyedStateOperator:
         ``CheckpointError``) leaves the operator as before the call; a NaN key fails the
         batch (:mod:`~sparkbalance.state.inputs`).
         """
-        t0 = time.perf_counter()
+        t0, self.collected = time.perf_counter(), None
         if batch_id is not None:
             batch_id = check_batch_id(batch_id)
             if already_applied(batch_id, self.last_batch_id):
@@ -217,7 +218,8 @@ class KeyedStateOperator:
         group = f"sparkbalance-state-{id(self)}-{seq}"
         run = run_merge(merged, self._cache, group, report.batch_description(self, seq),
                         truncated=not rebasing and (seq + 1) % self.truncate_every == 0,
-                        rebasing=rebasing)
+                        rebasing=rebasing, with_outputs=self.collect_outputs)
+        self.collected = run.outputs
         if merged.moves:
             self._complete(run.keys_moved, run.bytes_moved, merged.frames_read,
                            run.seconds)
@@ -402,8 +404,7 @@ class KeyedStateOperator:
         """Commit state + layout + version + last batch id + the last batch's outputs
         (+ a decided migration, unmoved: the resume moves it) atomically to checkpoint_dir,
         under new names (the previous commit stays valid until this one has committed);
-        ``CheckpointError`` names the directory on failure.
-        """
+        ``CheckpointError`` names the directory on failure."""
         # No _settle(): the state is saved unmoved with the pending layout (no extra job),
         # and the resumed operator's first batch moves it, as this one's would.
         state = self._keeper.commit(self._at, planner=self.planner, window=self.window)
@@ -426,8 +427,7 @@ class KeyedStateOperator:
             self._at.state.rdd.unpersist()
             self._cache.reset(*got.state.cached)
             self._at = Position(got.state, got.seq, got.last_batch_id, got.num_keys,
-                                got.state_bytes, pending=got.pending,
-                                pending_seq=got.pending_seq)
+                                got.state_bytes, pending=got.pending, pending_seq=got.pending_seq)
 
     def _snapshot(self) -> Snapshot:
         return Snapshot.take(self._at, self._ledger.mark(), self._keeper.mark(), self._cache)

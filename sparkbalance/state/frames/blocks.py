@@ -16,7 +16,7 @@ import numpy as np
 
 from sparkbalance.state.frames.window import StateFold
 
-__all__ = ["group_block", "merge_blocks", "BlockStats"]
+__all__ = ["group_block", "merge_blocks", "prepare_block", "BlockStats"]
 
 #: Per-block statistics: (pid, keys, cost, memory, num_keys).
 BlockStats = tuple
@@ -38,6 +38,24 @@ def group_block(it: Iterable[tuple[Any, Any]]) -> list[dict[Any, list]]:
         else:
             vals.append(v)
     return [block]
+
+
+def prepare_block(fold: StateFold, batch: dict[Any, list]) -> dict[Any, list]:
+    """A merge task's whole batch block, before its keys are folded: passed to
+    ``update_values.prepare_block(batch)`` when it has one (a per-task step, e.g.
+    converting all keys' rows at once; the values it returns must weigh what the values
+    it replaced weighed), else returned as it is. Not with a ``window`` (its segments keep
+    the values as they came).
+
+    Examples
+    --------
+    >>> prepare_block(StateFold(update=lambda s, v: s + v, initial=0), {"a": [1]})
+    {'a': [1]}
+    """
+    hook = getattr(fold.update_values, "prepare_block", None)
+    if hook is None or not batch or fold.window is not None:
+        return batch
+    return hook(batch)
 
 
 def _stats(pid: int, block: dict, cost: dict) -> BlockStats:

@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from sparkbalance.routing.keygroups import key_groups
-from sparkbalance.state.frames.blocks import merge_blocks
+from sparkbalance.state.frames.blocks import merge_blocks, prepare_block
 from sparkbalance.state.frames.moves import Move, gather
 from sparkbalance.state.frames.format import (TAG_BATCH, TAG_CHUNK, TAG_GROUPS, TAG_OUTPUTS, TAG_STATE, TAG_STATS,
                      Header, chunk_records, data_frame, frame_block, frame_index,
@@ -83,7 +83,7 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     elif carried:
         raise RuntimeError(f"partition {pid} received {len(carried)} migrating items but no "
                            "migration rides in this batch")
-    batch_of = _by_group(batch, num_groups)
+    batch_of = _by_group(prepare_block(fold, batch), num_groups)
     expire_before = None if fold.window is None else seq - fold.window
     stats = _PartitionStats(num_groups, per_group, watch)
     outputs: list = []

@@ -77,7 +77,7 @@ class RowConverter:
             arrays = [pa.array([_aware(v) for v in col] if t.tz else list(col), type=t)
                       if pa.types.is_timestamp(t) else pa.array(list(col), type=t)
                       for col, t in zip(cols, types)]
-            out.append(self._frame(pa.RecordBatch.from_arrays(arrays, names=names)))
+            out.append(self.frame(pa.RecordBatch.from_arrays(arrays, names=names)))
         return out
 
     def batches_to_pandas(self, batches: list) -> list:
@@ -85,12 +85,12 @@ class RowConverter:
         DataFrames of at most ``max_records`` rows each, as :meth:`to_pandas` cuts rows."""
         import pyarrow as pa
         if len(batches) == 1 and batches[0].num_rows <= self.max_records:
-            return [self._frame(batches[0])]
+            return [self.frame(batches[0])]
         table = pa.Table.from_batches(batches)
-        return [self._frame(table.slice(s, self.max_records).combine_chunks().to_batches()[0])
+        return [self.frame(table.slice(s, self.max_records).combine_chunks().to_batches()[0])
                 for s in range(0, table.num_rows, self.max_records)]
 
-    def _frame(self, batch: Any) -> Any:
+    def frame(self, batch: Any) -> Any:
         """One Arrow batch as the pandas frame Spark's worker makes of it."""
         import pandas as pd
         from pyspark.sql.conversion import ArrowBatchTransformer

@@ -18,9 +18,11 @@ Per source batch ``b`` (exactly once, keyed by ``b``):
    layout, merged into the state (the function is called once per key), measured and
    rebalanced by the controller; the operator's checkpoint records ``b`` atomically with
    the state, and a replayed ``b`` is never applied twice (it returns the kept outputs);
-4. **sink** — the output rows go to the user's sink, once per ``b`` (:mod:`.sinks`): one
-   job collects the merge tasks' Arrow streams and the timeout changes, and the output
-   DataFrame is built from the Arrow batches (no Python row, no Python stage after it).
+4. **sink** — the output rows go to the user's sink, once per ``b`` (:mod:`.sinks`): the
+   merge tasks' Arrow streams and the timeout changes come back to the driver with the
+   merge job's statistics (no job of their own; a replayed batch's kept outputs are
+   read in one job), and the output DataFrame is built from the Arrow batches (no Python
+   row, no Python stage after it).
 
 After a restart the due-key index is rebuilt from the state (one pass) and the watermark
 from the last saved clock.
@@ -67,6 +69,7 @@ class BatchDriver:
                  sink: Any, meta_dir: str | None, event_col: str | None,
                  delay_ms: int | None, arrow_input: bool = False) -> None:
         self.spark, self.op, self.call = spark, operator, call
+        operator.collect_outputs = True    # the outputs come back with the merge job
         self.arrow_input = bool(arrow_input)
         self._arrow_schema = arrow_schema(call.converter.schema) if arrow_input else None
         self.out_schema, self.sink = out_schema, sink
@@ -131,12 +134,13 @@ class BatchDriver:
         self.batches.append({"batch_id": batch_id, "seconds": time.perf_counter() - t0})
 
     def _collect_outputs(self, outputs: Any) -> Any:
-        """The batch's output DataFrame and the timeout changes, in one job: each merge
-        task's outputs are one Arrow stream (:meth:`~.group_call.GroupCall.finish_outputs`)
-        and the timeout changes are small; the DataFrame is built from the Arrow batches
-        (as ``createDataFrame`` of an Arrow table: no Python row, no Python stage when the
-        sink reads it)."""
-        items = outputs.collect()
+        """The batch's output DataFrame and the timeout changes: each merge task's outputs
+        are one Arrow stream (:meth:`~.group_call.GroupCall.finish_outputs`) and the
+        timeout changes are small, brought back by the merge job (``op.collected``) or, for
+        a replay's kept outputs, collected in one job; the DataFrame is built from the
+        Arrow batches (as ``createDataFrame`` of an Arrow table: no Python row, no Python
+        stage when the sink reads it)."""
+        items = self.op.collected if self.op.collected is not None else outputs.collect()
         streams, frames, rows = [], [], []
         for k, (tag, v) in items:
             if tag == "a":

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable
 from sparkbalance.state.pandas_state.arrow_input import RowChunk, arrow_schema
 from sparkbalance.state.pandas_state.arrow_rows import RowConverter
 from sparkbalance.state.pandas_state.group_state import Entry, new_group_state, stored_after
+from sparkbalance.state.pandas_state.task_frames import KeyFrames, prepare_block
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP
 
 __all__ = ["GroupCall", "BatchClock", "TICK", "TIMEOUTS"]
@@ -100,7 +101,10 @@ class GroupCall:
     def __call__(self, entry: Entry | None, values: list) -> tuple[Entry | None, list]:
         clock, outs = self.clock, []
         rows = [v for v in values if v is not TICK and v != TICK]
-        if rows and type(rows[0]) is RowChunk:
+        key = None
+        if rows and type(rows[0]) is KeyFrames:    # converted for the task (prepare_block)
+            rows, key = rows[0].frames, rows[0].key
+        elif rows and type(rows[0]) is RowChunk:
             rows = self._read_chunks(rows, clock.late_ms)
         elif rows and self.timeout == "EventTimeTimeout" and self.event_index is not None:
             rows = self._on_time(rows, clock.late_ms)
@@ -111,9 +115,12 @@ class GroupCall:
             # a key that expired since the last batch was timed out before its new rows.
             entry = self._timed_out(entry, clock.watermark_ms, outs)
         if rows:
-            chunks = (self.converter.batches_to_pandas(rows) if isinstance(rows, _Batches)
-                      else self.converter.to_pandas(rows))
-            key = tuple(_scalar(s) for s in (chunks[0].iloc[:, i] for i in self.key_index))
+            if key is not None:
+                chunks = rows
+            else:
+                chunks = (self.converter.batches_to_pandas(rows) if isinstance(rows, _Batches)
+                          else self.converter.to_pandas(rows))
+                key = tuple(_scalar(s) for s in (chunks[0].iloc[:, i] for i in self.key_index))
             entry = self._call(entry, key, chunks, False, clock.watermark_ms, outs)
         elif entry is not None and self._due(entry, self._threshold(clock.watermark_ms)):
             entry = self._timed_out(entry, clock.watermark_ms, outs)
@@ -130,16 +137,39 @@ class GroupCall:
         """The load of a key's values for the planner: its rows (a :class:`RowChunk`
         weighs its row count, a row or a timeout tick one), the merge's weight hook
         (:func:`~sparkbalance.state.frames.blocks.merge_blocks`)."""
-        return sum(v.rows if type(v) is RowChunk else 1 for v in values)
+        return sum(v.rows if type(v) is RowChunk or type(v) is KeyFrames else 1
+                   for v in values)
+
+    def prepare_block(self, block: dict) -> dict:
+        """A merge task's batch block with each key's Arrow chunks converted to pandas
+        once for the task (:func:`~.task_frames.prepare_block`), the merge's per-task
+        input hook (:func:`~sparkbalance.state.frames.blocks.prepare_block`)."""
+        return prepare_block(self, block)
+
+    def arrow_schema(self) -> Any:
+        """The Arrow schema of the input's chunks (made once per executor)."""
+        if self._schema is None:
+            self._schema = arrow_schema(self.converter.schema)
+        return self._schema
+
+    def late_mask(self, batch: Any) -> Any:
+        """The rows of ``batch`` kept (a numpy bool array) when late rows are dropped
+        (EventTimeTimeout with a watermark: event time at or below the batch's late
+        limit, a null kept), else None."""
+        if self.timeout != "EventTimeTimeout" or self.event_index is None:
+            return None
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        t = batch.column(self.event_index).cast(pa.int64())
+        keep = pc.or_kleene(pc.is_null(t), pc.greater(t, self.clock.late_ms * 1000))
+        return keep.to_numpy(zero_copy_only=False).astype(bool)
 
     # -- pieces
     def _read_chunks(self, chunks: list, late_ms: int) -> "_Batches":
         """The Arrow batches of a key's :class:`RowChunk` values, late rows dropped
         (EventTimeTimeout), empty batches left out."""
         import pyarrow as pa
-        schema = self._schema
-        if schema is None:
-            schema = self._schema = arrow_schema(self.converter.schema)
+        schema = self.arrow_schema()
         batches = _Batches(pa.ipc.read_record_batch(pa.py_buffer(c.data), schema)
                            for c in chunks)
         if self.timeout == "EventTimeTimeout" and self.event_index is not None:
