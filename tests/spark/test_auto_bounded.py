@@ -153,3 +153,19 @@ def test_dataframe_auto_on_a_hot_key_still_routes(spark):
     plan = placed._jdf.queryExecution().executedPlan().toString()
     assert "crc32" in plan and plan.count("Exchange") == 1   # routed, one exchange
     assertDataFrameEqual(placed, df)
+
+
+def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc):
+    from pyspark.sql import functions as F
+
+    # 8 input partitions of 3,000 rows: Spark's limit alone reads partition 0, then re-runs
+    # over more (two jobs); the first job now reads SAMPLE_PARTITIONS of them at once
+    df = spark.range(0, 24_000, numPartitions=8).select(
+        (F.col("id") * 7919 % 1_000_003).alias("k"))
+    key = "spark.sql.limit.initialNumPartitions"
+    before = spark.conf.get(key, None)
+    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N))
+    assert jobs == 1 and len(s) == 0 and s.tail_count == bounded.SAMPLE_RECORDS
+    assert spark.conf.get(key, None) == before   # the session's setting is restored
+    _, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
+    assert jobs == 1
