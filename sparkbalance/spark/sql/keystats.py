@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats", "py_value",
-           "first_take_partitions",
+           "first_take_partitions", "FIRST_TAKE_PARTITIONS",
            "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
@@ -172,8 +172,8 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
                       theta: float | None = None, records: int | None = None) -> KeyStats:
     """Strategy "auto"'s statistics of a DataFrame: the first ``records`` non-null keys
     (``df.select(cols).limit(records)``, one job over the first
-    :data:`~sparkbalance.spark.rdd.bounded.SAMPLE_PARTITIONS` input partitions, each read
-    up to ``records`` rows: :func:`first_take_partitions`), counted on the driver; only the
+    :data:`FIRST_TAKE_PARTITIONS` input partitions, each read up to ``records`` rows:
+    :func:`first_take_partitions`), counted on the driver; only the
     keys heavy enough to unbalance a partition are listed, the rest is the tail
     (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
 
@@ -189,12 +189,12 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     """
     from collections import Counter
 
-    from sparkbalance.spark.rdd.bounded import SAMPLE_PARTITIONS, SAMPLE_RECORDS, listed_stats
+    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS, listed_stats
     from sparkbalance.planning.base import DEFAULT_THETA
     cols = sqlhash.check_key_columns(df, cols)
     limit = SAMPLE_RECORDS if records is None else int(records)
     sample = df.select(*cols).where(~sqlhash.any_null(df, cols)).limit(limit)
-    with first_take_partitions(df, SAMPLE_PARTITIONS):
+    with first_take_partitions(df, FIRST_TAKE_PARTITIONS):
         rows = sample.collect()
     if len(cols) == 1:
         counts = Counter(py_value(r[0]) for r in rows)
@@ -205,8 +205,14 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     return KeyStats(key_array(list(stats.keys)), stats.counts, tail_count=stats.tail_count)
 
 
-#: Spark's number of partitions the first job of a ``limit`` collect reads (default 1; more
-#: jobs follow, each over more partitions, while fewer rows have come back).
+#: Input partitions the first job of the bounded sample reads. Spark's ``limit`` reads one,
+#: then runs another job over more while fewer rows came back: two jobs for 120k rows in 16
+#: partitions (7,500 each). Two partitions make that one job, and one job whenever a
+#: partition holds half the sample; each task stops at the sample's rows, so at most twice
+#: the sample is read (more partitions would read more rows of a costly upstream for nothing
+#: when the first holds the sample: the tasks' rows, not their number, are the cost).
+FIRST_TAKE_PARTITIONS: int = 2
+#: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).
 _TAKE_CONF = "spark.sql.limit.initialNumPartitions"
 _TAKE_LOCK = threading.Lock()
 
