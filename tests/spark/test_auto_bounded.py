@@ -158,7 +158,7 @@ def test_dataframe_auto_on_a_hot_key_still_routes(spark):
 def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc):
     from pyspark.sql import functions as F
 
-    from sparkbalance.spark.sql.keystats import FIRST_TAKE_PARTITIONS
+    from sparkbalance.spark.sql.keystats import FIRST_TAKE_PARTITIONS, first_take_partitions
 
     # 8 input partitions of 6,000 rows: Spark's limit alone reads partition 0, then runs a
     # second job over more; the first job now reads FIRST_TAKE_PARTITIONS of them at once
@@ -176,3 +176,6 @@ def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc
     assert spark.conf.get(key, None) == before   # the session's setting is restored
     _, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
     assert jobs == 1
+    with pytest.raises(ValueError, match="k=0"):
+        with first_take_partitions(df, 0):
+            pass
