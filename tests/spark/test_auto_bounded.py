@@ -153,3 +153,29 @@ def test_dataframe_auto_on_a_hot_key_still_routes(spark):
     plan = placed._jdf.queryExecution().executedPlan().toString()
     assert "crc32" in plan and plan.count("Exchange") == 1   # routed, one exchange
     assertDataFrameEqual(placed, df)
+
+
+def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc):
+    from pyspark.sql import functions as F
+
+    from sparkbalance.spark.sql.keystats import FIRST_TAKE_PARTITIONS, first_take_partitions
+
+    # 8 input partitions of 6,000 rows: Spark's limit alone reads partition 0, then runs a
+    # second job over more; the first job now reads FIRST_TAKE_PARTITIONS of them at once
+    assert FIRST_TAKE_PARTITIONS * 6_000 >= bounded.SAMPLE_RECORDS > 6_000
+    df = spark.range(0, 48_000, numPartitions=8).select(
+        (F.col("id") * 7919 % 1_000_003).alias("k"))
+    key = "spark.sql.limit.initialNumPartitions"
+    before = spark.conf.get(key, None)
+    from sparkbalance.spark.session.jobs import next_job_id
+    first = next_job_id(sc)
+    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N))
+    assert jobs == 1 and len(s) == 0 and s.tail_count == bounded.SAMPLE_RECORDS
+    sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+    assert _tasks(sc, [first]) == FIRST_TAKE_PARTITIONS
+    assert spark.conf.get(key, None) == before   # the session's setting is restored
+    _, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
+    assert jobs == 1
+    with pytest.raises(ValueError, match="k=0"):
+        with first_take_partitions(df, 0):
+            pass

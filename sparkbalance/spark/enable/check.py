@@ -162,9 +162,10 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     with non-null keys, ``limit`` in the JVM) ``cols`` of ``df`` and Spark's partition of each, ``pmod(hash(cols), n)``; its
     :attr:`Sample.stats` are the listed keys without that column.
 
-    Spark's ``limit`` then ``collect`` reads the first input partition, then 4 times as
-    many, ... until it has ``rows`` rows (``spark.sql.limit.scaleUpFactor``), so a large
-    input is read for a prefix only.
+    One job: Spark's ``limit`` then ``collect`` reads the first two input partitions
+    (:func:`sparkbalance.spark.sql.keystats.first_take_partitions`), each task stopping
+    after ``rows`` rows, so a large input is read for a prefix only (more jobs follow only
+    when those two partitions hold fewer rows than asked).
     """
     from pyspark.sql import functions as F
 

@@ -107,25 +107,30 @@ def repartition(df: "DataFrame", num_partitions: int, *cols: Any, strategy: str 
     record = bounded_auto(conf.resolve_record(kc.df, strategy, params,
                                               sample_fraction=sample_fraction,
                                               key_grouping=True))
-    placed, _ = _place(kc.df, num_partitions, kc.names, record, stats, partitioner, current,
-                       literal_limit, weights, listener)
-    return placed.drop(PID_COL, *kc.hidden)
+    placed, f = _place(kc.df, num_partitions, kc.names, record, stats, partitioner, current,
+                       literal_limit, weights, listener, pid_col=None)
+    # Spark's own exchange ("auto" found no heavy key) carries no partition id column: the
+    # query is df.repartition(n, *cols) as built, no column added to be dropped again
+    drop = [*([] if partitioner is None and spark_places(record, f) else [PID_COL]),
+            *kc.hidden]
+    return placed.drop(*drop) if drop else placed
 
 
 def _place(df: "DataFrame", num_partitions: int, cols: Sequence[str],
            record: "ResolvedStrategy", stats: KeyStats | None,
            partitioner: PartitionFunction | None, current: PartitionFunction | None,
-           literal_limit: int | None, weights: str = "count", listener: Any = None
-           ) -> tuple["DataFrame", PartitionFunction]:
+           literal_limit: int | None, weights: str = "count", listener: Any = None,
+           pid_col: str | None = PID_COL) -> tuple["DataFrame", PartitionFunction]:
     """Rows of ``df`` with the partition id column, placed on it: by ``partitioner`` when
-    given, else by ``record`` fitted on the key columns ``cols``."""
+    given, else by ``record`` fitted on the key columns ``cols``. When "auto" leaves the
+    placement to Spark, the id column is ``pid_col`` = 0 (none when None)."""
     n = check_num_partitions(num_partitions)
     cols = sqlhash.check_key_columns(df, cols)
     if partitioner is None:
         partitioner = fit_dataframe(df, n, cols, record, weights=weights, listener=listener,
                                     stats=stats, current=current)
         if spark_places(record, partitioner):  # "auto" found no heavy key: plain Spark's
-            return place_as_spark(df, n, cols, PID_COL), partitioner   # exchange, no route
+            return place_as_spark(df, n, cols, pid_col), partitioner   # exchange, no route
     elif partitioner.num_partitions != n:
         raise ValueError(f"partitioner has {partitioner.num_partitions} partitions; expected "
                          f"num_partitions={n}")

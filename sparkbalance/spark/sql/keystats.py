@@ -23,7 +23,9 @@ Examples
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats", "py_value",
+           "first_take_partitions", "FIRST_TAKE_PARTITIONS",
            "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
@@ -168,9 +171,11 @@ def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
 def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int, *,
                       theta: float | None = None, records: int | None = None) -> KeyStats:
     """Strategy "auto"'s statistics of a DataFrame: the first ``records`` non-null keys
-    (``df.select(cols).limit(records)``: Spark reads one partition, more only if it holds
-    fewer rows), counted on the driver; only the keys heavy enough to unbalance a partition
-    are listed, the rest is the tail (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
+    (``df.select(cols).limit(records)``, one job over the first
+    :data:`FIRST_TAKE_PARTITIONS` input partitions, each read up to ``records`` rows:
+    :func:`first_take_partitions`), counted on the driver; only the
+    keys heavy enough to unbalance a partition are listed, the rest is the tail
+    (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
 
     A bounded cost whatever the input's size, and DataFrame operations only (Spark Connect
     too). The sample is the input's first rows: data clustered by key (sorted input) shows
@@ -188,7 +193,9 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     from sparkbalance.planning.base import DEFAULT_THETA
     cols = sqlhash.check_key_columns(df, cols)
     limit = SAMPLE_RECORDS if records is None else int(records)
-    rows = df.select(*cols).where(~sqlhash.any_null(df, cols)).limit(limit).collect()
+    sample = df.select(*cols).where(~sqlhash.any_null(df, cols)).limit(limit)
+    with first_take_partitions(df, FIRST_TAKE_PARTITIONS):
+        rows = sample.collect()
     if len(cols) == 1:
         counts = Counter(py_value(r[0]) for r in rows)
     else:
@@ -196,6 +203,49 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     stats = listed_stats(counts, len(rows), num_partitions,
                          DEFAULT_THETA if theta is None else float(theta))
     return KeyStats(key_array(list(stats.keys)), stats.counts, tail_count=stats.tail_count)
+
+
+#: Input partitions the first job of the bounded sample reads. Spark's ``limit`` reads one,
+#: then runs another job over more while fewer rows came back: two jobs for 120k rows in 16
+#: partitions (7,500 each). Two partitions make that one job, and one job whenever a
+#: partition holds half the sample; each task stops at the sample's rows, so at most twice
+#: the sample is read (more partitions would read more rows of a costly upstream for nothing
+#: when the first holds the sample: the tasks' rows, not their number, are the cost).
+FIRST_TAKE_PARTITIONS: int = 2
+#: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).
+_TAKE_CONF = "spark.sql.limit.initialNumPartitions"
+_TAKE_LOCK = threading.Lock()
+
+
+@contextmanager
+def first_take_partitions(df: "DataFrame", k: int) -> Iterator[None]:
+    """Within the block, a ``limit`` collect of ``df``'s session reads ``k`` input
+    partitions in its first job (Spark's ``spark.sql.limit.initialNumPartitions``, restored
+    after; one sample at a time per process).
+
+    Spark's own default reads one partition, then re-runs over more when it held fewer rows
+    than the limit (two jobs for a 120k-row input in 16 partitions, each job a fixed cost
+    the uniform path paid on top of plain Spark). With ``k`` partitions the sample is one
+    job whenever they hold the limit's rows; each task stops once it has them.
+
+    Examples
+    --------
+    >>> with first_take_partitions(df, 4):                       # doctest: +SKIP
+    ...     rows = df.select("k").limit(10_000).collect()
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k={k!r}; expected an int >= 1 (input partitions of the first job)")
+    conf = df.sparkSession.conf
+    with _TAKE_LOCK:
+        before = conf.get(_TAKE_CONF, None)
+        conf.set(_TAKE_CONF, str(k))
+        try:
+            yield
+        finally:
+            if before is None:
+                conf.unset(_TAKE_CONF)
+            else:
+                conf.set(_TAKE_CONF, before)
 
 
 def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],
