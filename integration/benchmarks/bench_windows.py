@@ -9,9 +9,13 @@ A family of cells: one key holds a share (``--shares``, default 10 %, 30 %, 90 %
            figures do not hang on how many cores the shared machine lends): plain Spark runs
            the hot key's rows, and so their per-row step, in one task.
   memory : rows padded with PAD bytes, a whole-partition sum, lag and a bounded average:
-           plain Spark buffers the hot key's whole partition in one task (spilling past
-           ``spark.sql.windowExec.buffer.spill.threshold``, set low here as a memory-bound
-           job meets it); the split window holds a range per task.
+           Spark's WindowExec buffers a window partition's whole group, so plain Spark holds
+           the hot key's rows in one task; its execution memory (a share of the local JVM's
+           heap, ``--driver-memory``, split between the running tasks) runs out and it
+           spills. The split window holds one range per task and stays in memory. Spark's
+           row-count spill thresholds (``spark.sql.windowExec.buffer.spill.threshold``) keep
+           their defaults: the spill is memory pressure, not a configured count.
+           ``--metrics`` prints the bytes each method spills.
 
 Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs each:
   plain    : df.withColumns(cols) with AQE on (partition coalescing off: on this small data
@@ -24,8 +28,13 @@ Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs 
 Wall = seconds to write the result to the ``noop`` sink; CPU = user+system seconds of the
 Spark JVM and every process under it (Python workers included), read from /proc.
 
+``--metrics`` runs each method once per cell and prints, per stage, the tasks, executor CPU
+and GC seconds and bytes spilled (memory / disk) from Spark's status store: figures that
+do not hang on the machine's load.
+
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
+       [--driver-memory 3g] [--metrics]
 """
 from __future__ import annotations
 
@@ -73,16 +82,15 @@ def _proc_cpu(pid: int) -> float:
     return total
 
 
-def build_session(slots: int):
+def build_session(slots: int, memory: str = "3g"):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master(f"local[{slots}]").appName("bench-windows")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "3g")
+             .config("spark.driver.memory", memory)
              .config("spark.sql.shuffle.partitions", str(slots))
              .config("spark.sql.adaptive.enabled", "true")
              .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
-             .config("spark.sql.windowExec.buffer.spill.threshold", "20000")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -131,6 +139,52 @@ def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, fl
     return wall, cpu, split
 
 
+def _stages(spark) -> list:
+    """Every stage in the status store: (id, tasks, executor CPU s, run s, memory and disk
+    bytes spilled, name, GC s)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    defaults = [getattr(store, f"stageList$default${i}")() for i in range(2, 6)]
+    seq = store.stageList(None, *defaults)
+    out = []
+    for i in range(seq.size()):
+        s = seq.apply(i)
+        out.append((int(s.stageId()), int(s.numTasks()), s.executorCpuTime() / 1e9,
+                    s.executorRunTime() / 1e3, int(s.memoryBytesSpilled()),
+                    int(s.diskBytesSpilled()), str(s.name()).split(" at ")[0],
+                    s.jvmGcTime() / 1e3))
+    return sorted(out)
+
+
+def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
+    """One run of each method with its stages' load-independent figures: tasks, executor
+    CPU seconds (JVM threads), bytes spilled."""
+    df = data(spark, rows, PAD if case == "memory" else 0, share)
+    df.count()
+    _, cols, after = cases(df, df)[case]
+    run_once(spark, "plain", df, cols, after, slots)   # warm-up (Python workers, codegen)
+    out = {}
+    for method in ("plain", "balanced"):
+        seen = {s[0] for s in _stages(spark)}
+        _, cpu, split = run_once(spark, method, df, cols, after, slots)
+        new = [s for s in _stages(spark) if s[0] not in seen]
+        print(f"{case} rows={rows} hot={share:.0%} {method} split={split}: "
+              f"{len(new)} stages, {sum(s[1] for s in new)} tasks, executor CPU "
+              f"{sum(s[2] for s in new):.1f}s, process CPU {cpu:.1f}s, spilled "
+              f"{sum(s[4] for s in new) / 2**20:.0f} MiB memory / "
+              f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s",
+              flush=True)
+        for s in new:
+            print(f"    stage {s[0]:4d} {s[1]:3d} tasks cpu {s[2]:6.2f}s run {s[3]:6.2f}s "
+                  f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB  {s[6]}",
+                  flush=True)
+        out[method] = {"stages": len(new), "tasks": sum(s[1] for s in new),
+                       "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
+                       "spill_memory": sum(s[4] for s in new),
+                       "spill_disk": sum(s[5] for s in new)}
+    df.unpersist()
+    return {"case": case, "rows": rows, "hot_share": share, **out}
+
+
 def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) -> dict:
     df = data(spark, rows, PAD if case == "memory" else 0, share)
     df.count()
@@ -159,16 +213,23 @@ def main() -> None:
     ap.add_argument("--rows", default=None, help="comma-separated row counts")
     ap.add_argument("--shares", default="0.1,0.3,0.9", help="hot key's shares of the rows")
     ap.add_argument("--cases", default="costly,memory")
+    ap.add_argument("--driver-memory", default="3g",
+                    help="the local JVM's heap: small enough that plain Spark's hot task spills")
+    ap.add_argument("--metrics", action="store_true",
+                    help="one run of each method per cell, with per-stage tasks, CPU, spill")
     args = ap.parse_args()
     sizes = [int(float(r)) for r in (args.rows or ("60000" if args.quick
                                                    else "200000,1000000")).split(",")]
     shares = [float(x) for x in args.shares.split(",")]
-    spark = build_session(args.slots)
+    spark = build_session(args.slots, args.driver_memory)
     print(f"load average {os.getloadavg()}", flush=True)
     results = []
     for rows in sizes:
         for share in shares:
             for case in args.cases.split(","):
+                if args.metrics:
+                    results.append(metrics(spark, case, rows, share, args.slots))
+                    continue
                 r = cell(spark, case, rows, share, args.slots, args.repeats)
                 results.append(r)
                 print(f"{case:7s} rows={rows} hot={share:.0%} local[{args.slots}] "
