@@ -108,7 +108,7 @@ def test_a_corrupt_outputs_file_is_named_as_the_outputs_file(sc, tmp_path):
     resumed = _op(sc, checkpoint_dir=tmp_path)           # the state is intact: resumes
     assert resumed.collect_state() == {"a": 4, "b": 2}
     with pytest.raises(Exception, match=rf"{part.name}: checksum .* \(the outputs file is "
-                                        "corrupt\)") as got:
+                                        r"corrupt\)") as got:
         resumed.process(sc.parallelize(GOOD, 2), batch_id=0).collect()
     assert "state file" not in str(got.value)
     resumed.close()
