@@ -17,9 +17,8 @@ import time
 from typing import NamedTuple
 
 from sparkbalance.spark.session.jobs import sparkbalance_job_group
-from sparkbalance.state.frames import format as fr
 from sparkbalance.state.frames.caching import BatchCache
-from sparkbalance.state.frames.framed_state import Merged, stats_of_frames
+from sparkbalance.state.frames.framed_state import Merged
 
 __all__ = ["MergeRun", "run_merge"]
 
@@ -60,7 +59,7 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
     try:
         with sparkbalance_job_group(cache.sc, group, description):
             if with_outputs and merged.base.ops.jvm:
-                stats, outputs = _stats_and_outputs(merged)
+                stats, outputs = merged.stats_and_outputs()
             else:
                 stats = merged.stats()
         if merged.moves:
@@ -84,16 +83,3 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
             cache.keep_until_truncation(merged.carried)
     return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0, outputs)
 
-
-def _stats_and_outputs(merged: Merged) -> tuple[list[tuple], list]:
-    """:meth:`Merged.stats` and the batch's ``(key, output)`` list in one collect (bridge
-    jar): per partition its ``T`` frame, its ``U`` frames, then its ``O`` frame."""
-    ops, rdd = merged.base.ops, merged.rdd
-    raw = ops.concat(ops.concat(ops.select(rdd, fr.TAG_STATS), ops.select(rdd, fr.TAG_BYPASS)),
-                     ops.select(rdd, fr.TAG_OUTPUTS)).collect()
-    stats = stats_of_frames([f for f in raw if f[0] != fr.TAG_OUTPUTS], merged.base.num_groups)
-    P = merged.layout.num_physical
-    if len(stats) != P:
-        raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
-                           f"expected {P}")
-    return stats, [o for f in raw if f[0] == fr.TAG_OUTPUTS for o in fr.frame_payload(f)]

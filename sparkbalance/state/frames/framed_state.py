@@ -323,21 +323,34 @@ class Merged:
         of the batch (one job; see :func:`~sparkbalance.state.frames.merge.merge_partition`).
 
         With the bridge jar no Python task runs: the JVM selects each partition's ``T``
-        frame and its ``U`` frames and the raw bytes are decoded here (a Python pass per
-        partition would cost one more Python task invocation per partition and batch,
-        for a few hundred bytes each)."""
-        P, G = self.layout.num_physical, self.base.num_groups
-        ops = self.base.ops
-        frames = ops.select(self.rdd, fr.TAG_STATS)
+        frame and its ``U`` frames and the raw bytes are decoded here (not a Python task
+        per partition and batch for a few hundred bytes each)."""
+        G, ops = self.base.num_groups, self.base.ops
         if ops.jvm:
-            raw = ops.concat(frames, ops.select(self.rdd, fr.TAG_BYPASS)).collect()
-            stats = stats_of_frames(raw, G)
-        else:
-            stats = frames.mapPartitionsWithIndex(
-                lambda pid, it: [_stats_of_partition(pid, it, G)]).collect()
-        if len(stats) != P:
+            return self._checked(stats_of_frames(self._collect(fr.TAG_STATS, fr.TAG_BYPASS), G))
+        return self._checked(ops.select(self.rdd, fr.TAG_STATS).mapPartitionsWithIndex(
+            lambda pid, it: [_stats_of_partition(pid, it, G)]).collect())
+
+    def stats_and_outputs(self) -> tuple[list[tuple], list]:
+        """:meth:`stats` and the batch's ``(key, output)`` list in the same job (bridge jar
+        only): per partition its ``T`` frame, its ``U`` frames, then its ``O`` frame."""
+        raw = self._collect(fr.TAG_STATS, fr.TAG_BYPASS, fr.TAG_OUTPUTS)
+        stats = stats_of_frames([f for f in raw if f[0] != fr.TAG_OUTPUTS], self.base.num_groups)
+        return self._checked(stats), [o for f in raw if f[0] == fr.TAG_OUTPUTS
+                                      for o in fr.frame_payload(f)]
+
+    def _collect(self, *tags: int) -> list[bytes]:
+        """The merged frames of ``tags``, selected and concatenated in the JVM, collected."""
+        ops = self.base.ops
+        rdd = ops.select(self.rdd, tags[0])
+        for tag in tags[1:]:
+            rdd = ops.concat(rdd, ops.select(self.rdd, tag))
+        return rdd.collect()
+
+    def _checked(self, stats: list[tuple]) -> list[tuple]:
+        if len(stats) != self.layout.num_physical:
             raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
-                               f"expected {P}")
+                               f"expected {self.layout.num_physical}")
         return stats
 
     def state(self) -> FramedState:
