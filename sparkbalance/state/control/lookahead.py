@@ -97,6 +97,13 @@ def batch_work(counts: Mapping, past: Sequence[Mapping], window: int | None) -> 
     return work
 
 
+def _learned(estimate: float, seen: int, seconds: float) -> float:
+    """A cost ``estimate`` after ``seen`` measurements and one more of ``seconds``: the
+    first replaces the prior, later ones weigh :data:`FORGET_TALLY`."""
+    w = 1.0 if seen == 0 else FORGET_TALLY
+    return (1 - w) * estimate + w * seconds
+
+
 class Lookahead:
     """Whether to tally the coming batch, and the tallies a windowed state's work needs.
 
@@ -187,8 +194,7 @@ class Lookahead:
         replaces the prior)."""
         if not math.isfinite(seconds) or seconds < 0:
             return
-        w = 1.0 if self._tallies_seen == 0 else FORGET_TALLY
-        self.tally_s = (1 - w) * self.tally_s + w * seconds
+        self.tally_s = _learned(self.tally_s, self._tallies_seen, seconds)
         self._tallies_seen += 1
 
     def observe_reroute(self, seconds: float) -> None:
@@ -196,8 +202,7 @@ class Lookahead:
         ``seconds`` (the first replaces the prior)."""
         if not math.isfinite(seconds) or seconds < 0:
             return
-        w = 1.0 if self._reroutes_seen == 0 else FORGET_TALLY
-        self.reroute_s = (1 - w) * self.reroute_s + w * seconds
+        self.reroute_s = _learned(self.reroute_s, self._reroutes_seen, seconds)
         self._reroutes_seen += 1
 
     def work(self, counts: Mapping) -> dict:
