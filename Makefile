@@ -57,25 +57,28 @@ demo: setup
 	$(PY) -m sparkbalance demo
 
 # The tests that need no shared session (the unit tests, the packaging test's pip builds, the
-# end-to-end benchmark's smoke run in its own child JVM) in a second process alongside the
-# single-session Spark tests (one local[2] session, which leaves a core idle much of the
-# time); that process's output is printed whole after the Spark tests', and the target fails
-# if either fails (an interrupt stops both). Then the multi-executor integration tests (one
-# local-cluster per process). `make test-spark` / `test-integration` still run all of theirs.
+# end-to-end benchmark's smoke run in its own child JVM), then the multi-executor integration
+# tests (one local-cluster per process), run in a second process alongside the single-session
+# Spark tests: one local[2] session leaves a core idle much of the time, and the side tests
+# are mostly waiting (pip, JVM starts), so this takes ~25 min where one after the other took
+# ~37. That process's output is printed whole after the Spark tests', and the target fails if
+# either fails (an interrupt stops both). `make test-spark` / `test-integration` still run
+# all of theirs.
 SIDE_TESTS := tests/unit integration/test_packaging.py tests/spark/test_bench_endtoend_quick.py
 test: setup
 	@side_log=$$(mktemp); \
-	echo "$(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS) > $$side_log 2>&1 &  # alongside:"; \
-	$(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS) > $$side_log 2>&1 & side=$$!; \
-	trap 'kill $$side 2>/dev/null; rm -f $$side_log; exit 130' INT TERM; \
+	echo "($(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS); $(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py) > $$side_log 2>&1 &  # alongside:"; \
+	( $(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS); a=$$?; \
+	  $(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py; b=$$?; \
+	  [ $$a -eq 0 ] && [ $$b -eq 0 ] ) > $$side_log 2>&1 & side=$$!; \
+	trap 'pkill -P $$side 2>/dev/null; kill $$side 2>/dev/null; rm -f $$side_log; exit 130' INT TERM; \
 	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark (but test_bench_endtoend_quick.py)"; \
 	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark \
 	    --ignore=tests/spark/test_bench_endtoend_quick.py; spark_rc=$$?; \
 	wait $$side; side_rc=$$?; trap - INT TERM; \
-	echo "=== $(SIDE_TESTS) (ran alongside tests/spark) ==="; cat $$side_log; \
-	rm -f $$side_log; echo "$(SIDE_TESTS): exit $$side_rc; tests/spark: exit $$spark_rc"; \
+	echo "=== $(SIDE_TESTS), then integration (ran alongside tests/spark) ==="; cat $$side_log; \
+	rm -f $$side_log; echo "side (unit, packaging, integration): exit $$side_rc; tests/spark: exit $$spark_rc"; \
 	[ $$side_rc -eq 0 ] && [ $$spark_rc -eq 0 ]
-	$(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py
 
 test-unit: setup
 	$(PY) -m pytest $(PYTEST_FLAGS) tests/unit

@@ -295,7 +295,11 @@ def app(tmp_path_factory):
 def _shot(args_url: str, name: str, height: int = 1400) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / name
-    _chromium([f"--screenshot={path}", f"--window-size=1400,{height}"], args_url)
+    # Paint everything before the shot: under load a bare --screenshot can capture a page
+    # whose layout is not drawn yet (a blank 9 KB image of a 1,200-row page, once).
+    _chromium([f"--screenshot={path}", f"--window-size=1400,{height}",
+               "--run-all-compositor-stages-before-draw", "--virtual-time-budget=10000"],
+              args_url)
     assert path.is_file() and path.stat().st_size > 10_000
     return path
 
