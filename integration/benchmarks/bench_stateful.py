@@ -15,6 +15,12 @@ by side even on few cores and the slowest partition sets the batch time.
 
 ``python integration/benchmarks/bench_stateful.py --quick`` (a few minutes), or with
 ``--batches 20 --rows 20000 --partitions 8 --runs 3`` for the setting of the issue.
+``--work-us 100,500,1000 --streams z1.0,z1.2,z1.0/i2`` runs a family: each cell prints
+the floor (what a perfectly balanced layout would need: max(total wait / slots, the busiest
+key's wait) + the mode's fixed cost, its wall at 0 us), the CPU-bound floor (CPU / cores)
+and the cores used (CPU / wall), so the reader sees which cells CPU binds and how far each
+mode is from its floor; our rows add the mean λ as routed and the controller's decisions
+(``op.history``).
 ``--modes spark,sparkbalance,sb-rows`` adds ours with rows through ``DataFrame.rdd`` (the
 path before the Arrow chunks); beside wall and CPU each row has load-independent counts
 per batch: Spark jobs, stages and tasks, py4j calls of the driver, and the driver's CPU.
@@ -68,24 +74,68 @@ def _tree_cpu_seconds(pid: int | None = None) -> float:
 
 
 def make_stream(folder: str, batches: int, rows: int, keys: int, partitions: int, z: float,
-                interval: int, seed: int) -> None:
+                interval: int, seed: int) -> list[tuple[int, int]]:
+    """Write the stream, one parquet file per batch; return per batch (records, records of
+    its busiest key), for the floor."""
     os.makedirs(folder, exist_ok=True)
+    sizes = []
     it = shifting_zipf_counts(keys, partitions, batches, z=z, records_per_batch=rows,
                               seed=seed, batches_per_interval=interval)
     rng = np.random.default_rng(seed)
     for t, (k, c) in enumerate(it):
         rep = np.repeat(k, c)
         rng.shuffle(rep)
+        sizes.append((int(c.sum()), int(c.max()) if len(c) else 0))
         pd.DataFrame({"k": rep.astype(np.int64), "v": np.ones(len(rep), np.int64)}).to_parquet(
             os.path.join(folder, f"b{t:04d}.parquet"))
+    return sizes
 
 
-def count_with_work(key, pdfs, state):
-    n = sum(len(p) for p in pdfs)
-    time.sleep(n * WORK_US * 1e-6)          # I/O-like work per record
-    total = (state.get[0] if state.exists else 0) + n
-    state.update((total,))
-    yield pd.DataFrame({"k": [key[0]], "n": [total]})
+def wait_floor(sizes: list[tuple[int, int]], work_us: float, slots: int) -> float:
+    """Mean batch seconds of the I/O-like wait alone under a perfectly balanced layout:
+    per batch max(total wait / slots, the busiest key's wait) (a key is not split).
+
+    Examples
+    --------
+    >>> round(wait_floor([(800, 50), (800, 300)], 1000, 8), 3)
+    0.2
+    """
+    us = [max(n * work_us / slots, top * work_us) for n, top in sizes]
+    return sum(us) / max(len(us), 1) * 1e-6
+
+
+def parse_stream(spec: str, interval: int) -> tuple[float, int]:
+    """``skewed`` (z = 1.0), ``uniform`` (z = 0) or ``z<z>[/i<interval>]`` -> (z, interval).
+
+    Examples
+    --------
+    >>> parse_stream("z1.2/i2", 5), parse_stream("skewed", 5)
+    ((1.2, 2), (1.0, 5))
+    """
+    named = {"skewed": "z1.0", "uniform": "z0"}
+    z, _, i = named.get(spec, spec).partition("/")
+    try:
+        if not z.startswith("z") or (i and not i.startswith("i")):
+            raise ValueError
+        return float(z[1:]), int(i[1:]) if i else interval
+    except ValueError:
+        raise ValueError(f"stream {spec!r}; expected skewed, uniform or z<z>[/i<interval>] "
+                         "(e.g. z1.2/i2)") from None
+
+
+def count_with_work(work_us: float):
+    """The user function: a running count per key, ``work_us`` of I/O-like wait per record
+    (a closure: each query pickles its own ``work_us``)."""
+
+    def count(key, pdfs, state):
+        n = sum(len(p) for p in pdfs)
+        if work_us:
+            time.sleep(n * work_us * 1e-6)          # I/O-like work per record
+        total = (state.get[0] if state.exists else 0) + n
+        state.update((total,))
+        yield pd.DataFrame({"k": [key[0]], "n": [total]})
+
+    return count
 
 
 class Py4JCalls:
@@ -130,8 +180,21 @@ def _spark_counts(spark) -> tuple[int, int, int]:
 MODES = ("spark", "sparkbalance", "sb-rows")
 
 
+def _history_summary(op) -> dict:
+    """Balance quality of our run from ``op.history``: mean λ of the batches as routed,
+    batches that moved state, and the controller's decisions counted."""
+    h = op.history
+    decisions: dict[str, int] = {}
+    for r in h:
+        decisions[r.decision or "-"] = decisions.get(r.decision or "-", 0) + 1
+    lam = [r.imbalance_before for r in h if r.records]
+    return {"lam": statistics.mean(lam) if lam else float("nan"),
+            "moves": sum(1 for r in h if r.keys_moved), "decisions": decisions,
+            "move_s": [round(m.seconds, 3) for m in op.migrations]}
+
+
 def run_once(spark, src: str, mode: str, batches: int, partitions: int,
-             lookahead: str | None = None) -> dict:
+             lookahead: str | None = None, work_us: float = WORK_US) -> dict:
     ck = tempfile.mkdtemp(prefix=f"sb-bench-{mode}-")
     last: dict = {}
 
@@ -145,7 +208,7 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
         args = {} if lookahead is None else {"lookahead": lookahead}
         grouped = stateful(grouped, num_partitions=partitions,
                            arrow_input=None if mode == "sparkbalance" else False, **args)
-    w = (grouped.applyInPandasWithState(count_with_work, "k long, n long", "n long", "Update",
+    w = (grouped.applyInPandasWithState(count_with_work(work_us), "k long, n long", "n long", "Update",
                                         "NoTimeout")
          .writeStream.outputMode("update").foreachBatch(keep)
          .option("checkpointLocation", ck))
@@ -159,39 +222,57 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     drv = time.process_time() - drv0
     q.stop()
     jobs, stages, tasks = (b - a for a, b in zip(counts0, _spark_counts(spark)))
+    hist = {}
     if mode != "spark":
+        hist = _history_summary(w.driver.op)
         w.driver.op.close()
     shutil.rmtree(ck, ignore_errors=True)
     return {"batch_s": wall / batches, "cpu_s": cpu / batches, "state": dict(last),
             "driver_cpu_s": drv / batches, "py4j": calls.count / batches,
-            "jobs": jobs / batches, "stages": stages / batches, "tasks": tasks / batches}
+            "jobs": jobs / batches, "stages": stages / batches, "tasks": tasks / batches,
+            "history": hist}
+
+
+FIELDS = ("batch_s", "cpu_s", "jobs", "stages", "tasks", "py4j", "driver_cpu_s")
 
 
 def main(argv: list[str] | None = None) -> None:
-    global WORK_US
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--keys", type=int, default=5_000)
     ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--interval", type=int, default=5)
+    ap.add_argument("--interval", type=int, default=5,
+                    help="batches between shifts of the hot keys (streams without /i<n>)")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--work-us", type=int, default=WORK_US)
+    ap.add_argument("--work-us", default=str(WORK_US),
+                    help="comma-separated family of I/O-like waits per record, us "
+                         "(e.g. 100,500,1000)")
     ap.add_argument("--modes", default="spark,sparkbalance",
                     help=f"comma-separated, of {', '.join(MODES)} (sb-rows: ours with rows "
                          "through DataFrame.rdd instead of Arrow chunks)")
     ap.add_argument("--lookahead", default=None,
                     help="our operator's lookahead (default: the drop-in's)")
-    ap.add_argument("--streams", default="skewed,uniform")
+    ap.add_argument("--streams", default="skewed,uniform",
+                    help="comma-separated: skewed (z=1.0), uniform (z=0), z<z>[/i<interval>] "
+                         "(e.g. z1.2/i2: Zipf 1.2, hot keys moving every 2 batches)")
+    ap.add_argument("--no-fixed", action="store_true",
+                    help="skip the run per mode and stream at 0 us that measures the fixed "
+                         "cost of the floor")
     ap.add_argument("--quick", action="store_true",
                     help="6 batches of 4000 rows, 4 partitions, 2 runs (indicative only)")
     a = ap.parse_args(argv)
     modes = a.modes.split(",")
     if modes[0] != "spark" or any(m not in MODES for m in modes):
         ap.error(f"--modes {a.modes!r}; expected 'spark' first, then some of {MODES[1:]}")
+    try:
+        works = [float(w) for w in a.work_us.split(",")]
+        streams = [(name, *parse_stream(name, a.interval)) for name in a.streams.split(",")]
+    except ValueError as e:
+        ap.error(f"--work-us {a.work_us!r} / --streams {a.streams!r}: {e}")
     if a.quick:
         a.batches, a.rows, a.keys, a.partitions, a.runs, a.interval = 6, 4000, 2000, 4, 2, 2
-    WORK_US = a.work_us
+    cores = os.cpu_count() or 1
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master(f"local[{a.partitions}]")
@@ -202,39 +283,61 @@ def main(argv: list[str] | None = None) -> None:
              .config("spark.ui.retainedStages", "100000").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     base = tempfile.mkdtemp(prefix="sb-bench-stateful-")
-    print(f"{a.batches} batches x {a.rows} rows, {a.keys} keys, {a.partitions} partitions, "
-          f"{a.work_us} us/record, medians of {a.runs} alternating runs")
-    print("per batch: wall s and tree CPU s (median over runs; ratio = ours / spark), then "
-          "jobs, stages, tasks, py4j calls and driver CPU s (median)")
-    print(f"{'stream':9} {'mode':13} {'wall':>7} {'ratio':>6} {'cpu':>6} {'ratio':>6} "
-          f"{'jobs':>5} {'stages':>6} {'tasks':>6} {'py4j':>6} {'drv cpu':>7} {'state':>6}")
+    print(f"{a.batches} batches x {a.rows} rows, {a.keys} keys, {a.partitions} partitions "
+          f"(slots), {cores} cores, us/record {a.work_us}, medians of {a.runs} alternating "
+          f"runs; load {os.getloadavg()[0]:.2f}")
+    print("per batch (medians): wall s, ratio = ours / spark; floor = max(wait / slots, "
+          "busiest key's wait) + this mode's fixed cost (its wall at 0 us); /fl = wall / "
+          "floor; cpu s and its ratio; cpu/core = cpu / cores (the CPU-bound floor); "
+          "cores = cpu / wall (near the core count: CPU binds); counts; ours: mean λ as "
+          "routed, batches that moved state")
+    print(f"{'stream':9} {'us':>5} {'mode':12} {'wall':>6} {'ratio':>5} {'floor':>6} "
+          f"{'/fl':>5} {'cpu':>6} {'ratio':>5} {'cpu/core':>8} {'cores':>5} {'jobs':>4} "
+          f"{'tasks':>5} {'py4j':>5} {'drv':>5} {'state':>6} {'λ':>5} {'moves':>5}")
     try:
         # One discarded run per mode first: the process's one-time costs (the bridge's
         # classes, py4j's first lookups, the JIT) fall on no measured run.
         warm = os.path.join(base, "warmup")
         make_stream(warm, 2, 200, 50, a.partitions, 1.0, a.interval, seed=2)
         for mode in modes:
-            run_once(spark, warm, mode, 2, a.partitions, a.lookahead)
-        for name in a.streams.split(","):
-            z = {"skewed": 1.0, "uniform": 0.0}[name]
-            src = os.path.join(base, name)
-            make_stream(src, a.batches, a.rows, a.keys, a.partitions, z, a.interval, seed=1)
-            res: dict[str, list] = {m: [] for m in modes}
-            for _ in range(a.runs):
-                for mode in modes:       # alternating: background load hits all alike
-                    res[mode].append(run_once(spark, src, mode, a.batches, a.partitions,
-                                              a.lookahead))
-            med = {m: {f: statistics.median(r[f] for r in rs) for f in
-                       ("batch_s", "cpu_s", "jobs", "stages", "tasks", "py4j",
-                        "driver_cpu_s")} for m, rs in res.items()}
-            ref = res["spark"][0]["state"]
-            for m in modes:
-                d, sp = med[m], med["spark"]
-                same = all(r["state"] == ref for r in res[m])
-                print(f"{name:9} {m:13} {d['batch_s']:7.3f} {d['batch_s'] / sp['batch_s']:6.2f} "
-                      f"{d['cpu_s']:6.2f} {d['cpu_s'] / sp['cpu_s']:6.2f} {d['jobs']:5.1f} "
-                      f"{d['stages']:6.1f} {d['tasks']:6.1f} {d['py4j']:6.0f} "
-                      f"{d['driver_cpu_s']:7.3f} {'exact' if same else 'DIFFER':>6}")
+            run_once(spark, warm, mode, 2, a.partitions, a.lookahead, works[0])
+        for name, z, interval in streams:
+            src = os.path.join(base, name.replace("/", "_"))
+            sizes = make_stream(src, a.batches, a.rows, a.keys, a.partitions, z, interval,
+                                seed=1)
+            fixed = {m: 0.0 if a.no_fixed else
+                     run_once(spark, src, m, a.batches, a.partitions, a.lookahead,
+                              0)["batch_s"] for m in modes}
+            for work in works:
+                res: dict[str, list] = {m: [] for m in modes}
+                for _ in range(a.runs):
+                    for mode in modes:       # alternating: background load hits all alike
+                        res[mode].append(run_once(spark, src, mode, a.batches, a.partitions,
+                                                  a.lookahead, work))
+                med = {m: {f: statistics.median(r[f] for r in rs) for f in FIELDS}
+                       for m, rs in res.items()}
+                ref = res["spark"][0]["state"]
+                wait = wait_floor(sizes, work, a.partitions)
+                for m in modes:
+                    d, sp = med[m], med["spark"]
+                    same = all(r["state"] == ref for r in res[m])
+                    floor = wait + fixed[m]
+                    h = res[m][-1]["history"]
+                    lam = f"{h['lam']:5.2f}" if h else "    -"
+                    moves = f"{h['moves']:5d}" if h else "    -"
+                    print(f"{name:9} {work:5.0f} {m:12} {d['batch_s']:6.3f} "
+                          f"{d['batch_s'] / sp['batch_s']:5.2f} {floor:6.3f} "
+                          f"{d['batch_s'] / floor:5.2f} {d['cpu_s']:6.2f} "
+                          f"{d['cpu_s'] / sp['cpu_s']:5.2f} {d['cpu_s'] / cores:8.3f} "
+                          f"{d['cpu_s'] / d['batch_s']:5.2f} {d['jobs']:4.1f} "
+                          f"{d['tasks']:5.1f} {d['py4j']:5.0f} {d['driver_cpu_s']:5.2f} "
+                          f"{'exact' if same else 'DIFFER':>6} {lam} {moves}")
+                    if h:
+                        print(f"{'':9} {'':5} {'':12} decisions {h['decisions']} "
+                              f"move s {h['move_s']}")
+                print(f"{'':9} {'':5} wait floor {wait:.3f} s, fixed " +
+                      ", ".join(f"{m} {fixed[m]:.3f}" for m in modes) +
+                      f"; load {os.getloadavg()[0]:.2f}", flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
         spark.stop()

@@ -9,7 +9,9 @@ cut after the job, and what the batch holds is handed to the cache only once the
 (a failed job releases them; the operator's rollback does the rest). A riding migration
 is checked: the keys that left must be the keys that arrived. ``with_outputs``: the same
 job also brings the batch's outputs to the driver (:attr:`MergeRun.outputs`), for a caller
-that reads them all at once (the stateful drop-in), instead of a job of their own.
+that reads them all at once (the stateful drop-in), instead of a job of their own, and
+with them their outputs frames (:attr:`MergeRun.out_frames`), which the commit then writes
+from the driver instead of in a job of their own.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class MergeRun(NamedTuple):
     bytes_moved: float         # their Σ S(k) (0.0 without a riding migration)
     seconds: float             # wall time up to the cache handover (the migration's)
     outputs: list | None = None   # the (key, output) list, with_outputs (None: not read)
+    out_frames: list | None = None    # its outputs frames, for the checkpoint (bytes)
 
 
 def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *,
@@ -55,11 +58,11 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
     if merged.moves and not rebasing:
         cache.cut(merged.carried)
     t0 = time.perf_counter()
-    got, nbytes, outputs = 0, 0.0, None
+    got, nbytes, outputs, out_frames = 0, 0.0, None, None
     try:
         with sparkbalance_job_group(cache.sc, group, description):
             if with_outputs and merged.base.ops.jvm:
-                stats, outputs = merged.stats_and_outputs()
+                stats, outputs, out_frames = merged.stats_and_outputs()
             else:
                 stats = merged.stats()
         if merged.moves:
@@ -81,5 +84,6 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
             cache.hold(merged.carried)
         else:
             cache.keep_until_truncation(merged.carried)
-    return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0, outputs)
+    return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0, outputs,
+                    out_frames)
 

@@ -133,7 +133,7 @@ class KeyedStateOperator:
         self.truncate_every = check_num_partitions(truncate_every, "truncate_every")
         self.listener = listener
         #: Outputs brought to the driver by the merge job: ``collected`` (key, output) list
-        self.collect_outputs, self.collected = False, None
+        self.collect_outputs, self.collected, self._out_frames = False, None, None
         self.key_col, self.value_col = key_col, value_col
         self.on_replay = check_on_replay(on_replay)
         self._level = check_storage_level(storage_level)
@@ -170,7 +170,7 @@ class KeyedStateOperator:
         ``CheckpointError``) leaves the operator as before the call; a NaN key fails the
         batch (:mod:`~sparkbalance.state.inputs`).
         """
-        t0, self.collected = time.perf_counter(), None
+        t0, self.collected, self._out_frames = time.perf_counter(), None, None
         if batch_id is not None:
             batch_id = check_batch_id(batch_id)
             if already_applied(batch_id, self.last_batch_id):
@@ -188,7 +188,7 @@ class KeyedStateOperator:
             frames = outputs_frames(merged)
             outputs = held_outputs(frames, self._level)   # a late read reads its cache
             # kept before the commit, whose cleanup would remove the files the merge read
-            self._keeper.keep_outputs(BatchOutputs(seq, batch_id, frames, outputs))
+            self._keeper.keep_outputs(BatchOutputs(seq, batch_id, frames, outputs, self._out_frames))
             self._record(batch_id, m, decision, t0)
         except BaseException:
             self._restore(snap)     # not advanced: a retry applies the batch exactly once
@@ -219,7 +219,7 @@ class KeyedStateOperator:
         run = run_merge(merged, self._cache, group, report.batch_description(self, seq),
                         truncated=not rebasing and (seq + 1) % self.truncate_every == 0,
                         rebasing=rebasing, with_outputs=self.collect_outputs)
-        self.collected = run.outputs
+        self.collected, self._out_frames = run.outputs, run.out_frames  # both on the driver
         if merged.moves:
             self._complete(run.keys_moved, run.bytes_moved, merged.frames_read,
                            run.seconds)

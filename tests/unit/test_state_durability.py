@@ -278,3 +278,32 @@ def test_a_truncation_keeps_lent_local_checkpoints_until_the_last_borrower_goes(
     cache.begin(_FakeRDD(), truncated=True)
     cache.end()
     assert not anchor.cached and keep is not None
+
+
+# ----------------------------------------------------------------------------- outputs file
+def test_outputs_on_the_driver_are_written_as_one_checked_file(tmp_path):
+    """Outputs frames the merge job brought back are committed from the driver (one
+    pickle, no job) and read back checked: a changed byte is named, never replayed."""
+    from sparkbalance.state.durability import checkpoint as cp
+    from sparkbalance.state.frames import format as fr
+    st = LocalStore(tmp_path)
+    frames = [fr.data_frame(fr.TAG_OUTPUTS, [("a", 1)]), fr.data_frame(fr.TAG_OUTPUTS, [])]
+    tok = ck.new_token(3)
+    out = cp._outputs_fields(st, tok, cp.BatchOutputs(2, 7, collected=frames), None)
+    assert out["outputs_dir"] == f"outputs-{tok}.pkl" and out["outputs_batch_id"] == 7
+    entry = out["outputs_files"][cp.OUTPUTS_PICKLE]
+    assert entry[0] == (tmp_path / out["outputs_dir"]).stat().st_size and entry[2] == 2
+    assert cp._read_collected(st, out["outputs_dir"], entry) == frames
+    # committed already: the next manifest names the same file, nothing is rewritten
+    man = ck.Manifest(seq=3, last_batch_id=7, num_partitions=2, num_physical=2,
+                      planner="mixed", window=None, layout_kind="table", layout_version=0,
+                      layout_file="l", layout_sha256="s", state_dir="d", num_keys=1,
+                      state_bytes=1.0, num_groups=4, **out)
+    assert cp._outputs_fields(st, ck.new_token(4), cp.BatchOutputs(2, 7), man) == out
+    assert man.files >= {out["outputs_dir"]}
+    data = bytearray((tmp_path / out["outputs_dir"]).read_bytes())
+    data[-3] ^= 0xFF
+    (tmp_path / out["outputs_dir"]).write_bytes(bytes(data))
+    with pytest.raises(ck.CheckpointError, match=r"outputs-.*\.pkl: .*\(the outputs file "
+                                                 r"is corrupt\)"):
+        cp._read_collected(st, out["outputs_dir"], entry)

@@ -23,6 +23,8 @@ it must be a shared file system.
 """
 from __future__ import annotations
 
+import hashlib
+import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
@@ -43,12 +45,15 @@ class BatchOutputs:
     """The outputs of one applied batch, kept with the checkpoint until the next batch
     commits: ``frames`` (an outputs frame RDD, not yet written) or, once committed, the
     manifest's ``outputs_dir``; ``rdd``, the ``(key, output)`` RDD handed to the caller
-    (kept for a replay of ``batch_id``: its cache and the lineage it reads stay)."""
+    (kept for a replay of ``batch_id``: its cache and the lineage it reads stay);
+    ``collected``, the same frames already on the driver (bytes, one per partition, brought
+    back by the merge job): the commit then writes them from the driver, no job."""
 
     seq: int
     batch_id: int | None
     frames: Any = None
     rdd: Any = None
+    collected: list | None = None
 
 
 def outputs_frames(merged: Any) -> Any:
@@ -69,10 +74,25 @@ def _write_outputs(store: Any, name: str, frames: Any) -> dict:
     return write_frames(store, name, frames)
 
 
+#: Name of the one file a driver-written outputs save keeps its frames in (``outputs_files``).
+OUTPUTS_PICKLE = "frames.pkl"
+
+
+def _write_collected(store: Any, name: str, frames: list) -> dict:
+    """Write outputs frames already on the driver to the new file ``name`` (a pickled
+    list, atomically: whole or absent); return its file table ``{OUTPUTS_PICKLE: [bytes,
+    sha256, frames]}``."""
+    data = pickle.dumps([bytes(f) for f in frames], protocol=pickle.HIGHEST_PROTOCOL)
+    store.write_atomic(name, data)
+    return {OUTPUTS_PICKLE: [len(data), hashlib.sha256(data).hexdigest(), len(frames)]}
+
+
 def _outputs_fields(store: Any, token: str, outputs: BatchOutputs | None,
                     previous: Manifest | None) -> dict:
     """Outputs of the last applied batch for the new manifest: the committed files when
-    ``previous`` already holds that batch's, else written now from ``outputs.frames``."""
+    ``previous`` already holds that batch's, else written now: from the driver when the
+    frames are there (``outputs.collected``: ``outputs-<token>.pkl``, no job), else from
+    ``outputs.frames`` (``outputs-<token>/``, one job)."""
     if outputs is None:
         if previous is None or previous.outputs_dir is None:
             return {}
@@ -81,10 +101,14 @@ def _outputs_fields(store: Any, token: str, outputs: BatchOutputs | None,
         return dict(outputs_dir=previous.outputs_dir, outputs_seq=previous.outputs_seq,
                     outputs_batch_id=previous.outputs_batch_id,
                     outputs_files=previous.outputs_files)
-    if outputs.frames is None:
+    if outputs.collected is not None:
+        name = f"outputs-{token}.pkl"
+        files = _write_collected(store, name, outputs.collected)
+    elif outputs.frames is None:
         return {}
-    name = f"outputs-{token}"
-    files = _write_outputs(store, name, outputs.frames)
+    else:
+        name = f"outputs-{token}"
+        files = _write_outputs(store, name, outputs.frames)
     return dict(outputs_dir=name, outputs_seq=outputs.seq, outputs_batch_id=outputs.batch_id,
                 outputs_files=files)
 
@@ -153,7 +177,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
 
 
 def _discard(store: Any, token: str) -> None:
-    for name in (f"state-{token}", f"outputs-{token}", f"layout-{token}.pkl",
+    for name in (f"state-{token}", f"outputs-{token}", f"outputs-{token}.pkl",
+                 f"layout-{token}.pkl",
                  f"pending-{token}.pkl"):
         try:
             store.remove(name)
@@ -294,18 +319,48 @@ def load_outputs(store: Any, sc: Any, man: Manifest) -> Any:
 
     if man.outputs_dir is None:
         return None
-    try:
-        check_files(store, man.outputs_dir, man.outputs_files)
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
 
     def _check(pid: int, f: bytes) -> None:
         if fr.header(f).tag != fr.TAG_OUTPUTS:
             raise ValueError(f"a {chr(f[0])!r} frame among the outputs of partition {pid}")
 
+    if OUTPUTS_PICKLE in man.outputs_files:      # written from the driver
+        frames = _read_collected(store, man.outputs_dir, man.outputs_files[OUTPUTS_PICKLE])
+        try:
+            for pid, f in enumerate(frames):
+                _check(pid, f)
+        except ValueError as e:
+            raise CheckpointError(f"{store.display(man.outputs_dir)}: {e}") from None
+        return sc.parallelize(frames, max(1, len(frames))).flatMap(fr.frame_payload)
+    try:
+        check_files(store, man.outputs_dir, man.outputs_files)
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+
     return read_frames(sc, store, man.outputs_dir, man.outputs_files,
                        len(man.outputs_files), _check,
                        kind="outputs").flatMap(fr.frame_payload)
+
+
+def _read_collected(store: Any, name: str, entry: list) -> list:
+    """The outputs frames of the driver-written file ``name``, checked against its manifest
+    entry ``[bytes, sha256, frames]``; anything else is a :class:`CheckpointError` naming
+    the file."""
+    path = store.display(name)
+    try:
+        data = store.read_bytes(name)
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the kept outputs ({e})") from None
+    size, sha, count = entry
+    digest = hashlib.sha256(data).hexdigest()
+    if len(data) != size or digest != sha:
+        raise CheckpointError(f"{path}: {len(data)} bytes, checksum {digest[:12]}...; the "
+                              f"manifest records {size} bytes, {str(sha)[:12]}... (the "
+                              "outputs file is corrupt)")
+    frames = pickle.loads(data)
+    if not isinstance(frames, list) or len(frames) != count:
+        raise CheckpointError(f"{path}: expected a list of {count} outputs frames")
+    return frames
 
 
 def still_reads(rdd: Any, source: Any, limit: int = 20000) -> bool:

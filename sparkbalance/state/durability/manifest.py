@@ -11,7 +11,8 @@ new for every save)::
                            pending): the target layout F' and the keys (routing table) that
                            may change partition, pickled with the plan's moves and bytes
     state-<token>/         the state frames (:mod:`~sparkbalance.state.durability.state_files`)
-    outputs-<token>/       the outputs frames of the last applied batch
+    outputs-<token>/       the outputs frames of the last applied batch (or, written from
+                           the driver, ``outputs-<token>.pkl``: format 5)
 
 and records per part file its length and checksum, each pickle's sha256, the number of
 keys, and its own checksum. Files of older or uncommitted saves are removed only after a
@@ -42,9 +43,11 @@ MANIFEST = "manifest.json"
 #: the manifest's own checksum.
 #: 4: a pending migration (target layout and moving keys) is saved with the unsettled
 #: state instead of being moved first (``pending_file``); format 3 still resumes.
-FORMAT = 4
+#: 5: the kept outputs may be one file written from the driver (``outputs-<token>.pkl``,
+#: :func:`~sparkbalance.state.durability.checkpoint.load_outputs`); 3 and 4 still resume.
+FORMAT = 5
 #: Formats :func:`read_manifest` accepts.
-READABLE = (3, 4)
+READABLE = (3, 4, 5)
 #: Fields format 4 added (absent from, and not in the checksum of, a format-3 manifest).
 _V4_FIELDS = ("pending_file", "pending_sha256", "pending_seq")
 #: Names a save writes (everything else in the directory is left alone).

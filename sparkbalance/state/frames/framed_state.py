@@ -331,13 +331,15 @@ class Merged:
         return self._checked(ops.select(self.rdd, fr.TAG_STATS).mapPartitionsWithIndex(
             lambda pid, it: [_stats_of_partition(pid, it, G)]).collect())
 
-    def stats_and_outputs(self) -> tuple[list[tuple], list]:
-        """:meth:`stats` and the batch's ``(key, output)`` list in the same job (bridge jar
-        only): per partition its ``T`` frame, its ``U`` frames, then its ``O`` frame."""
+    def stats_and_outputs(self) -> tuple[list[tuple], list, list[bytes]]:
+        """:meth:`stats`, the batch's ``(key, output)`` list and its ``O`` frames (one per
+        partition, in partition order: what a checkpoint keeps of the outputs) in the same
+        job (bridge jar only): per partition its ``T`` frame, its ``U`` frames, then its
+        ``O`` frame."""
         raw = self._collect(fr.TAG_STATS, fr.TAG_BYPASS, fr.TAG_OUTPUTS)
         stats = stats_of_frames([f for f in raw if f[0] != fr.TAG_OUTPUTS], self.base.num_groups)
-        return self._checked(stats), [o for f in raw if f[0] == fr.TAG_OUTPUTS
-                                      for o in fr.frame_payload(f)]
+        frames = [f for f in raw if f[0] == fr.TAG_OUTPUTS]
+        return self._checked(stats), [o for f in frames for o in fr.frame_payload(f)], frames
 
     def _collect(self, *tags: int) -> list[bytes]:
         """The merged frames of ``tags``, selected and concatenated in the JVM, collected."""
