@@ -50,7 +50,7 @@ def main(spark=None) -> dict:
         "user_total": F.sum("amount").over(Window.partitionBy("user")),
     }
     # The hot user's 12,000 rows are few enough that the payoff rule would run these columns
-    # as plain Spark (splitting pays from ~50,000 rows of the hot key, docs/windows.md):
+    # as plain Spark (its excess is less than the split's own work, docs/windows.md):
     # forced here, on this small data, to show the split.
     old_mode = spark.conf.get("spark.sparkbalance.window.split", None)
     spark.conf.set("spark.sparkbalance.window.split", "always")

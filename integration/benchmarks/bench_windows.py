@@ -15,7 +15,11 @@ A family of cells: one key holds a share (``--shares``, default 10 %, 30 %, 90 %
            spills. The split window holds one range per task and stays in memory. Spark's
            row-count spill thresholds (``spark.sql.windowExec.buffer.spill.threshold``) keep
            their defaults: the spill is memory pressure, not a configured count.
-           ``--metrics`` prints the bytes each method spills.
+           ``--metrics`` prints the bytes each method spills. In local mode all tasks share
+           one memory pool, so the split's 16 concurrent tasks spill too; with
+           ``--master local-cluster[E,C,M]`` each executor JVM has M MiB of its own (C task
+           slots), as on a cluster: plain Spark's hot task has one executor's memory for the
+           whole key, each of the split's tasks one range.
 
 Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs each:
   plain    : df.withColumns(cols) with AQE on (partition coalescing off: on this small data
@@ -24,6 +28,9 @@ Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs 
   balanced : with_window_columns(df, n, **cols) as a user calls it (payoff rule on): its
              statistics pass (one job) and planning are inside the wall time; where the
              rule runs plain Spark the cell says so (``split`` column).
+
+Both methods are run once per cell before the timed runs (Python workers, code generation
+and the JIT warm for either); every cell, 2*10^5 rows included, reports wall and CPU.
 
 Wall = seconds to write the result to the ``noop`` sink; CPU = user+system seconds of the
 Spark JVM and every process under it (Python workers included), read from /proc.
@@ -34,7 +41,8 @@ do not hang on the machine's load.
 
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
-       [--driver-memory 3g] [--metrics]
+       [--driver-memory 3g] [--master local-cluster[4,1,1024]] [--split auto]
+       [--metrics]
 """
 from __future__ import annotations
 
@@ -82,16 +90,27 @@ def _proc_cpu(pid: int) -> float:
     return total
 
 
-def build_session(slots: int, memory: str = "3g"):
+def build_session(slots: int, memory: str = "3g", master: str | None = None):
+    """``local[slots]`` by default; ``master`` (e.g. ``local-cluster[4,1,1024]``: executors
+    with fixed memory each) runs the executors as separate JVMs, each with the memory the
+    master names, and the driver with ``memory``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    path = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p])
+    os.environ["PYTHONPATH"] = path   # executors' Python workers import this package
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master(f"local[{slots}]").appName("bench-windows")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", memory)
-             .config("spark.sql.shuffle.partitions", str(slots))
-             .config("spark.sql.adaptive.enabled", "true")
-             .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
-             .getOrCreate())
+    b = (SparkSession.builder.master(master or f"local[{slots}]").appName("bench-windows")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.memory", memory)
+         .config("spark.sql.shuffle.partitions", str(slots))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.adaptive.coalescePartitions.enabled", "false"))
+    if master and master.startswith("local-cluster"):
+        mem = master.rstrip("]").split(",")[-1].strip()
+        b = (b.config("spark.executor.memory", f"{mem}m")
+             .config("spark.executorEnv.PYTHONPATH", path)
+             .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable))
+    spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -120,8 +139,11 @@ def cases(df_costly, df_memory):
     memory = {"total": F.sum("x").over(Window.partitionBy("k")), "prev": F.lag("x").over(w),
               "near": F.avg("x").over(w.rowsBetween(-10, 10))}
     return {
+        # the step reads every window column: a column the query drops is pruned from
+        # plain Spark's plan, but not the halo copies the split made for it
         "costly": (df_costly, costly, lambda out: out.select(
-            "k", per_row_step(F.col("run"), F.col("n")).alias("y"))),
+            "k", per_row_step(F.col("run") + F.coalesce(F.col("prev"), F.lit(0)),
+                              F.col("n")).alias("y"))),
         "memory": (df_memory, memory, lambda out: out.select("k", "total", "prev", "near",
                                                              F.length("pad").alias("p"))),
     }
@@ -161,7 +183,8 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
     df = data(spark, rows, PAD if case == "memory" else 0, share)
     df.count()
     _, cols, after = cases(df, df)[case]
-    run_once(spark, "plain", df, cols, after, slots)   # warm-up (Python workers, codegen)
+    for method in ("plain", "balanced"):   # warm-up (Python workers, codegen, JIT)
+        run_once(spark, method, df, cols, after, slots)
     out = {}
     for method in ("plain", "balanced"):
         seen = {s[0] for s in _stages(spark)}
@@ -189,7 +212,8 @@ def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) ->
     df = data(spark, rows, PAD if case == "memory" else 0, share)
     df.count()
     _, cols, after = cases(df, df)[case]
-    run_once(spark, "plain", df, cols, after, slots)   # warm-up, untimed
+    for method in ("plain", "balanced"):   # warm-up of both, untimed
+        run_once(spark, method, df, cols, after, slots)
     times: dict[str, list[tuple[float, float, bool]]] = {"plain": [], "balanced": []}
     for _ in range(repeats):
         for method in ("plain", "balanced"):
@@ -215,13 +239,20 @@ def main() -> None:
     ap.add_argument("--cases", default="costly,memory")
     ap.add_argument("--driver-memory", default="3g",
                     help="the local JVM's heap: small enough that plain Spark's hot task spills")
+    ap.add_argument("--master", default=None,
+                    help="e.g. local-cluster[4,1,1024]: executors with fixed memory each "
+                         "(default local[SLOTS])")
+    ap.add_argument("--split", default="auto", choices=("auto", "always", "never"),
+                    help="spark.sparkbalance.window.split: 'always' measures the split where "
+                         "the payoff rule would run plain Spark")
     ap.add_argument("--metrics", action="store_true",
                     help="one run of each method per cell, with per-stage tasks, CPU, spill")
     args = ap.parse_args()
     sizes = [int(float(r)) for r in (args.rows or ("60000" if args.quick
                                                    else "200000,1000000")).split(",")]
     shares = [float(x) for x in args.shares.split(",")]
-    spark = build_session(args.slots, args.driver_memory)
+    spark = build_session(args.slots, args.driver_memory, args.master)
+    spark.conf.set("spark.sparkbalance.window.split", args.split)
     print(f"load average {os.getloadavg()}", flush=True)
     results = []
     for rows in sizes:
@@ -232,7 +263,8 @@ def main() -> None:
                     continue
                 r = cell(spark, case, rows, share, args.slots, args.repeats)
                 results.append(r)
-                print(f"{case:7s} rows={rows} hot={share:.0%} local[{args.slots}] "
+                print(f"{case:7s} rows={rows} hot={share:.0%} "
+                      f"{args.master or f'local[{args.slots}]'} n={args.slots} "
                       f"split={'yes' if r['split'] else 'no '}: wall plain "
                       f"{r['plain_wall']:.2f}s balanced {r['balanced_wall']:.2f}s "
                       f"({r['wall_ratio']:.2f}x); cpu plain {r['plain_cpu']:.1f}s balanced "

@@ -81,7 +81,7 @@ def _check(spark, rows, cols, n=4):
 
 @SETTINGS
 @given(hot_share=st.sampled_from([0.3, 0.6, 0.9]), seed=st.integers(0, 10**6),
-       sort=st.sampled_from(range(4)), buckets=st.integers(1, 9), lag=st.integers(1, 4),
+       sort=st.sampled_from(range(4)), buckets=st.integers(1, 9), lag=st.integers(0, 4),
        frame=st.sampled_from([(-3, 2), (-1, 0), (0, 4), (2, 5), (-6, -2)]),
        reach=st.integers(0, 6), null_t=st.sampled_from([0.0, 0.15]))
 def test_equals_plain_spark(spark, hot_share, seed, sort, buckets, lag, frame, reach, null_t):

@@ -56,17 +56,35 @@ def test_a_far_reaching_rows_halo_is_counted_instead():
     assert plan_rows_halo([h], before=2_000, after=0) is True   # 2,000 steps of 100 rows
 
 
-def test_payoff_rule():
-    from sparkbalance.spark.window.payoff import MIN_HOT_ROWS, decide
-    assert decide(np.array([60_000.0]), 200_000.0, 16, "auto")[0]
-    small, why = decide(np.array([6_000.0]), 20_000.0, 16, "auto")
-    assert not small and f"fewer than {MIN_HOT_ROWS}" in why
-    even, why = decide(np.array([60_000.0]), 10_000_000.0, 16, "auto")   # 0.6 % of rows
-    assert not even and "1.1x" in why
-    assert decide(np.array([6_000.0]), 20_000.0, 16, "always")[0]
-    assert not decide(np.array([60_000.0]), 200_000.0, 16, "never")[0]
-    assert decide(np.array([]), 1e6, 16, "always") == (
+def test_payoff_rule_weighs_the_excess_against_the_splits_cost():
+    from sparkbalance.spark.window.payoff import FIXED_ROWS, OVERHEAD_PER_ROW, decide, split_cost
+    n, rows = 16, 1_000_000.0
+    # on 2 cores: a key of 30 % or 90 % of 10^6 rows pays, one of 10 % does not (its task's
+    # 93,750 extra rows cost less than the split's own work spread over 2 cores)
+    assert decide(np.array([0.3 * rows]), rows, n, "auto", cores=2)[0]
+    assert decide(np.array([0.9 * rows]), rows, n, "auto", cores=2)[0]
+    no, why = decide(np.array([0.1 * rows]), rows, n, "auto", cores=2)
+    assert not no and "93750 more than the mean task" in why and "2 cores" in why
+    # more cores spread the split's work thinner: the same 10 % key then pays
+    assert decide(np.array([0.1 * rows]), rows, n, "auto", cores=16)[0]
+    # cores beyond the partitions do not count; the rule at its edge
+    assert split_cost(rows, 16) == OVERHEAD_PER_ROW * rows / 16 + FIXED_ROWS
+    edge = split_cost(rows, n) / (1 - 1 / n)
+    assert decide(np.array([edge]), rows, n, "auto", cores=64)[0]
+    assert not decide(np.array([edge * 0.99]), rows, n, "auto", cores=64)[0]
+    # a small hot key never pays the fixed cost, whatever its share
+    assert not decide(np.array([6_000.0]), 20_000.0, n, "auto")[0]
+    assert decide(np.array([6_000.0]), 20_000.0, n, "always")[0]
+    assert not decide(np.array([6e5]), 1e6, n, "never")[0]
+    assert decide(np.array([]), 1e6, n, "always") == (
         False, "no key holds more than half a partition's mean rows")
     import doctest
     import sparkbalance.spark.window.payoff as mod
     assert doctest.testmod(mod).failed == 0
+
+
+def test_payoff_cores_from_the_master():
+    from sparkbalance.spark.window.payoff import _slots_of
+    assert _slots_of("local[16]") == 16 and _slots_of("local[4,2]") == 4
+    assert _slots_of("local-cluster[4,2,1024]") == 8
+    assert _slots_of("yarn") is None and _slots_of("local[*]") is None

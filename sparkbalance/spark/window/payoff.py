@@ -1,17 +1,25 @@
 """Whether splitting a window's hot keys can pay, decided from the one statistics pass.
 
 Plain Spark computes a window partition in one task, so its slowest task holds the hottest
-key's rows plus its share of the rest: ``c_max + (N - c_max) / n``. The split evens the
-tasks out to about ``N / n`` but adds a stage of its own (the per-range summaries), a few
-hidden columns and the halo copies. It pays when the slowest task shrinks a lot and the
-hot key is large enough that its task's time outweighs that fixed cost:
+key's rows plus its share of the rest, ``c + (N - c) / n``: ``c (1 - 1/n)`` rows more than
+the mean task. The split evens the tasks out to about ``N / n``, so it saves the time of
+that **excess**, paid serially by one task, but it costs work of its own, spread over the
+cores that run the job: the statistics pass and the summaries' scan read every row, the map
+stage computes each row's hot index, segment and halo targets, and the window stage carries
+a few hidden columns. Both are counted in *row-equivalents* (one: the time plain Spark spends
+on one row: exchange, sort, window):
 
-* ``gain = (c_max + (N - c_max) / n) / (N / n) >= MIN_GAIN`` (1.5: one key holding 4 % of
-  the rows over 16 partitions is the limit; below it AQE-free hashing is already within
-  1.5x of the mean), and
-* ``c_max >= MIN_HOT_ROWS`` rows (below it one task sorts and scans the key in well under
-  the ~0.2 s an extra stage costs on a local machine, measured by
-  ``integration/benchmarks/bench_windows.py``).
+* ``excess = c (1 - 1/n)``
+* ``cost = OVERHEAD_PER_ROW * N / P + FIXED_ROWS``, ``P`` the cores the job runs on (at most
+  ``n``): the split's extra work per input row, measured by ``--metrics`` of
+  ``integration/benchmarks/bench_windows.py`` as executor CPU over plain Spark's, plus the
+  statistics job's and the summaries' stages' own latency.
+
+The split is taken when ``excess >= cost``. The excess is a lower bound: whatever the query
+does per row after the window (a UDF, a write) runs in the same task and makes the hot
+task's excess costlier while the split's cost stays what it is, so a split the rule refuses
+may still have paid. On a machine with fewer cores than partitions a CPU-bound window gains
+less than the rule assumes (the other tasks' work hides part of the hot task's excess).
 
 Otherwise the columns run as plain Spark runs them (one exchange, hash placement, AQE), with
 one INFO line on the ``sparkbalance.window`` logger saying why. The session setting
@@ -20,23 +28,26 @@ one INFO line on the ``sparkbalance.window`` logger saying why. The session sett
 
 Examples
 --------
->>> decide(np.array([60_000.0, 30.0]), 200_000.0, 16, "auto")
-(True, 'hot key holds 60000 rows; the slowest task shrinks 5.5x')
->>> decide(np.array([300.0, 30.0]), 1_000.0, 4, "auto")[0]
-False
+>>> decide(np.array([300_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=2)[0]
+True
+>>> decide(np.array([100_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=2)
+(False, 'hot key holds 100000 rows, 93750 more than the mean task; the split costs ~190000 row-equivalents on 2 cores')
 """
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_GAIN", "MIN_HOT_ROWS", "SPLIT_CONF", "MODES", "split_mode", "decide"]
+__all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "MODES", "split_mode", "cores",
+           "split_cost", "decide"]
 
-#: Smallest shrink of the slowest task worth the split's own stage.
-MIN_GAIN = 1.5
-#: Fewest rows of the hottest key worth splitting (see the module docstring).
-MIN_HOT_ROWS = 50_000
+#: The split's extra work per input row, in row-equivalents (plain Spark's work per row).
+OVERHEAD_PER_ROW = 0.3
+#: The split's fixed cost (its statistics job, the summaries' stages), in row-equivalents.
+FIXED_ROWS = 40_000.0
 #: Session setting that overrides the rule.
 SPLIT_CONF = "spark.sparkbalance.window.split"
 MODES = ("auto", "always", "never")
@@ -54,21 +65,69 @@ def split_mode(df: Any) -> str:
     return mode
 
 
-def decide(hot_counts: np.ndarray, total: float, num_partitions: int, mode: str
-           ) -> tuple[bool, str]:
-    """(split?, why): ``hot_counts`` the rows of the hot keys, heaviest first."""
+def cores(df: Any, num_partitions: int) -> int:
+    """Cores the window's tasks run on, at most ``num_partitions``: the session's default
+    parallelism (its executors' cores), capped by this machine's cores for a ``local`` or
+    ``local-cluster`` master (its threads or executors share them); ``num_partitions`` when
+    the session does not say (Spark Connect)."""
+    n = max(1, int(num_partitions))
+    try:
+        spark = df.sparkSession
+        master = str(spark.conf.get("spark.master", "") or "")
+    except Exception:
+        return n
+    try:
+        slots = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext
+        slots = _slots_of(master) or n
+    if master.startswith("local"):
+        slots = min(slots, _machine_cores())
+    return max(1, min(n, slots))
+
+
+def _slots_of(master: str) -> int | None:
+    m = re.fullmatch(r"local\[(\d+)(?:,\d+)?\]", master)
+    if m:
+        return int(m.group(1))
+    m = re.fullmatch(r"local-cluster\[(\d+),\s*(\d+),\s*\d+\]", master)
+    if m:
+        return int(m.group(1)) * int(m.group(2))
+    return None
+
+
+def _machine_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def split_cost(total: float, num_cores: int) -> float:
+    """The split's own cost in row-equivalents (module docstring).
+
+    Examples
+    --------
+    >>> split_cost(1_000_000.0, 2)
+    190000.0
+    """
+    return OVERHEAD_PER_ROW * float(total) / max(1, int(num_cores)) + FIXED_ROWS
+
+
+def decide(hot_counts: np.ndarray, total: float, num_partitions: int, mode: str,
+           cores: int | None = None) -> tuple[bool, str]:
+    """(split?, why): ``hot_counts`` the rows of the hot keys, heaviest first; ``cores``
+    the cores the tasks run on (default ``num_partitions``)."""
     if mode == "never":
         return False, f"{SPLIT_CONF}=never"
     if len(hot_counts) == 0:
         return False, "no key holds more than half a partition's mean rows"
-    n, top = int(num_partitions), float(hot_counts[0])
-    mean = max(total / n, 1.0)
-    gain = (top + max(0.0, total - top) / n) / mean
-    why = f"hot key holds {top:.0f} rows; the slowest task shrinks {gain:.1f}x"
-    if mode == "always":
+    n = max(1, int(num_partitions))
+    p = max(1, min(n, n if cores is None else int(cores)))
+    top = float(hot_counts[0])
+    excess = top * (1.0 - 1.0 / n)
+    cost = split_cost(total, p)
+    why = (f"hot key holds {top:.0f} rows, {excess:.0f} more than the mean task; the split "
+           f"costs ~{cost:.0f} row-equivalents on {p} core{'s' if p > 1 else ''}")
+    if mode == "always" or excess >= cost:
         return True, why
-    if gain < MIN_GAIN:
-        return False, why + f" (< {MIN_GAIN}x: the split's own stage would cost more)"
-    if top < MIN_HOT_ROWS:
-        return False, why + f" (fewer than {MIN_HOT_ROWS} rows: one task is quicker)"
-    return True, why
+    return False, why

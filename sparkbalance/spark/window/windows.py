@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["with_window_columns", "explain_split"]
 
 _LOG = logging.getLogger("sparkbalance.window")
+_BARE = re.compile(r"Column<'([A-Za-z_][A-Za-z0-9_]*)'>")
 _HIDX, _SEG, _TSEG, _HALO, _HOT = "__sb_hidx", "__sb_seg", "__sb_tseg", "__sb_halo", "__sb_hot"
 
 
@@ -179,10 +181,12 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     # A window without PARTITION BY is one partition of every row (Spark moves them all
     # to one task): one constant key, hot, cut like any other.
     partition = lead.partition or (F.lit(0),)
-    pcols = [f"__sb_p{j}" for j in range(len(partition))]
-    ocols = [f"__sb_o{j}" for j in range(len(order))]
-    d = df.withColumns({**dict(zip(pcols, partition)),
-                        **{c: k.expr for c, k in zip(ocols, order)}})
+    # a key that is a column of df is used as it is; any other expression becomes a
+    # hidden column (a copy of a column would be carried through the exchange and the sort)
+    pcols = [_bare(e, df.columns) or f"__sb_p{j}" for j, e in enumerate(partition)]
+    ocols = [_bare(k.expr, df.columns) or f"__sb_o{j}" for j, k in enumerate(order)]
+    d = df.withColumns({**{c: e for c, e in zip(pcols, partition) if c.startswith("__sb_")},
+                        **{c: k.expr for c, k in zip(ocols, order) if c.startswith("__sb_")}})
     schema = {f.name: f.dataType for f in d.schema.fields}
     ptypes, otypes = [schema[c] for c in pcols], [schema[c] for c in ocols]
     try:
@@ -199,7 +203,9 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     # lengthen the query; the rest are placed whole like the cold keys)
     counts = ks.counts
     hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
-    split, why = payoff.decide(counts[:hot_count], total, n, payoff.split_mode(df))
+    mode = payoff.split_mode(df)
+    split, why = payoff.decide(counts[:hot_count], total, n, mode,
+                               cores=payoff.cores(df, n) if mode == "auto" else n)
     if not split:
         _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
                   ", ".join(repr(_user(name, tmp)) for name, _ in group), why)
@@ -224,11 +230,13 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     d = d.withColumn(_SEG, sg.segment_expr(_HIDX, ocols, order, otypes, hot, df.columns))
     sg.assign_segments(hot, loads)
     counted = d   # each row once, in its own segment: what the summaries count
-    halo_splits = [s for _, s in group if s.kind == "halo"]
+    # halo columns that reach no other row (lag/lead by 0, ROWS 0 to 0) are exact locally
+    halo_splits = [s for _, s in group if s.kind == "halo" and (s.before or s.after or s.reach)]
     if hot and halo_splits:
         d = halo_targets(d, _HIDX, _SEG, _TSEG, _HALO, ocols, order, otypes, hot, halo_splits)
     else:
-        d = d.withColumns({_TSEG: F.col(_SEG), _HALO: F.lit(False)})
+        halo_splits = []
+        d = d.withColumn(_TSEG, F.col(_SEG))
     d = with_partition_id(d, f, *pcols)
     if hot:
         # one SQL expression (one py4j round trip): the segment's partition, looked up
@@ -240,7 +248,9 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         d = d.withColumn(PID_COL, F.expr(
             f"CAST(CASE WHEN {_HIDX} >= 0 THEN element_at(array({flat}), {at} + {_TSEG} + 1) "
             f"ELSE {PID_COL} END AS INT)"))
-    placed = place(d, n, PID_COL)
+    # what the exchange and the sort carry: the row, its key, order, target segment, the
+    # halo flag where copies exist, and the partition (not the hot index or own segment)
+    placed = place(d.drop(_HIDX, _SEG), n, PID_COL)
     keys = [F.col(PID_COL), *[F.col(c) for c in pcols], F.col(_TSEG)]
     # The halo columns first, over a segment and its halo copies; the copies are dropped
     # before the other columns, which then see the segment's own rows only. Both share
@@ -279,6 +289,12 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     win = win.withColumns(final)
     keep = [c for c in df.columns] + [name for name, _ in group]
     return win.select(*[_ref(c) for c in keep])
+
+
+def _bare(expr: "Column", columns: list[str]) -> str | None:
+    """The name of the column of ``columns`` that ``expr`` merely references, else None."""
+    m = _BARE.fullmatch(str(expr))
+    return m.group(1) if m and m.group(1) in columns else None
 
 
 def _plain_group(df: "DataFrame", group: list[tuple[str, frames.Split]]) -> "DataFrame":
