@@ -72,9 +72,10 @@ HOT_SHARE_DIVISOR = 4
 MIN_LISTED_HITS = 2
 #: Fewer sampled rows than this say nothing: the call stays plain.
 MIN_SAMPLE_ROWS = 32
-#: The sampled rows' column holding Spark's partition of their key (a suffix is added when
-#: the DataFrame has a column of that name).
+#: The sampled rows' column holding Spark's partition of their key (beside the key columns,
+#: renamed ``__sb_c<j>``), and the column of their count.
 HOME_COLUMN = "__sparkbalance_home"
+_HITS = "__sparkbalance_hits"
 
 
 def predicted_gain(tokens: Sequence[Any] | np.ndarray, homes: Sequence[int] | np.ndarray,
@@ -203,8 +204,9 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     the first ``rows / tasks`` rows with non-null keys of its run (Spark's per-partition
     ``LocalLimit``: the scan stops there), so a large input is read for a bounded prefix
     only and a table whose first partitions are unlike the rest (sorted, clustered by
-    time) is not judged by them alone. The rows come back to the driver and are counted
-    there.
+    time) is not judged by them alone. A single task reads those prefixes one after
+    another and counts them (no exchange: still one job); only the distinct keys with their
+    homes and counts come back to the driver.
 
     :attr:`Sample.stats` lists every key the sample saw at least :data:`MIN_LISTED_HITS`
     times with its sampled rows; the keys seen once are the tail, spread evenly. Listing
@@ -213,8 +215,6 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     groups (slowest/mean 1.08 on the NYC flights' destinations however large the sample;
     1.02 listing every key seen twice in 16k rows, 1.002 on exact counts).
     """
-    from collections import Counter
-
     from pyspark.sql import functions as F
 
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
@@ -224,28 +224,36 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     n = int(num_partitions)
     cols = sqlhash.check_key_columns(df, list(cols))
     refs = [sqlhash.column_ref(df, c) for c in cols]
+    names = [f"__sb_c{j}" for j in range(len(cols))]
     src = (df.where(~sqlhash.any_null(df, cols))
-           .select(*refs, F.pmod(F.hash(*refs), F.lit(n)).alias(HOME_COLUMN)))
+           .select(*[r.alias(a) for r, a in zip(refs, names)],
+                   F.pmod(F.hash(*refs), F.lit(n)).alias(HOME_COLUMN)))
     inputs = int(src._jdf.queryExecution().toRdd().getNumPartitions())
     tasks = max(1, min(inputs, MAX_CHECK_PARTITIONS))
     per = max(1, int(rows) // tasks)
     spread = src.coalesce(tasks) if inputs > tasks else src
+    # One task reads the runs' prefixes one after another and counts them (its input is a
+    # single partition: the aggregation needs no exchange, hence one job, and only the
+    # distinct keys travel to the driver)
+    counted = (_local_limit(spread, per).coalesce(1).groupBy(*names, HOME_COLUMN)
+               .agg(F.count(F.lit(1)).alias(_HITS)))
     with sparkbalance_job_group(df.sparkSession.sparkContext, STATS_JOB_GROUP,
                                 f"sparkbalance: enable's skew check ({per} rows of each of "
                                 f"{tasks} runs of input partitions)"):
-        got = _local_limit(spread, per).collect()
+        got = counted.collect()
     single = len(cols) == 1
-    merged = Counter((py_value(r[0]) if single else tuple(py_value(v) for v in r[:-1]),
-                      int(r[-1])) for r in got)
-    pairs = sorted(merged.items(), key=lambda kc: -kc[1])     # stable: heaviest first
-    keys = [k for (k, _), _ in pairs]
-    counts = np.fromiter((c for _, c in pairs), dtype=np.int64, count=len(pairs))
-    homes = np.fromiter((h for (_, h), _ in pairs), dtype=np.int64, count=len(pairs))
+    pairs = sorted(((py_value(r[0]) if single else tuple(py_value(v) for v in r[:-2]),
+                     int(r[-2]), int(r[-1])) for r in got),
+                   key=lambda khc: (-khc[2], khc[0], khc[1]))    # heaviest first
+    keys = [k for k, _, _ in pairs]
+    counts = np.fromiter((c for _, _, c in pairs), dtype=np.int64, count=len(pairs))
+    homes = np.fromiter((h for _, h, _ in pairs), dtype=np.int64, count=len(pairs))
+    total = int(counts.sum())
     listed = counts >= MIN_LISTED_HITS
     stats = KeyStats(key_array([k for k, keep in zip(keys, listed) if keep]),
                      counts[listed].astype(np.float64),
-                     tail_count=float(len(got) - counts[listed].sum()))
-    return Sample(counts, homes, len(got), stats)
+                     tail_count=float(total - counts[listed].sum()))
+    return Sample(counts, homes, total, stats)
 
 
 def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
