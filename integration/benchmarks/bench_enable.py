@@ -254,7 +254,8 @@ def main(argv=None) -> int:
         (pw, pc, pj, pp, pd), (ew, ec, ej, ep, ed) = r["plain"], r["enabled"]
         print(f"{r['table']:<8} {r['job']:<12} {check:<16} {pw:10.2f} {ew:12.2f} "
               f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f} {pj:>3}/{ej:<3} {pp:>4.0f}/{ep:<4.0f} "
-              f"{pd:5.2f}/{ed:<5.2f} {r['spread']['plain']:5.3f}/{r['spread']['enabled']:<5.3f} "
+              f"{pd:5.2f}/{ed:<5.2f} "
+              f"{r['spread']['plain']:5.3f}/{r['spread']['enabled']:<5.3f} "
               f"{r['sampled']:7d}")
     return 0
 

@@ -56,7 +56,8 @@ from sparkbalance.stats.keystats import KeyStats
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["predicted_gain", "listed_gain", "split_gain", "Sample", "sample_dataframe", "sample_rdd",
+__all__ = ["predicted_gain", "listed_gain", "split_gain", "Sample", "sample_dataframe",
+           "sample_rdd",
            "has_shuffle", "MAX_CHECK_PARTITIONS", "MIN_HOT_SAMPLES", "HOT_SHARE_DIVISOR",
            "MIN_SAMPLE_ROWS", "MIN_LISTED_HITS", "HOME_COLUMN"]
 

@@ -30,7 +30,8 @@ Examples
 --------
 >>> import sparkbalance as sb
 >>> sb.enable(spark)                                                 # doctest: +SKIP
->>> df.withColumn("rn", F.row_number().over(Window.partitionBy("user").orderBy("ts")))  # doctest: +SKIP
+>>> w = Window.partitionBy("user").orderBy("ts")                     # doctest: +SKIP
+>>> df.withColumn("rn", F.row_number().over(w))                      # doctest: +SKIP
 """
 from __future__ import annotations
 
