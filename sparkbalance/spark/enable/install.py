@@ -5,7 +5,8 @@ What is patched (classic PySpark 3.5 and 4.x; the classes are looked up where ea
 keeps them):
 
 * the classic ``DataFrame`` (``pyspark.sql.classic.dataframe.DataFrame`` on 4.x,
-  ``pyspark.sql.DataFrame`` on 3.5): ``repartition``, ``groupBy``, ``groupby``;
+  ``pyspark.sql.DataFrame`` on 3.5): ``repartition``, ``groupBy``, ``groupby``, and
+  ``withColumn``, ``withColumns`` for window functions (:mod:`.windows`);
 * ``pyspark.sql.group.GroupedData``: ``agg``, ``count``, ``sum``, ``avg``, ``mean``, ``min``,
   ``max``, ``applyInPandas`` and ``applyInArrow`` (where PySpark has it);
 * ``pyspark.RDD``: ``partitionBy``, ``reduceByKey``, ``aggregateByKey``, ``groupByKey``.
@@ -30,7 +31,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from sparkbalance.spark.enable import hooks
+from sparkbalance.spark.enable import hooks, windows
 from sparkbalance.spark.session import conf
 
 __all__ = ["enable", "disable", "is_installed", "is_enabled", "patched_targets"]
@@ -46,6 +47,7 @@ _GROUPED = ("agg", "count", "sum", "avg", "mean", "min", "max", "applyInPandas",
             "applyInArrow")
 _RDD = ("partitionBy", "reduceByKey", "aggregateByKey", "groupByKey")
 _DATAFRAME = ("repartition", "groupBy", "groupby")
+_WINDOWS = ("withColumn", "withColumns")
 
 
 def _dataframe_class() -> type:
@@ -61,6 +63,7 @@ def patched_targets() -> list[tuple[type, tuple[str, ...], Callable]]:
     from pyspark import RDD
     from pyspark.sql.group import GroupedData
     return [(_dataframe_class(), _DATAFRAME, hooks.dataframe_hooks),
+            (_dataframe_class(), _WINDOWS, windows.window_hooks),
             (GroupedData, _GROUPED, hooks.grouped_hooks),
             (RDD, _RDD, hooks.rdd_hooks)]
 

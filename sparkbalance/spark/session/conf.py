@@ -163,9 +163,10 @@ class ConfKey:
 
 
 #: The skew check of the session-wide mode reads at most this many input rows (spread over
-#: up to 16 input partitions): ~0.1 s of tasks, and enough for a key of >= 2 % of the rows
-#: to show ~40 times.
-DEFAULT_CHECK_ROWS: int = 2048
+#: up to 16 input partitions), and a DataFrame call plans from them: a plan's task loads
+#: are off by ~sqrt(n / rows) of the mean (2048 rows: slowest/mean 1.09 at n = 8 on the
+#: NYC flights' destinations, 16384: 1.02; sparkbalance.spark.enable.check).
+DEFAULT_CHECK_ROWS: int = 16384
 #: ... and balances when it predicts the slowest task at least this much shorter (25 %).
 DEFAULT_CHECK_MIN_GAIN: float = 0.25
 
