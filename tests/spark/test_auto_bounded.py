@@ -158,24 +158,45 @@ def test_dataframe_auto_on_a_hot_key_still_routes(spark):
 def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc):
     from pyspark.sql import functions as F
 
-    from sparkbalance.spark.sql.keystats import FIRST_TAKE_PARTITIONS, first_take_partitions
+    from sparkbalance.spark.session.jobs import next_job_id
+    from sparkbalance.spark.sql.keystats import (FIRST_TAKE_PARTITIONS, first_look_records,
+                                                 first_take_partitions)
 
-    # 8 input partitions of 6,000 rows: Spark's limit alone reads partition 0, then runs a
-    # second job over more; the first job now reads FIRST_TAKE_PARTITIONS of them at once
-    assert FIRST_TAKE_PARTITIONS * 6_000 >= bounded.SAMPLE_RECORDS > 6_000
+    # 8 input partitions of 6,000 rows. Uniform keys: the first look reads one partition's
+    # prefix, lists nothing, and that is the whole statistics (one job, one task)
+    look = first_look_records(N)
+    assert look <= 6_000
     df = spark.range(0, 48_000, numPartitions=8).select(
         (F.col("id") * 7919 % 1_000_003).alias("k"))
-    key = "spark.sql.limit.initialNumPartitions"
-    before = spark.conf.get(key, None)
-    from sparkbalance.spark.session.jobs import next_job_id
+    keys = ["spark.sql.limit.initialNumPartitions",
+            "spark.sql.execution.arrow.maxRecordsPerBatch"]
+    before = [spark.conf.get(k, None) for k in keys]
     first = next_job_id(sc)
     s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N))
-    assert jobs == 1 and len(s) == 0 and s.tail_count == bounded.SAMPLE_RECORDS
+    assert jobs == 1 and len(s) == 0 and s.tail_count == look
     sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
-    assert _tasks(sc, [first]) == FIRST_TAKE_PARTITIONS
-    assert spark.conf.get(key, None) == before   # the session's setting is restored
+    assert _tasks(sc, [first]) == 1
+    # a hot key: the look lists it, then the sample. Spark's limit alone would read
+    # partition 0, then run another job over more; the sample's one job reads
+    # FIRST_TAKE_PARTITIONS of them at once
+    assert FIRST_TAKE_PARTITIONS * 6_000 >= bounded.SAMPLE_RECORDS > 6_000
+    hot = spark.range(0, 48_000, numPartitions=8).select(
+        F.when(F.col("id") % 3 == 0, F.lit(-1)).otherwise(F.col("id")).alias("k"))
+    first = next_job_id(sc)
+    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(hot, ["k"], N))
+    assert jobs == 2 and s.keys.tolist() == [-1]
+    assert s.total_count + s.tail_count == bounded.SAMPLE_RECORDS
+    sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+    assert _tasks(sc, [first + 1]) == FIRST_TAKE_PARTITIONS
+    # an explicit sample size (the enable check's) skips the look: one job
+    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N, records=3_000))
+    assert jobs == 1 and s.tail_count == 3_000
+    assert [spark.conf.get(k, None) for k in keys] == before   # the session's, restored
     _, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
     assert jobs == 1
     with pytest.raises(ValueError, match="k=0"):
         with first_take_partitions(df, 0):
+            pass
+    with pytest.raises(ValueError, match="batch=0"):
+        with first_take_partitions(df, 1, batch=0):
             pass
