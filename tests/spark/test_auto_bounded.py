@@ -120,15 +120,18 @@ def _jobs_during(sc, fn):
     return out, next_job_id(sc) - j0
 
 
-def test_dataframe_auto_on_uniform_keys_is_plain_sparks_exchange(spark, sc):
+def test_dataframe_auto_on_uniform_keys_is_plain_sparks_exchange(spark, sc, caplog):
     from pyspark.sql import functions as F
     from pyspark.testing import assertDataFrameEqual
 
     # two input partitions of 12,000 rows: the sample's first partition holds it whole
     df = spark.range(0, 24_000, numPartitions=2).select(
         (F.col("id") * 7919 % 1_000_003).alias("k"), F.col("id").alias("v"))
-    placed, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
+    with caplog.at_level(logging.INFO, logger="sparkbalance"):
+        placed, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
     assert jobs == 1   # the bounded sample only, one small job
+    said = [r.getMessage() for r in caplog.records if r.name == "sparkbalance"]
+    assert len(said) == 1 and "plain hashing" in said[0], said   # which way auto went
     plan = placed._jdf.queryExecution().executedPlan().toString()
     plain = df.repartition(N, "k")._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange") == 1 and "__sb" not in plan

@@ -23,6 +23,7 @@ Examples
 """
 from __future__ import annotations
 
+import logging
 import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
@@ -42,6 +43,8 @@ __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_st
            "first_take_partitions", "first_look_records", "FIRST_TAKE_PARTITIONS",
            "FIRST_LOOK_MIN",
            "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
+
+_LOG = logging.getLogger("sparkbalance")
 
 #: Seed of sampled statistics: the same sample, hence the same plan, on every run.
 SAMPLE_SEED: int = 17
@@ -213,8 +216,22 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
         stats = _listed(rows, len(cols), n, theta)
         # nothing heavy, or fewer rows than asked: the input holds no more than this look
         if len(stats) == 0 or len(rows) < look:
-            return stats
-    return _listed(_first_rows(keys, limit, FIRST_TAKE_PARTITIONS), len(cols), n, theta)
+            return _said(stats, len(rows), 1, n, records is None)
+    rows = _first_rows(keys, limit, FIRST_TAKE_PARTITIONS)
+    return _said(_listed(rows, len(cols), n, theta), len(rows), FIRST_TAKE_PARTITIONS, n,
+                 records is None)
+
+
+def _said(stats: KeyStats, rows: int, partitions: int, n: int, say: bool) -> KeyStats:
+    """``stats``; when ``say`` and they list no key, the one INFO line saying auto keeps
+    hashing (no plan is fitted then, so the operation's own plan line does not come)."""
+    if say and len(stats) == 0:
+        from sparkbalance.spark.report.log_line import log_info
+        log_info(_LOG, "sparkbalance: auto: no key of the first %d rows (of %d input "
+                 "partition%s) is heavy enough to unbalance one of %d partitions: plain "
+                 "hashing, Spark's own exchange", rows, partitions,
+                 "" if partitions == 1 else "s", n)
+    return stats
 
 
 def first_look_records(num_partitions: int, theta: float | None = None) -> int:
