@@ -71,6 +71,7 @@ ROOT = HERE.parents[1]
 SESSIONS = ("plain", "configured", "nojar")
 JOBS = ("skewed", "uniform", "shuffle", "shuffle-big", "df-uniform", "df-skewed")
 INPUTS = ("python", "range", "parquet", "cached")
+_TEMP: list[str] = []   # parquet inputs written by this child, removed when it ends
 
 
 # ------------------------------------------------------------------------ the child
@@ -117,6 +118,7 @@ def _frame(spark, job: str, rdd, inp: str, size: int, a):
         path = os.path.join(tempfile.gettempdir(),
                             f"sb-bench-on-demand-{os.getpid()}-{job}-{size}.parquet")
         df.write.mode("overwrite").parquet(path)
+        _TEMP.append(path)
         return spark.read.parquet(path)
     if inp == "cached":
         df = df.cache()
@@ -294,6 +296,9 @@ def child(kind: str, a) -> dict:
             df.unpersist()
         print(f"[{kind}] {cell} done", file=sys.stderr, flush=True)
     spark.stop()
+    import shutil
+    for path in _TEMP:
+        shutil.rmtree(path, ignore_errors=True)
     return out
 
 
