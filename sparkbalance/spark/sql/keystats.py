@@ -208,8 +208,8 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     theta = DEFAULT_THETA if theta is None else float(theta)
     limit = SAMPLE_RECORDS if records is None else int(records)
     # one filter as SQL text: a Column per key column costs a driver round trip each
-    keys = df.selectExpr(*map(sqlhash.quoted, cols)).where(" AND ".join(f"{sqlhash.quoted(c)} IS NOT NULL"
-                                               for c in cols))
+    refs = [sqlhash.quoted(c) for c in cols]
+    keys = df.selectExpr(*refs).where(" AND ".join(f"{r} IS NOT NULL" for r in refs))
     look = first_look_records(n, theta)
     if records is None and look <= limit // 2:
         rows = _first_rows(keys, look, 1)
