@@ -5,6 +5,7 @@ configured one (and with the bridge switched off): the default call, whole jobs.
 [--slots 16] [--us 150] [--records 120000] [--big 1000000]
 [--sessions plain,configured,nojar]
 [--jobs skewed,uniform,shuffle,shuffle-big,df-uniform,df-skewed]
+[--inputs python,range,parquet,cached] [--df-sizes 120000,1000000] [--sample-arm]
 [--profile]``
 
 Each run starts one fresh ``local[slots]`` session per kind in a child process (one Spark JVM
@@ -34,11 +35,25 @@ source read would be. Jobs:
   exchange to Spark: the query is ``df.repartition(n, "k")`` itself after a bounded sample).
 * ``df-skewed``: the same DataFrame job on the ``skewed`` job's keys (the gain must stay).
 
+The DataFrame jobs run once per ``--inputs`` kind and ``--df-sizes`` size (default: the
+Python-generated input at ``--records``): ``python`` (an RDD generated in Python, then
+``createDataFrame``: every row the sample reads is computed by a Python worker), ``range``
+(``spark.range`` and SQL expressions: the JVM computes it), ``parquet`` (the same rows
+written once to a temporary parquet directory, 16 files) and ``cached`` (``range``, cached
+and counted before timing). ``df-skewed`` on ``range``/``parquet``/``cached`` makes one key
+a fifth of the rows (the flights keys exist only as the Python input). ``--sample-arm``
+adds a third arm to them, interleaved with the two: sparkbalance with strategy "auto"'s
+DataFrame statistics the one-job 10,000-row sample alone, without its first look (row
+``(no look)``: what the first look saved).
+
 Printed: per job and session, medians of wall and CPU seconds (the whole process tree:
 driver, JVM, Python workers) of both arms and their ratios, the slowest partition over the
 mean, then the sessions side by side (goal: within 5 %), with the load average.
 ``--profile`` adds one counted call per arm: the driver's py4j round trips, the jobs,
-stages and tasks run, the Python workers started, the driver's CPU seconds.
+stages and tasks run, the Python workers started, the driver's CPU seconds; for a DataFrame
+job also what strategy "auto"'s sample read: per sample job its limit, the input
+partitions of its first job, the rows it returned and the rows its leaf scan computed
+(``look`` is the first look, ``sample`` the larger sample a listed key escalates to).
 """
 from __future__ import annotations
 
@@ -55,6 +70,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SESSIONS = ("plain", "configured", "nojar")
 JOBS = ("skewed", "uniform", "shuffle", "shuffle-big", "df-uniform", "df-skewed")
+INPUTS = ("python", "range", "parquet", "cached")
+_TEMP: list[str] = []   # parquet inputs written by this child, removed when it ends
 
 
 # ------------------------------------------------------------------------ the child
@@ -87,7 +104,29 @@ def _inputs(sc, job: str, a) -> tuple:
     return zipf_rdd(sc, size, 1_000_000, 0.0, n), f"uniform, {size} records"
 
 
-def _arms(spark, job: str, rdd, a) -> dict:
+def _frame(spark, job: str, rdd, inp: str, size: int, a):
+    """The DataFrame of a DataFrame job: ``rdd`` (the Python-generated input) or ``size``
+    rows of ``inp`` computed by the JVM (module docstring)."""
+    if inp == "python":
+        return (spark.createDataFrame(rdd, "k long, v long") if job == "df-uniform" else
+                spark.createDataFrame(rdd, ["k", "v"]))
+    key = ("CAST(pmod(xxhash64(id), 1000000) AS BIGINT)" if job == "df-uniform" else
+           "IF(id % 5 = 0, -1, CAST(pmod(xxhash64(id), 100000) AS BIGINT))")
+    df = spark.range(0, size, numPartitions=a.slots).selectExpr(f"{key} AS k", "id AS v")
+    if inp == "parquet":
+        import tempfile
+        path = os.path.join(tempfile.gettempdir(),
+                            f"sb-bench-on-demand-{os.getpid()}-{job}-{size}.parquet")
+        df.write.mode("overwrite").parquet(path)
+        _TEMP.append(path)
+        return spark.read.parquet(path)
+    if inp == "cached":
+        df = df.cache()
+        df.count()
+    return df
+
+
+def _arms(spark, job: str, rdd, a, df=None) -> dict:
     from bench_endtoend import _pandas_waiter, _waiter
 
     import sparkbalance as sb
@@ -97,17 +136,55 @@ def _arms(spark, job: str, rdd, a) -> dict:
         return {"pyspark": lambda: rdd.partitionBy(n).mapPartitions(wait).collect(),
                 "sb": lambda: sb.partition_by(rdd, n).mapPartitions(wait).collect()}
     if job in ("df-uniform", "df-skewed"):
-        # uniform keys are longs; the skewed ones strings (flights) or longs (Zipf)
-        df = (spark.createDataFrame(rdd, "k long, v long") if job == "df-uniform" else
-              spark.createDataFrame(rdd, ["k", "v"]))
         wait = _pandas_waiter(a.us)
 
         def run(placed):
             return [r.c for r in placed.mapInPandas(wait, "c long").collect()]
-        return {"pyspark": lambda: run(df.repartition(n, "k")),
+        arms = {"pyspark": lambda: run(df.repartition(n, "k")),
                 "sb": lambda: run(sb.repartition(df, n, "k"))}
+        if a.sample_arm:
+            arms["sb-sample"] = lambda: _without_look(lambda: run(sb.repartition(df, n, "k")))
+        return arms
     return {"pyspark": lambda: [rdd.partitionBy(n).count()],
             "sb": lambda: [sb.partition_by(rdd, n).count()]}
+
+
+def _without_look(fn):
+    """``fn()`` with auto's DataFrame statistics the one-job 10,000-row sample alone (no
+    first look: what sparkbalance did before it), for an interleaved comparison."""
+    from sparkbalance.spark.sql import keystats
+    keep, keystats.FIRST_LOOK_MIN = keystats.FIRST_LOOK_MIN, 1 << 40
+    try:
+        return fn()
+    finally:
+        keystats.FIRST_LOOK_MIN = keep
+
+
+def _sample_reads(fn) -> tuple[object, list[str]]:
+    """``fn()`` with what each of strategy "auto"'s DataFrame sample jobs read: its limit,
+    the input partitions of its first job, the rows returned, the rows its leaf computed."""
+    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS
+    from sparkbalance.spark.sql import keystats
+    real, seen = keystats._first_rows, []
+
+    def spy(keys, limit, partitions):
+        q = keys.limit(limit)
+        with keystats.first_take_partitions(keys, partitions, batch=limit):
+            got = q.collect()
+        leaves = q._jdf.queryExecution().executedPlan().collectLeaves()
+        computed = []
+        for i in range(leaves.size()):
+            metric = leaves.apply(i).metrics().get("numOutputRows")
+            computed.append(int(metric.get().value()) if metric.isDefined() else -1)
+        name = "sample" if limit == SAMPLE_RECORDS else "look"
+        seen.append(f"{name} limit={limit} parts={partitions} rows={len(got)} "
+                    f"computed={'+'.join(map(str, computed))}")
+        return got
+    keystats._first_rows = spy
+    try:
+        return fn(), seen
+    finally:
+        keystats._first_rows = real
 
 
 def _profile(sc, fn) -> dict:
@@ -126,7 +203,7 @@ def _profile(sc, fn) -> dict:
     d0, t0 = time.process_time(), time.perf_counter()
     client.send_command = counting
     try:
-        fn()
+        _, reads = _sample_reads(fn)
     finally:
         client.send_command = real
     wall, driver = time.perf_counter() - t0, time.process_time() - d0
@@ -141,8 +218,31 @@ def _profile(sc, fn) -> dict:
                 stages += 1
                 tasks += st.numCompletedTasks
     started = {p.pid for p in tree_usage() if is_pyspark(p.argv)} - workers
-    return {"py4j": calls[0], "jobs": j1 - j0, "stages": stages, "tasks": tasks,
-            "workers": len(started), "driver_cpu": driver, "wall": wall}
+    out = {"py4j": calls[0], "jobs": j1 - j0, "stages": stages, "tasks": tasks,
+           "workers": len(started), "driver_cpu": driver, "wall": wall}
+    if reads:
+        out["sample"] = "; ".join(reads)
+    return out
+
+
+def _cells(a) -> list[str]:
+    """The table's rows: each job, a DataFrame job once per input kind and size."""
+    out = []
+    for job in a.jobs:
+        if not job.startswith("df-"):
+            out.append(job)
+            continue
+        for inp in a.inputs:
+            for size in a.df_sizes:
+                out.append(f"{job}/{inp}/{size}")
+    return out
+
+
+def _parse_cell(cell: str) -> tuple[str, str, int]:
+    if "/" not in cell:
+        return cell, "", 0
+    job, inp, size = cell.split("/")
+    return job, inp, int(size)
 
 
 def child(kind: str, a) -> dict:
@@ -156,9 +256,20 @@ def child(kind: str, a) -> dict:
     cpu = ProcessTreeCPU()
     out: dict = {"kind": kind, "jobs": {}}
     first = True
-    for job in a.jobs:
-        rdd, label = _inputs(sc, job, a)
-        arms = _arms(spark, job, rdd, a)
+    for cell in _cells(a):
+        job, inp, size = _parse_cell(cell)
+        if inp == "python" and size != a.records:
+            a.records, keep = size, a.records   # the Python input's size
+            rdd, label = _inputs(sc, job, a)
+            a.records = keep
+        else:
+            rdd, label = _inputs(sc, job, a)
+        df = None
+        if job.startswith("df-"):
+            df = _frame(spark, job, rdd, inp, size, a)
+            if inp != "python":
+                label = f"{inp}, {size} rows"
+        arms = _arms(spark, job, rdd, a, df)
         rows: dict = {"label": label, "pyspark": [], "sb": []}
 
         def timed(arm: str) -> dict:
@@ -168,19 +279,26 @@ def child(kind: str, a) -> dict:
             mean = sum(counts) / max(1, len(counts))
             return {"wall": wall, "cpu": used, "records": sum(counts),
                     "max_over_mean": max(counts) / mean if mean else 1.0}
-        for arm in ("sb", "pyspark"):          # warm-up; sb's first call of the session
+        names = list(arms)
+        rows.update({arm: [] for arm in names})
+        for arm in names[1:] + names[:1]:      # warm-up; sb's first call of the session
             got = timed(arm)
             if first and arm == "sb":
                 out["first_sb_call"] = got["wall"]
                 first = False
         for r in range(a.repeats):
-            for arm in ("pyspark", "sb") if r % 2 == 0 else ("sb", "pyspark"):
+            for arm in names if r % 2 == 0 else names[::-1]:
                 rows[arm].append(timed(arm))
         if a.profile:
-            rows["profile"] = {arm: _profile(sc, arms[arm]) for arm in ("pyspark", "sb")}
-        out["jobs"][job] = rows
-        print(f"[{kind}] {job} done", file=sys.stderr, flush=True)
+            rows["profile"] = {arm: _profile(sc, arms[arm]) for arm in names}
+        out["jobs"][cell] = rows
+        if df is not None and df.is_cached:
+            df.unpersist()
+        print(f"[{kind}] {cell} done", file=sys.stderr, flush=True)
     spark.stop()
+    import shutil
+    for path in _TEMP:
+        shutil.rmtree(path, ignore_errors=True)
     return out
 
 
@@ -206,37 +324,42 @@ def report(results: dict[str, list[dict]], a) -> list[str]:
     lines = [f"\nmedians over {a.runs} session(s) x {a.repeats} interleaved rounds, "
              f"local[{a.slots}], {a.us:g} us/record where a costly step runs; load average "
              f"now {os.getloadavg()}",
-             f"{'job':<12} {'session':<11} {'pyspark s':>9} {'sb s':>7} {'sb/py':>6} "
+             f"{'job':<27} {'session':<11} {'pyspark s':>9} {'sb s':>7} {'sb/py':>6} "
              f"{'cpu py':>7} {'cpu sb':>7} {'cpu r':>6} {'max/avg py':>10} {'max/avg sb':>10}"]
     sb_wall: dict[str, dict[str, float]] = {}
-    for job in a.jobs:
+    for job in _cells(a):
         for kind, runs in results.items():
             py = [r for run in runs for r in run["jobs"][job]["pyspark"]]
             sbr = [r for run in runs for r in run["jobs"][job]["sb"]]
             wp, ws = _med(py, "wall"), _med(sbr, "wall")
             cp, cs = _med(py, "cpu"), _med(sbr, "cpu")
             sb_wall.setdefault(job, {})[kind] = ws
-            lines.append(f"{job:<12} {kind:<11} {wp:9.2f} {ws:7.2f} {ws / wp:6.2f} "
+            lines.append(f"{job:<27} {kind:<11} {wp:9.2f} {ws:7.2f} {ws / wp:6.2f} "
                          f"{cp:7.2f} {cs:7.2f} {cs / cp:6.2f} "
                          f"{_med(py, 'max_over_mean'):10.2f} {_med(sbr, 'max_over_mean'):10.2f}")
             if {r["records"] for r in py} != {r["records"] for r in sbr}:
                 lines.append(f"!! record counts differ: {job} {kind}")
-        lines.append(f"{'':<12} labels: {runs[0]['jobs'][job]['label']}")
+            old = [r for run in runs for r in run["jobs"][job].get("sb-sample", [])]
+            if old:   # the sample without the first look, interleaved with the two arms
+                wo, co = _med(old, "wall"), _med(old, "cpu")
+                lines.append(f"{'':<27} {'(no look)':<11} {'':>9} {wo:7.2f} {wo / wp:6.2f} "
+                             f"{'':>7} {co:7.2f} {co / cp:6.2f}")
+        lines.append(f"{'':<27} labels: {runs[0]['jobs'][job]['label']}")
     lines.append("\nsparkbalance's wall time by session (vs configured):")
     for job, by in sb_wall.items():
         base = by.get("configured")
-        lines.append(f"{job:<12} " + "  ".join(
+        lines.append(f"{job:<27} " + "  ".join(
             f"{k} {v:.2f} s" + (f" ({v / base:.2f}x)" if base else "") for k, v in by.items()))
     if a.profile:
         lines.append("\none profiled call per arm (first session of each kind): py4j round "
                      "trips, jobs, stages, tasks, Python workers started, driver CPU s, wall s")
-        for job in a.jobs:
+        for job in _cells(a):
             for kind, runs in results.items():
                 prof = runs[0]["jobs"][job].get("profile", {})
-                lines.append(f"{job:<12} {kind:<11} " + " | ".join(
+                lines.append(f"{job:<27} {kind:<11} " + " | ".join(
                     f"{arm}: " + " ".join(f"{k}={v:.2f}" if isinstance(v, float) else
                                           f"{k}={v}" for k, v in prof[arm].items())
-                    for arm in ("pyspark", "sb") if arm in prof))
+                    for arm in ("pyspark", "sb", "sb-sample") if arm in prof))
     firsts = {k: statistics.median(r.get("first_sb_call", float("nan")) for r in runs)
               for k, runs in results.items()}
     lines.append("first sparkbalance call of a session (warm-up, includes any on-demand "
@@ -255,15 +378,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", type=int, default=1_000_000)
     ap.add_argument("--sessions", default=",".join(SESSIONS))
     ap.add_argument("--jobs", default=",".join(JOBS))
+    ap.add_argument("--inputs", default="python",
+                    help="DataFrame inputs: python,range,parquet,cached")
+    ap.add_argument("--df-sizes", default=None,
+                    help="rows of the DataFrame inputs (default --records), e.g. 120000,1000000")
+    ap.add_argument("--sample-arm", action="store_true",
+                    help="DataFrame jobs also run sb without auto's first look (the "
+                         "one-job 10,000-row sample alone), interleaved: row '(no look)'")
     ap.add_argument("--profile", action="store_true",
                     help="one more call per arm with py4j calls, jobs, stages, workers")
     raw = sys.argv[1:] if argv is None else argv
     a = ap.parse_args(raw)
     a.jobs = [j for j in a.jobs.split(",") if j]
-    bad = sorted(set(a.jobs) - set(JOBS)) + sorted(set(a.sessions.split(",")) - set(SESSIONS))
+    a.inputs = [i for i in a.inputs.split(",") if i]
+    a.df_sizes = ([int(x) for x in a.df_sizes.split(",") if x] if a.df_sizes
+                  else [a.records])
+    bad = (sorted(set(a.jobs) - set(JOBS)) + sorted(set(a.sessions.split(",")) - set(SESSIONS))
+           + sorted(set(a.inputs) - set(INPUTS)))
     if bad:
-        ap.error(f"unknown job or session {bad}; jobs: {', '.join(JOBS)}; sessions: "
-                 f"{', '.join(SESSIONS)}")
+        ap.error(f"unknown job, session or input {bad}; jobs: {', '.join(JOBS)}; sessions: "
+                 f"{', '.join(SESSIONS)}; inputs: {', '.join(INPUTS)}")
     if a.child:
         print("RESULT " + json.dumps(child(a.child, a)), flush=True)
         return 0

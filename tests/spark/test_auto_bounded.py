@@ -120,15 +120,18 @@ def _jobs_during(sc, fn):
     return out, next_job_id(sc) - j0
 
 
-def test_dataframe_auto_on_uniform_keys_is_plain_sparks_exchange(spark, sc):
+def test_dataframe_auto_on_uniform_keys_is_plain_sparks_exchange(spark, sc, caplog):
     from pyspark.sql import functions as F
     from pyspark.testing import assertDataFrameEqual
 
     # two input partitions of 12,000 rows: the sample's first partition holds it whole
     df = spark.range(0, 24_000, numPartitions=2).select(
         (F.col("id") * 7919 % 1_000_003).alias("k"), F.col("id").alias("v"))
-    placed, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
+    with caplog.at_level(logging.INFO, logger="sparkbalance"):
+        placed, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
     assert jobs == 1   # the bounded sample only, one small job
+    said = [r.getMessage() for r in caplog.records if r.name == "sparkbalance"]
+    assert len(said) == 1 and "plain hashing" in said[0], said   # which way auto went
     plan = placed._jdf.queryExecution().executedPlan().toString()
     plain = df.repartition(N, "k")._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange") == 1 and "__sb" not in plan
@@ -158,24 +161,45 @@ def test_dataframe_auto_on_a_hot_key_still_routes(spark):
 def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc):
     from pyspark.sql import functions as F
 
-    from sparkbalance.spark.sql.keystats import FIRST_TAKE_PARTITIONS, first_take_partitions
+    from sparkbalance.spark.session.jobs import next_job_id
+    from sparkbalance.spark.sql.keystats import (FIRST_TAKE_PARTITIONS, first_look_records,
+                                                 first_take_partitions)
 
-    # 8 input partitions of 6,000 rows: Spark's limit alone reads partition 0, then runs a
-    # second job over more; the first job now reads FIRST_TAKE_PARTITIONS of them at once
-    assert FIRST_TAKE_PARTITIONS * 6_000 >= bounded.SAMPLE_RECORDS > 6_000
+    # 8 input partitions of 6,000 rows. Uniform keys: the first look reads one partition's
+    # prefix, lists nothing, and that is the whole statistics (one job, one task)
+    look = first_look_records(N)
+    assert look <= 6_000
     df = spark.range(0, 48_000, numPartitions=8).select(
         (F.col("id") * 7919 % 1_000_003).alias("k"))
-    key = "spark.sql.limit.initialNumPartitions"
-    before = spark.conf.get(key, None)
-    from sparkbalance.spark.session.jobs import next_job_id
+    keys = ["spark.sql.limit.initialNumPartitions",
+            "spark.sql.execution.arrow.maxRecordsPerBatch"]
+    before = [spark.conf.get(k, None) for k in keys]
     first = next_job_id(sc)
     s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N))
-    assert jobs == 1 and len(s) == 0 and s.tail_count == bounded.SAMPLE_RECORDS
+    assert jobs == 1 and len(s) == 0 and s.tail_count == look
     sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
-    assert _tasks(sc, [first]) == FIRST_TAKE_PARTITIONS
-    assert spark.conf.get(key, None) == before   # the session's setting is restored
+    assert _tasks(sc, [first]) == 1
+    # a hot key: the look lists it, then the sample. Spark's limit alone would read
+    # partition 0, then run another job over more; the sample's one job reads
+    # FIRST_TAKE_PARTITIONS of them at once
+    assert FIRST_TAKE_PARTITIONS * 6_000 >= bounded.SAMPLE_RECORDS > 6_000
+    hot = spark.range(0, 48_000, numPartitions=8).select(
+        F.when(F.col("id") % 3 == 0, F.lit(-1)).otherwise(F.col("id")).alias("k"))
+    first = next_job_id(sc)
+    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(hot, ["k"], N))
+    assert jobs == 2 and s.keys.tolist() == [-1]
+    assert s.total_count + s.tail_count == bounded.SAMPLE_RECORDS
+    sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+    assert _tasks(sc, [first + 1]) == FIRST_TAKE_PARTITIONS
+    # an explicit sample size (the enable check's) skips the look: one job
+    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N, records=3_000))
+    assert jobs == 1 and s.tail_count == 3_000
+    assert [spark.conf.get(k, None) for k in keys] == before   # the session's, restored
     _, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
     assert jobs == 1
     with pytest.raises(ValueError, match="k=0"):
         with first_take_partitions(df, 0):
+            pass
+    with pytest.raises(ValueError, match="batch=0"):
+        with first_take_partitions(df, 1, batch=0):
             pass

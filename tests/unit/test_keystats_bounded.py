@@ -52,3 +52,20 @@ def test_time_weights_count_the_tail_records():
             run_time_ms=ms, executor_id="0") for p, ms in [(0, 200), (1, 200)]]
     s = KeyStats(np.array(["a", "b"]), [100.0, 100.0], tail_count=200.0)
     assert time_weighted_stats(s, ts, [0, 1]).cost.tolist() == pytest.approx([0.1, 0.1])
+
+
+def test_first_look_is_the_fewest_rows_that_show_a_floor_key_min_listed_times():
+    from sparkbalance.spark.rdd.bounded import MIN_LISTED, significant
+    from sparkbalance.spark.sql.keystats import FIRST_LOOK_MIN, first_look_records
+
+    for n in (2, 4, 16, 64):
+        look = first_look_records(n, 0.08)
+        assert look >= FIRST_LOOK_MIN
+        # in the look a key at the listing floor's share shows MIN_LISTED times on average
+        assert look * 0.08 / (2 * n) >= MIN_LISTED
+        if look > FIRST_LOOK_MIN:   # no more rows than that: the floor is MIN_LISTED there
+            assert significant(look, n, 0.08) == MIN_LISTED
+    assert first_look_records(16, 0.08) == 2_000
+    assert first_look_records(64) > first_look_records(16)   # more partitions, rarer floor
+    with pytest.raises(ValueError, match="theta=0"):
+        first_look_records(16, 0.0)
