@@ -332,10 +332,8 @@ class Merged:
             lambda pid, it: [_stats_of_partition(pid, it, G)]).collect())
 
     def stats_and_outputs(self) -> tuple[list[tuple], list, list[bytes]]:
-        """:meth:`stats`, the batch's ``(key, output)`` list and its ``O`` frames (one per
-        partition, in partition order: what a checkpoint keeps of the outputs) in the same
-        job (bridge jar only): per partition its ``T`` frame, its ``U`` frames, then its
-        ``O`` frame."""
+        """:meth:`stats`, the ``(key, output)`` list and the ``O`` frames (one per partition,
+        in order: what a checkpoint keeps of the outputs) in one job (bridge jar only)."""
         raw = self._collect(fr.TAG_STATS, fr.TAG_BYPASS, fr.TAG_OUTPUTS)
         stats = stats_of_frames([f for f in raw if f[0] != fr.TAG_OUTPUTS], self.base.num_groups)
         frames = [f for f in raw if f[0] == fr.TAG_OUTPUTS]
