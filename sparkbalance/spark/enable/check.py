@@ -110,19 +110,11 @@ def listed_gain(counts: Sequence[int] | np.ndarray, homes: Sequence[int] | np.nd
     >>> listed_gain([8, 8], [0, 0], 16, 2)
     2.0
     """
-    n = int(num_partitions)
-    counts = np.asarray(counts, dtype=np.float64)
-    homes = np.asarray(homes, dtype=np.int64)
-    if rows <= 0:
+    got = _plain_slowest(counts, homes, rows, num_partitions)
+    if got is None:
         return 1.0
-    hot = counts >= max(MIN_HOT_SAMPLES, rows / (HOT_SHARE_DIVISOR * n))
-    if not hot.any():
-        return 1.0
-    hot_rows = counts[hot]
-    plain = np.bincount(homes[hot], weights=hot_rows, minlength=n)
-    plain = plain + (rows - hot_rows.sum()) / n
-    balanced = max(float(hot_rows.max()), rows / n)
-    return float(max(1.0, plain.max() / balanced))
+    plain, heaviest = got
+    return float(max(1.0, plain / max(heaviest, rows / int(num_partitions))))
 
 
 def split_gain(counts: Sequence[int] | np.ndarray, homes: Sequence[int] | np.ndarray,
@@ -141,17 +133,27 @@ def split_gain(counts: Sequence[int] | np.ndarray, homes: Sequence[int] | np.nda
     >>> split_gain([3, 2], [0, 1], 400, 4)              # nothing hot: stays plain
     1.0
     """
+    got = _plain_slowest(counts, homes, rows, num_partitions)
+    if got is None:
+        return 1.0
+    return float(max(1.0, got[0] / (rows / int(num_partitions))))
+
+
+def _plain_slowest(counts: Sequence[int] | np.ndarray, homes: Sequence[int] | np.ndarray,
+                   rows: int, num_partitions: int) -> tuple[float, float] | None:
+    """Plain Spark's slowest partition in sampled rows (the hot keys where Spark puts them,
+    the rest spread evenly) and the heaviest hot key's rows; None when no key is hot."""
     n = int(num_partitions)
     counts = np.asarray(counts, dtype=np.float64)
     homes = np.asarray(homes, dtype=np.int64)
     if rows <= 0:
-        return 1.0
+        return None
     hot = counts >= max(MIN_HOT_SAMPLES, rows / (HOT_SHARE_DIVISOR * n))
     if not hot.any():
-        return 1.0
+        return None
     plain = np.bincount(homes[hot], weights=counts[hot], minlength=n)
     plain = plain + (rows - counts[hot].sum()) / n
-    return float(max(1.0, plain.max() / (rows / n)))
+    return float(plain.max()), float(counts[hot].max())
 
 
 def _tokens(tokens: Sequence[Any] | np.ndarray) -> np.ndarray:
