@@ -73,6 +73,10 @@ HOT_SHARE_DIVISOR = 4
 MIN_LISTED_HITS = 2
 #: Fewer sampled rows than this say nothing: the call stays plain.
 MIN_SAMPLE_ROWS = 32
+#: An RDD call only decides from its sample (its plan gathers statistics of its own), and
+#: an RDD's rows pass through Python: it reads at most this many (the decision needs a key
+#: of >= 2 % of the rows to show ~40 times, not a plan's precision).
+RDD_DECISION_ROWS: int = 2048
 #: The sampled rows' column holding Spark's partition of their key (beside the key columns,
 #: renamed ``__sb_c<j>``), and the column of their count.
 HOME_COLUMN = "__sparkbalance_home"

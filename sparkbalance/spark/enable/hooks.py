@@ -245,7 +245,8 @@ def rdd_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
         n = _n(rdd, num_partitions)
         out = plain()        # PySpark's own checks first (lazy: no job runs)
         with _busy():
-            return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(rdd, n, rows),
+            return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(
+                               rdd, n, min(rows, check.RDD_DECISION_ROWS)),
                            out, lambda _sample: balanced(n))
 
     def partitionBy(self: Any, numPartitions: Any, partitionFunc: Any = portable_hash) -> Any:
