@@ -2,7 +2,7 @@
 
 Users write ``F.sum("x").over(Window.partitionBy("k").orderBy("t"))``; to split the window
 of a hot key the function must be re-applied over another partitioning and its frame read.
-PySpark keeps what ``.over`` built in two shapes, read here into one :class:`WindowColumn`:
+PySpark keeps what ``.over`` built in three shapes, read here into one :class:`WindowColumn`:
 
 * classic PySpark 4: the Column's JVM ``ColumnNode`` tree (``Window(function, WindowSpec)``,
   ``UnresolvedFunction``, ``SortOrder``, ``WindowFrame``), read through the Column's own
@@ -12,7 +12,7 @@ PySpark keeps what ``.over`` built in two shapes, read here into one :class:`Win
 * Spark Connect: the Column's Python expression tree (``WindowExpression``,
   ``UnresolvedFunction``, ``SortOrder``, ``WindowFrame``), the tree its proto is made of.
 
-Both give back Columns of the same kind (the function without ``.over``, each argument, each
+Each gives back Columns of the same kind (the function without ``.over``, each argument, each
 partition and order expression), so everything after this module is DataFrame code only.
 
 Examples
@@ -99,7 +99,7 @@ def window_column(col: "Column") -> WindowColumn | None:
     Examples
     --------
     >>> window_column(F.lag("x", 2).over(w)).literals                # doctest: +SKIP
-    (None, 2, None)
+    (None, 2, None, False)
     """
     try:
         if _is_connect(col):
@@ -193,8 +193,12 @@ def _classic(col: "Column") -> WindowColumn | None:
 # ---------------------------------------------------------------- classic PySpark 3.5
 
 def _catalyst(col: "Column") -> WindowColumn | None:
+    from py4j.protocol import Py4JError
     from sparkbalance.spark.window import spec_catalyst
-    p = spec_catalyst.read(col)
+    try:
+        p = spec_catalyst.read(col)
+    except Py4JError:   # a field this Spark line's class does not have: run it plain
+        return None
     if p is None:
         return None
     frame = None
