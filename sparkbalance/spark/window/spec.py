@@ -2,15 +2,17 @@
 
 Users write ``F.sum("x").over(Window.partitionBy("k").orderBy("t"))``; to split the window
 of a hot key the function must be re-applied over another partitioning and its frame read.
-PySpark keeps what ``.over`` built in two shapes, read here into one :class:`WindowColumn`:
+PySpark keeps what ``.over`` built in three shapes, read here into one :class:`WindowColumn`:
 
-* classic PySpark: the Column's JVM ``ColumnNode`` tree (``Window(function, WindowSpec)``,
+* classic PySpark 4: the Column's JVM ``ColumnNode`` tree (``Window(function, WindowSpec)``,
   ``UnresolvedFunction``, ``SortOrder``, ``WindowFrame``), read through the Column's own
   handle, no query run;
+* classic PySpark 3.5, which has no ``ColumnNode``: the Column's Catalyst expression, read by
+  :mod:`sparkbalance.spark.window.spec_catalyst` into the same fields;
 * Spark Connect: the Column's Python expression tree (``WindowExpression``,
   ``UnresolvedFunction``, ``SortOrder``, ``WindowFrame``), the tree its proto is made of.
 
-Both give back Columns of the same kind (the function without ``.over``, each argument, each
+Each gives back Columns of the same kind (the function without ``.over``, each argument, each
 partition and order expression), so everything after this module is DataFrame code only.
 
 Examples
@@ -87,16 +89,23 @@ def _is_connect(col: Any) -> bool:
     return type(col).__module__.startswith("pyspark.sql.connect")
 
 
+def _is_classic4(col: Any) -> bool:
+    return type(col).__module__.startswith("pyspark.sql.classic")
+
+
 def window_column(col: "Column") -> WindowColumn | None:
     """``col`` read as a window function, or None when it is not ``func(...).over(spec)``.
 
     Examples
     --------
     >>> window_column(F.lag("x", 2).over(w)).literals                # doctest: +SKIP
-    (None, 2, None)
+    (None, 2, None, False)
     """
     try:
-        return _connect(col) if _is_connect(col) else _classic(col)
+        if _is_connect(col):
+            return _connect(col)
+        # PySpark 4's classic Column lives in pyspark.sql.classic; 3.5's has no ColumnNode.
+        return _classic(col) if _is_classic4(col) else _catalyst(col)
     except (AttributeError, TypeError):
         # Not a window expression, or an expression node this reader does not know.
         return None
@@ -179,3 +188,24 @@ def _classic(col: "Column") -> WindowColumn | None:
                         wrap(fn), tuple(wrap(p) for p in _seq(ws.partitionColumns())), order,
                         frame, str(col))
 
+
+
+# ---------------------------------------------------------------- classic PySpark 3.5
+
+def _catalyst(col: "Column") -> WindowColumn | None:
+    from py4j.protocol import Py4JError
+    from sparkbalance.spark.window import spec_catalyst
+    try:
+        p = spec_catalyst.read(col)
+    except Py4JError:   # a field this Spark line's class does not have: run it plain
+        return None
+    if p is None:
+        return None
+    frame = None
+    if p.frame is not None:
+        kind, lo, hi = p.frame
+        frame = Frame(kind, lo if lo is UNBOUNDED else _bound(lo),
+                      hi if hi is UNBOUNDED else _bound(hi))
+    order = tuple(SortKey(e, asc, nf) for e, asc, nf in p.order)
+    return WindowColumn(p.function, p.args, p.literals, p.distinct, p.fn, p.partition, order,
+                        frame, str(col))
