@@ -20,7 +20,8 @@ STAMP35  := $(VENV35)/.sparkbalance-deps
 # without repartitionById, routing tables on every key type in SQL (outside ANSI mode, 3.5's
 # default, a decimal below 1E-6 casts to scientific text), grouped DataFrames, the configuration, the listener and the JVM
 # task recorder, the balance records, the keyed state's caches (held outputs; the rebased state's locality, found
-# through its files' index RDD on 3.5), and the Balance tab's Spark 3.5 pages.
+# through its files' index RDD on 3.5), the Balance tab's Spark 3.5 pages, and the
+# window reader of 3.5's Catalyst expressions with the enabled window split.
 # `make test-spark35 TESTS35=tests/spark` runs everything. The keyed state's JVM frame
 # selection is in the subset too (tests/spark/test_state_datapath.py: 4 tests, 114 s under 3.5.9
 # with other work on the machine; an earlier report of it not finishing in 15 min did not recur),
@@ -32,6 +33,7 @@ TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_listener.py tests/spark/test_balance_records.py \
             tests/spark/test_state_cache.py tests/spark/test_state_datapath.py \
             tests/spark/test_state_forecast.py tests/spark/test_enable.py \
+            tests/spark/test_window_spec.py tests/spark/test_enable_windows.py \
             integration/test_ui35.py
 
 .PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist docs clean
