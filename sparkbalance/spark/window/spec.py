@@ -23,66 +23,16 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sparkbalance.spark.window.window_column import (UNBOUNDED, Frame, SortKey, WindowColumn,
+                                                     bound as _bound, jname as _jname,
+                                                     jseq as _seq)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
 
 __all__ = ["SortKey", "Frame", "WindowColumn", "window_column", "UNBOUNDED"]
-
-#: A frame bound that is unbounded (``Window.unboundedPreceding/Following``).
-UNBOUNDED = None
-# PySpark's own cut-off: bounds at or beyond it mean unbounded (``Window._PRECEDING_THRESHOLD``).
-_UNBOUNDED_AT = 1 << 62
-
-
-@dataclass(frozen=True)
-class SortKey:
-    """One ORDER BY term: the expression and its direction and null placement."""
-
-    expr: "Column"
-    ascending: bool
-    nulls_first: bool
-
-    def sort_column(self, col: "Column") -> "Column":
-        """``col`` sorted as this term sorts its expression."""
-        if self.ascending:
-            return col.asc_nulls_first() if self.nulls_first else col.asc_nulls_last()
-        return col.desc_nulls_first() if self.nulls_first else col.desc_nulls_last()
-
-
-@dataclass(frozen=True)
-class Frame:
-    """A window frame: ``rows`` or ``range``, bounds as offsets (None = unbounded, 0 = current row).
-
-    A RANGE offset that is not an integer (an interval, a decimal) is kept as ``"other"``:
-    the frame is then run as plain Spark runs it.
-    """
-
-    kind: str
-    lower: Any
-    upper: Any
-
-
-@dataclass(frozen=True)
-class WindowColumn:
-    """What ``func(args).over(spec)`` is made of.
-
-    ``frame`` None means the spec named no frame (Spark's default: RANGE UNBOUNDED PRECEDING
-    to CURRENT ROW with an ORDER BY, the whole partition without one; ranking and offset
-    functions have their own).
-    """
-
-    function: str
-    args: tuple
-    literals: tuple
-    distinct: bool
-    fn: "Column"
-    partition: tuple
-    order: tuple
-    frame: Frame | None
-    text: str
 
 
 def _is_connect(col: Any) -> bool:
@@ -111,12 +61,6 @@ def window_column(col: "Column") -> WindowColumn | None:
         return None
 
 
-def _bound(v: Any) -> Any:
-    if isinstance(v, bool) or not isinstance(v, int):
-        return "other"
-    return UNBOUNDED if abs(v) >= _UNBOUNDED_AT else int(v)
-
-
 # ---------------------------------------------------------------- Spark Connect
 
 def _connect(col: "Column") -> WindowColumn | None:
@@ -141,14 +85,6 @@ def _connect(col: "Column") -> WindowColumn | None:
 
 
 # ---------------------------------------------------------------- classic PySpark
-
-def _seq(s: Any) -> list:
-    return [s.apply(i) for i in range(s.size())]
-
-
-def _jname(obj: Any) -> str:
-    return obj.getClass().getSimpleName().rstrip("$")
-
 
 def _classic_bound(b: Any, low: bool) -> Any:
     name = _jname(b)
@@ -189,23 +125,13 @@ def _classic(col: "Column") -> WindowColumn | None:
                         frame, str(col))
 
 
-
 # ---------------------------------------------------------------- classic PySpark 3.5
 
 def _catalyst(col: "Column") -> WindowColumn | None:
     from py4j.protocol import Py4JError
+
     from sparkbalance.spark.window import spec_catalyst
     try:
-        p = spec_catalyst.read(col)
+        return spec_catalyst.read(col)
     except Py4JError:   # a field this Spark line's class does not have: run it plain
         return None
-    if p is None:
-        return None
-    frame = None
-    if p.frame is not None:
-        kind, lo, hi = p.frame
-        frame = Frame(kind, lo if lo is UNBOUNDED else _bound(lo),
-                      hi if hi is UNBOUNDED else _bound(hi))
-    order = tuple(SortKey(e, asc, nf) for e, asc, nf in p.order)
-    return WindowColumn(p.function, p.args, p.literals, p.distinct, p.fn, p.partition, order,
-                        frame, str(col))

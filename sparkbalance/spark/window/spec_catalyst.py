@@ -7,27 +7,29 @@ Scala ``functions`` build resolved function classes rather than named calls: ``R
 ``Rank``, ``NTile(buckets)``, ``Lag(input, offset, default, ignoreNulls)``,
 ``AggregateExpression(Sum(x), Complete, isDistinct)``, ... (a few, such as
 ``count_distinct``, stay an ``UnresolvedFunction``). This module reads that expression, with
-no query run, into the same parts :mod:`sparkbalance.spark.window.spec` reads from Spark 4's
-tree, naming each function and listing its arguments as Spark 4 does (``lag(x, 1, NULL,
+no query run, into the :class:`~sparkbalance.spark.window.window_column.WindowColumn`
+:mod:`sparkbalance.spark.window.spec` reads from Spark 4's tree, naming each function and listing its arguments as Spark 4 does (``lag(x, 1, NULL,
 false)``: the ``ignoreNulls`` flag becomes a trailing boolean argument, as it is there).
 
 A function class not listed here gives None: the column then runs as plain Spark runs it.
 
 Examples
 --------
->>> parts = read(F.lag("x", 2).over(w))            # doctest: +SKIP
->>> parts.function, parts.literals                 # doctest: +SKIP
+>>> wc = read(F.lag("x", 2).over(w))               # doctest: +SKIP
+>>> wc.function, wc.literals                       # doctest: +SKIP
 ('lag', (None, 2, None, False))
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sparkbalance.spark.window.window_column import (UNBOUNDED, Frame, SortKey, WindowColumn,
+                                                     bound, jname as _jname, jseq as _seq)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
 
-__all__ = ["Parts", "read"]
+__all__ = ["read"]
 
 #: Window-only functions: their name, and whether a trailing ``ignoreNulls`` flag is kept.
 _WINDOW_FUNCTIONS = {"RowNumber": "row_number", "Rank": "rank", "DenseRank": "dense_rank",
@@ -41,30 +43,6 @@ _IGNORE_NULLS_ARG = ("lag", "lead", "first", "last")
 #: Ranking functions whose Catalyst children are the ORDER BY, filled in by the analyzer: the
 #: user's call has no argument.
 _NO_ARGS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist")
-
-
-@dataclass(frozen=True)
-class Parts:
-    """The pieces of ``func(args).over(spec)``; ``order`` holds ``(expr, ascending,
-    nulls_first)``, ``frame`` None (no frame named) or ``(kind, lower, upper)`` with each
-    bound None (unbounded), 0 (current row), a literal's value, or ``"other"``."""
-
-    function: str
-    args: tuple
-    literals: tuple
-    distinct: bool
-    fn: "Column"
-    partition: tuple
-    order: tuple
-    frame: tuple | None
-
-
-def _seq(s: Any) -> list:
-    return [s.apply(i) for i in range(s.size())]
-
-
-def _jname(obj: Any) -> str:
-    return obj.getClass().getSimpleName().rstrip("$")
 
 
 def _literal(e: Any) -> Any:
@@ -105,15 +83,15 @@ def _function(f: Any) -> tuple[str, list, bool, list] | None:
 def _frame_bound(b: Any) -> Any:
     name = _jname(b)
     if name in ("UnboundedPreceding", "UnboundedFollowing"):
-        return None
+        return UNBOUNDED
     if name == "CurrentRow":
         return 0
     if name == "Literal":
-        return b.value()
+        return bound(b.value())
     return "other"
 
 
-def read(col: "Column") -> Parts | None:
+def read(col: "Column") -> WindowColumn | None:
     """``col`` (a classic PySpark 3.5 Column) read as a window function, or None when it is
     not one or holds a function this reader does not know.
 
@@ -139,14 +117,15 @@ def read(col: "Column") -> Parts | None:
     args = tuple(wrap(a) for a in jargs) + tuple(F.lit(v) for v in extra)
     lits = tuple(_literal(a) for a in jargs) + tuple(extra)
     ws = e.windowSpec()
-    order = tuple((wrap(s.child()), _jname(s.direction()) == "Ascending",
-                   _jname(s.nullOrdering()) == "NullsFirst") for s in _seq(ws.orderSpec()))
+    order = tuple(SortKey(wrap(s.child()), _jname(s.direction()) == "Ascending",
+                          _jname(s.nullOrdering()) == "NullsFirst") for s in _seq(ws.orderSpec()))
     f = ws.frameSpecification()
     frame = None
     if _jname(f) == "SpecifiedWindowFrame":
         kind = "rows" if _jname(f.frameType()) == "RowFrame" else "range"
-        frame = (kind, _frame_bound(f.lower()), _frame_bound(f.upper()))
+        frame = Frame(kind, _frame_bound(f.lower()), _frame_bound(f.upper()))
     elif _jname(f) != "UnspecifiedFrame":
         return None
-    return Parts(name, args, lits, distinct, wrap(e.windowFunction()),
-                 tuple(wrap(p) for p in _seq(ws.partitionSpec())), order, frame)
+    return WindowColumn(name, args, lits, distinct, wrap(e.windowFunction()),
+                        tuple(wrap(p) for p in _seq(ws.partitionSpec())), order, frame,
+                        str(col))
