@@ -185,8 +185,9 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     # hidden column (a copy of a column would be carried through the exchange and the sort)
     pcols = [_bare(e, df.columns) or f"__sb_p{j}" for j, e in enumerate(partition)]
     ocols = [_bare(k.expr, df.columns) or f"__sb_o{j}" for j, k in enumerate(order)]
-    d = df.withColumns({**{c: e for c, e in zip(pcols, partition) if c.startswith("__sb_")},
-                        **{c: k.expr for c, k in zip(ocols, order) if c.startswith("__sb_")}})
+    hidden = {**{c: e for c, e in zip(pcols, partition) if c.startswith("__sb_")},
+              **{c: k.expr for c, k in zip(ocols, order) if c.startswith("__sb_")}}
+    d = df.withColumns(hidden) if hidden else df    # Spark Connect refuses an empty map
     schema = {f.name: f.dataType for f in d.schema.fields}
     ptypes, otypes = [schema[c] for c in pcols], [schema[c] for c in ocols]
     try:
