@@ -441,6 +441,10 @@ def test_stage_skew_view_lists_every_stage_as_spark_measures_it(app):
         if want is None and is_skewed:
             assert "sb.diagnose(" in t.text[f"{s['stageId']}.{s['attemptId']}"]["record"]
     assert f"{skewed} of {len(stages)} stage attempts skewed" in html
+    # the section on its own page (linked from the list's heading): the same rows
+    only = _get(app.ui + "/balance/?view=stages")
+    assert "/balance/?view=stages" in html
+    assert set(_table(only, "sparkbalance-stages").rows) == set(t.rows)
     linked = {int(r["record"]) for r in t.rows.values() if r["record"] not in ("", "null")}
     pkg = app.records[1]
     assert pkg["rdd_ids"] and (pkg["id"] in linked or pkg["id"] not in
@@ -510,7 +514,7 @@ def test_browser_renders_the_tab_and_a_detail_page(app):
              _shot(f"{app.ui}/balance/operation/?id={migrated['id']}", "operator.png", 1700),
              _shot(f"{app.ui}/balance/operation/?id={wide['id']}", "record-200-partitions.png", 1000),
              _shot(f"{app.ui}/balance/operation/?id={dch['id']}", "record-split-keys.png", 1300),
-             _shot(f"{app.ui}/balance/#sparkbalance-stage-skew", "stages.png", 1200)]
+             _shot(f"{app.ui}/balance/?view=stages", "stages.png", 1200)]
     print("screenshots:", *paths)
 
 

@@ -49,6 +49,11 @@ final class BalancePages {
 
     @Override
     public Seq<Node> render(HttpServletRequest req) {
+      // ?view=stages: the stage skew section alone (a page a link or a screenshot can open
+      // at its top; a fragment link into the long list page scrolls past what it names)
+      if ("stages".equals(req.getParameter("view"))) {
+        return page(tab, req, "Balance: stage skew", tab.stagesOnlyHtml(linker(tab, req)));
+      }
       return page(tab, req, "Balance", tab.listHtml(linker(tab, req)));
     }
 

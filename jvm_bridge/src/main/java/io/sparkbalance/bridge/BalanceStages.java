@@ -174,7 +174,9 @@ final class BalanceStages {
     Map<Long, BalanceRecord> byJob = byJob(records), byRdd = byRdd(records);
     int skewed = 0;
     for (Stage s : stages) if (s.skewed(ratio, minMillis)) skewed++;
-    StringBuilder b = new StringBuilder("<h4 id=\"sparkbalance-stage-skew\">Stage skew</h4><p>")
+    StringBuilder b = new StringBuilder("<h4 id=\"sparkbalance-stage-skew\">Stage skew <small><a href=\"")
+        .append(BalanceHtml.esc(link.apply("/balance/?view=stages"))).append("\">(own page)</a>"
+            + "</small></h4><p>")
         .append(skewed).append(" of ").append(stages.size()).append(" stage attempts skewed "
             + "(slowest task &ge; ").append(BalanceHtml.fmt(ratio)).append("&times; the median and "
             + "&ge; ").append(BalanceHtml.fmt(minMillis / 1000.0)).append(" s longer; ")

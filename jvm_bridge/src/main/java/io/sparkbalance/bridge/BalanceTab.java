@@ -102,6 +102,12 @@ public final class BalanceTab extends SparkUITab {
     return BalanceHtml.listPage(recs, count(), maxRecords, linker) + stagesHtml(recs, linker);
   }
 
+  /** The stage skew section alone ({@code /balance/?view=stages}). */
+  String stagesOnlyHtml(Function<String, String> linker) {
+    return "<p><a href=\"" + BalanceHtml.esc(linker.apply("/balance/")) + "\">All balance records</a></p>"
+        + stagesHtml(records(LIST_LIMIT), linker);
+  }
+
   /** The stage skew section (every stage of the application); a failure is shown, not thrown. */
   String stagesHtml(List<BalanceRecord> recs, Function<String, String> linker) {
     try {
