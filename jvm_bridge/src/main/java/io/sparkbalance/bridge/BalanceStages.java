@@ -168,6 +168,13 @@ final class BalanceStages {
         : "sb.diagnose(df, \"<key column>\", num_partitions=" + s.tasks + ")";
   }
 
+  /** A record's short name: its operation, and the batch for a keyed-state batch. */
+  static String recordLabel(BalanceRecord r) {
+    String op = r.operation() == null ? r.kind() : r.operation();
+    if (r.batch() == null) return op;
+    return "batch".equals(op) ? "batch " + r.batch() : op + " batch " + r.batch();
+  }
+
   /** The section of the list page: one row per stage attempt, skewed ones marked. */
   static String html(List<Stage> stages, List<BalanceRecord> records, double ratio,
                      long minMillis, Function<String, String> link) {
@@ -191,8 +198,7 @@ final class BalanceStages {
       boolean sk = s.skewed(ratio, minMillis);
       String fix = by != null
           ? "<a href=\"" + BalanceHtml.esc(link.apply("/balance/operation/?id=" + by.id()))
-              + "\">#" + by.id() + " " + BalanceHtml.esc(by.operation() == null ? by.kind()
-              : by.operation()) + (by.batch() != null ? " batch " + by.batch() : "") + "</a>"
+              + "\">#" + by.id() + " " + BalanceHtml.esc(recordLabel(by)) + "</a>"
           : sk ? "<code>" + BalanceHtml.esc(diagnoseHint(s)) + "</code>" : BalanceHtml.DASH;
       b.append("<tr data-stage=\"").append(s.id).append(".").append(s.attempt).append("\"")
           .append(sk ? " class=\"skewed\" style=\"background:#fde2e1\"" : "").append(">")
