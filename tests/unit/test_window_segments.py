@@ -59,14 +59,16 @@ def test_a_far_reaching_rows_halo_is_counted_instead():
 def test_payoff_rule_weighs_the_excess_against_the_splits_cost():
     from sparkbalance.spark.window.payoff import FIXED_ROWS, OVERHEAD_PER_ROW, decide, split_cost
     n, rows = 16, 1_000_000.0
-    # on 2 cores: a key of 90 % of 10^6 rows pays, one of 30 % does not (its task's
-    # 281,250 extra rows cost less than the split's own work spread over 2 cores)
-    assert decide(np.array([0.9 * rows]), rows, n, "auto", cores=2)[0]
-    no, why = decide(np.array([0.3 * rows]), rows, n, "auto", cores=2)
-    assert not no and "281250 more than the mean task" in why and "2 cores" in why
-    # more cores spread the split's work thinner: the same 30 % key then pays, 10 % too
+    # a core per partition: the hot task's excess over the mean task is what the split saves
     assert decide(np.array([0.3 * rows]), rows, n, "auto", cores=16)[0]
     assert decide(np.array([0.1 * rows]), rows, n, "auto", cores=16)[0]
+    # on 4 cores a CPU-bound window of 10^6 rows takes N / 4 anyway: 90 % pays, 30 % not
+    assert decide(np.array([0.9 * rows]), rows, n, "auto", cores=4)[0]
+    assert not decide(np.array([0.3 * rows]), rows, n, "auto", cores=4)[0]
+    # on 2 cores not even 90 % (its task's 406,250 rows past an even share of 2 cores
+    # cost less than the split's own work there)
+    no, why = decide(np.array([0.9 * rows]), rows, n, "auto", cores=2)
+    assert not no and "406250 more than an even share of 2 cores" in why
     # the first look's bound is named as one
     assert "holds at most" in decide(np.array([0.1 * rows]), rows, n, "auto", cores=2,
                                      bound=True)[1]
