@@ -199,7 +199,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         return _plain_group(df, group)
     mode = payoff.split_mode(df)
     p_cores = payoff.cores(df, n) if mode == "auto" else n
-    split, why, guess = True, "", sample.plan_rows(d)
+    split, why, guess = True, "", None
     if mode == "never":
         split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
     elif mode == "auto":
@@ -210,6 +210,8 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
                                    bound=not look.exact)
         guess = look.total
+    else:   # always: no first look
+        guess = sample.plan_rows(d)
     if split:
         ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess)   # the full pass
         total = max(ks.total, 1.0)
