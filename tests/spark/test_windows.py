@@ -16,7 +16,9 @@ from pyspark.testing import assertDataFrameEqual
 from sparkbalance.spark.window.payoff import SPLIT_CONF
 from sparkbalance.spark.window.windows import explain_split, with_window_columns
 
-SETTINGS = settings(max_examples=3, deadline=None,
+# two examples of 300 rows per run (each run draws new ones): under a loaded machine three
+# of 400 came near pytest's timeout, and a timeout breaks the shared session's py4j link
+SETTINGS = settings(max_examples=2, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 SORTS = [lambda c: F.col(c).asc_nulls_first(), lambda c: F.col(c).asc_nulls_last(),
@@ -85,7 +87,7 @@ def _check(spark, rows, cols, n=4):
        frame=st.sampled_from([(-3, 2), (-1, 0), (0, 4), (2, 5), (-6, -2)]),
        reach=st.integers(0, 6), null_t=st.sampled_from([0.0, 0.15]))
 def test_equals_plain_spark(spark, hot_share, seed, sort, buckets, lag, frame, reach, null_t):
-    rows = _rows(8, hot_share, 400, seed, null_t=null_t)
+    rows = _rows(8, hot_share, 300, seed, null_t=null_t)
     order = SORTS[sort]
     cols = _columns([order("t"), "u"], [order("t")], buckets=buckets, lag=lag, lo=frame[0],
                     hi=frame[1], reach=reach)
@@ -135,6 +137,18 @@ def test_unsplittable_column_runs_plain_with_one_log_line(spark, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "sparkbalance.window"]
     assert len(lines) == 1 and "'sd'" in lines[0] and "stddev" in lines[0]
     assertDataFrameEqual(got, df.withColumns(cols))
+
+
+def test_float_keys_minus_zero_and_nan_stay_one_partition(spark):
+    # cold keys go by Spark's hash: -0.0 and 0.0 (and every NaN) must still meet
+    import random
+    rnd = random.Random(4)
+    keys = [7.0] * 6 + [0.0, -0.0, float("nan"), 1.5, None]
+    rows = [(rnd.choice(keys), u, rnd.randrange(9)) for u in range(300)]
+    df = spark.createDataFrame(rows, "k double, t int, x int")
+    w = Window.partitionBy("k").orderBy("t")
+    cols = {"rn": F.row_number().over(w), "s": F.sum("x").over(w), "lg": F.lag("x").over(w)}
+    assertDataFrameEqual(with_window_columns(df, 4, **cols), df.withColumns(cols))
 
 
 def test_not_a_column_fails_before_any_job(spark):
@@ -223,9 +237,10 @@ def test_split_runs_plain_when_it_cannot_pay(spark, caplog):
     w = Window.partitionBy("k").orderBy("t", "u")
     cols = {"r": F.row_number().over(w)}
     with caplog.at_level(logging.INFO, logger="sparkbalance.window"):
-        got = with_window_columns(df, 4, **cols)
+        got, jobs = _jobs(spark, "sb-win-look", lambda: with_window_columns(df, 4, **cols))
     lines = [r.getMessage() for r in caplog.records if r.name == "sparkbalance.window"]
     assert len(lines) == 1 and "plain Spark" in lines[0] and "rows" in lines[0], lines
+    assert jobs == 1   # the first look only: no full statistics pass for a split not taken
     assert "__sb_pid" not in got._jdf.queryExecution().executedPlan().toString()
     assertDataFrameEqual(got, df.withColumns(cols))
     spark.conf.set(SPLIT_CONF, "nonsense")

@@ -59,14 +59,19 @@ def test_a_far_reaching_rows_halo_is_counted_instead():
 def test_payoff_rule_weighs_the_excess_against_the_splits_cost():
     from sparkbalance.spark.window.payoff import FIXED_ROWS, OVERHEAD_PER_ROW, decide, split_cost
     n, rows = 16, 1_000_000.0
-    # on 2 cores: a key of 30 % or 90 % of 10^6 rows pays, one of 10 % does not (its task's
-    # 93,750 extra rows cost less than the split's own work spread over 2 cores)
-    assert decide(np.array([0.3 * rows]), rows, n, "auto", cores=2)[0]
-    assert decide(np.array([0.9 * rows]), rows, n, "auto", cores=2)[0]
-    no, why = decide(np.array([0.1 * rows]), rows, n, "auto", cores=2)
-    assert not no and "93750 more than the mean task" in why and "2 cores" in why
-    # more cores spread the split's work thinner: the same 10 % key then pays
+    # a core per partition: the hot task's excess over the mean task is what the split saves
+    assert decide(np.array([0.3 * rows]), rows, n, "auto", cores=16)[0]
     assert decide(np.array([0.1 * rows]), rows, n, "auto", cores=16)[0]
+    # on 4 cores a CPU-bound window of 10^6 rows takes N / 4 anyway: 90 % pays, 30 % not
+    assert decide(np.array([0.9 * rows]), rows, n, "auto", cores=4)[0]
+    assert not decide(np.array([0.3 * rows]), rows, n, "auto", cores=4)[0]
+    # on 2 cores not even 90 % (its task's 406,250 rows past an even share of 2 cores
+    # cost less than the split's own work there)
+    no, why = decide(np.array([0.9 * rows]), rows, n, "auto", cores=2)
+    assert not no and "406250 more than an even share of 2 cores" in why
+    # the first look's bound is named as one
+    assert "holds at most" in decide(np.array([0.1 * rows]), rows, n, "auto", cores=2,
+                                     bound=True)[1]
     # cores beyond the partitions do not count; the rule at its edge
     assert split_cost(rows, 16) == OVERHEAD_PER_ROW * rows / 16 + FIXED_ROWS
     edge = split_cost(rows, n) / (1 - 1 / n)
@@ -88,3 +93,34 @@ def test_payoff_cores_from_the_master():
     assert _slots_of("local[16]") == 16 and _slots_of("local[4,2]") == 4
     assert _slots_of("local-cluster[4,2,1024]") == 8
     assert _slots_of("yarn") is None and _slots_of("local[*]") is None
+
+
+def test_warm_cold_keys_are_listed_and_the_rest_hashed():
+    from sparkbalance.spark.window.cold import WARM_SHARE, cold_partition, place_warm
+    from pyspark.sql.types import DoubleType, LongType, StringType
+    n, total = 4, 1000.0
+    keys, counts = ["a", "b", "c"], np.array([100.0, 60.0, 0.5 * WARM_SHARE * total / n])
+    loads, warm = place_warm(keys, counts, total, null_rows=40.0, n=n)
+    # only keys above WARM_SHARE of the mean partition are listed, heaviest first (LPT);
+    # the rest (800 rows) is assumed spread evenly, the null keys on partition 0
+    assert warm == [("a", 1), ("b", 2)]
+    assert loads.tolist() == pytest.approx([240.0, 300.0, 260.0, 200.0])
+    assert sum(loads) == pytest.approx(total)
+    sql = cold_partition(["k"], [StringType()], warm, n)
+    assert sql.startswith("CASE WHEN `k` IS NULL THEN 0 WHEN `k` IN (")
+    assert sql.endswith("ELSE pmod(hash(`k`), 4) END")
+    # a float key is hashed as key + 0.0: -0.0 and 0.0 are one window partition
+    sql = cold_partition(["k", "j"], [DoubleType(), LongType()], [], n)
+    assert "hash((CAST(`k` AS DOUBLE) + CAST(0 AS DOUBLE)), `j`)" in sql
+
+
+def test_first_look_bounds_the_hottest_key_from_above():
+    from sparkbalance.spark.window.sample import KeySample, top_bound
+    m, total = 2048, 1e6
+    ks = KeySample(["a"], np.array([0.1 * total]), {"a": [()] * 205}, total, 0.0, False, m)
+    b = top_bound(ks)
+    assert 0.1 * total < b < 0.13 * total     # three standard errors above, not far above
+    exact = KeySample(["a"], np.array([7.0]), {"a": [()] * 7}, 10.0, 0.0, True, 10)
+    assert top_bound(exact) == 7.0
+    empty = KeySample([], np.zeros(0), {}, 0.0, 0.0, True, 0)
+    assert top_bound(empty) == 0.0

@@ -1,22 +1,32 @@
-"""One pass for everything the split needs to know: key counts and order-key samples.
+"""The statistics the split needs, for about what they can earn back: a first look, then one pass.
 
 The split needs, per partition key, how many rows it holds (hot or cold, where cold keys go)
-and, per hot key, order values to cut it at. Both come from **one job** over the data: a
-uniform sample of ``m`` rows, the rows with the ``m`` smallest values of ``rand(seed)``
-(Spark's ``TakeOrderedAndProject``: each task keeps its own ``m`` smallest, the driver
-merges them; no shuffle), sorted by the partition key and then as the window sorts
-(a sort of the ``m`` rows in one task, the same job). So nulls first/last, NaN and
-descending orders sort as the window sorts them.
+and, per hot key, order values to cut it at. Both come from a uniform sample: each row draws
+``u = rand(seed)``; the rows with ``u < f`` pass a filter compiled into the scan, and of
+those the ``m`` with the smallest ``u`` are kept (Spark's ``TakeOrderedAndProject``, which
+copies every row it sees: the filter keeps it to ``~f N`` rows, not ``N``). No shuffle; the
+sample is then sorted by the partition key and as the window sorts (a sort of the ``m``
+rows in one task, the same job), so nulls first/last, NaN and descending orders sort as the
+window sorts them.
 
-``m`` is :data:`sparkbalance.spark.window.segments.SAMPLE_PER_SEGMENT` per planned segment
-(a segment holds :data:`~sparkbalance.spark.window.segments.SEGMENT_SHARE` of a partition's
-mean rows, so a key of share ``s`` is cut into ``s n / SEGMENT_SHARE`` segments and draws
-``m s`` rows: every hot key gets its sample rows per segment without knowing the keys first).
+Rows: when ``m`` rows come back, ``N`` is estimated from the ``m``-th smallest draw
+``u_(m)`` as ``(m - 1) / u_(m)`` (the order-statistic estimator of a uniform sample's size);
+when fewer do, as their count over ``f`` (a Bernoulli sample); when ``f`` is 1 and fewer
+than ``m`` rows exist, every row was drawn and the counts are exact. Relative error about
+``1/sqrt(m)`` either way. ``f`` is ``2 m / N'`` for a guess ``N'``: the plan's own row
+estimate (:func:`plan_rows`) for the first look, the first look's estimate for the pass; a
+guess too high draws too few rows and the pass is repeated with ``f`` from what it saw.
 
-Counts are the sample's scaled by ``N / m``; ``N`` is estimated from the ``m``-th smallest
-draw ``u_(m)`` as ``(m - 1) / u_(m)`` (the order-statistic estimator of a uniform sample's
-size, relative error about ``1/sqrt(m)``: ~1 % at ``m`` = 12,800). When the data has fewer
-than ``m`` rows every row is drawn and the counts are exact.
+Two steps, because the decision must cost what it can earn back (most windows are not
+worth splitting, and plain Spark is then all the user should pay for):
+
+* :func:`first_look`: :data:`LOOK_ROWS` partition keys only. It bounds the hottest key's
+  rows from above (:func:`top_bound`); when even that bound cannot pay for the split
+  (:mod:`sparkbalance.spark.window.payoff`) the columns run as plain Spark runs them.
+* :func:`draw`: :data:`~sparkbalance.spark.window.segments.SAMPLE_PER_SEGMENT` rows per
+  planned segment with their order values (a segment holds
+  :data:`~sparkbalance.spark.window.segments.SEGMENT_SHARE` of a partition's mean rows, so a
+  key of share ``s`` is cut into ``s n / SEGMENT_SHARE`` segments and draws ``m s`` rows).
 
 Examples
 --------
@@ -39,16 +49,24 @@ from sparkbalance.spark.window.spec import SortKey
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["KeySample", "sample_size", "draw"]
+__all__ = ["KeySample", "LOOK_ROWS", "sample_size", "plan_rows", "first_look", "top_bound",
+           "draw"]
 
 _U = "__sb_u"
+#: Rows of the first look (partition keys only): a share ``p`` is known to about
+#: ``sqrt(p (1 - p) / 2048)``, under 1.1 percentage points.
+LOOK_ROWS = 2048
+#: Below this share of the rows asked for, a Bernoulli sample is drawn again (its ``f`` came
+#: from a guess of the rows far too high).
+_REDRAW = 0.25
 
 
 @dataclass
 class KeySample:
     """What the pass returns: keys heaviest first (null keys left out), their estimated
     rows, each key's sampled order tuples in window order, the estimated total rows and
-    the rows with a null key (all in one window partition, placed on partition 0)."""
+    the rows with a null key (all in one window partition, placed on partition 0), and
+    the rows drawn."""
 
     keys: list
     counts: np.ndarray
@@ -56,6 +74,7 @@ class KeySample:
     total: float
     null_rows: float
     exact: bool
+    drawn: int = 0
 
 
 def sample_size(num_partitions: int) -> int:
@@ -69,24 +88,57 @@ def sample_size(num_partitions: int) -> int:
     return int(sg.SAMPLE_PER_SEGMENT * math.ceil(1.0 / sg.SEGMENT_SHARE) * num_partitions)
 
 
-def draw(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
-         order: Sequence[SortKey], num_partitions: int) -> KeySample:
-    """Key counts and per-key order samples of ``d`` in one job (module docstring)."""
+def plan_rows(d: "DataFrame") -> float | None:
+    """Spark's own estimate of ``d``'s rows, from its optimized plan (no job): the row count
+    where the plan knows it (a cached, materialized relation; a range), else its size in
+    bytes over Spark's estimated row width; None where there is no plan to ask (Spark
+    Connect) or it gives no finite size."""
+    try:
+        qe = d._jdf.queryExecution()
+        st = qe.optimizedPlan().stats()
+        rc = st.rowCount()
+        if rc.isDefined():   # a Scala BigInt: py4j hands some over as a Python int
+            return max(1.0, float(str(rc.get())))
+        size = float(str(st.sizeInBytes()))
+        width = 8 + int(d._jdf.schema().defaultSize())
+    except Exception:   # Spark Connect (no _jdf), or a plan without statistics
+        return None
+    if not math.isfinite(size) or size >= 2.0 ** 62:
+        return None
+    return max(1.0, size / width)
+
+
+def _sample(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
+            order: Sequence[SortKey], m: int, rows_guess: float | None) -> tuple[list, float,
+                                                                                   bool]:
+    """(rows sorted as the window sorts, estimated total rows, exact?) of a uniform sample
+    of at most ``m`` rows (module docstring); one job, two when the guess was far too high."""
     from pyspark.sql import functions as F
-    m = sample_size(num_partitions)
     sort = [F.col(c).asc_nulls_first() for c in pcols]
     sort += [k.sort_column(F.col(c)) for k, c in zip(order, ocols)]
-    # coalesce(1) + a local sort, not orderBy: where Spark knows the data holds fewer than
-    # m rows it drops the limit, and a global sort would add its range-sampling jobs
-    rows = (d.select(*pcols, *ocols, F.rand(sg.SAMPLE_SEED).alias(_U))
-            .orderBy(_U).limit(m).coalesce(1).sortWithinPartitions(*sort).collect())
-    exact = len(rows) < m
-    if exact:
-        total = float(len(rows))
-    else:
-        total = max(float(m), (m - 1) / max(max(r[-1] for r in rows), 1e-300))
+    f = 1.0 if rows_guess is None else min(1.0, 2.0 * m / max(1.0, rows_guess))
+    while True:
+        q = d.select(*pcols, *ocols, F.rand(sg.SAMPLE_SEED).alias(_U))
+        if f < 1.0:
+            q = q.where(F.col(_U) < F.lit(f))
+        # coalesce(1) + a local sort, not orderBy: where Spark knows the data holds fewer
+        # than m rows it drops the limit, and a global sort would add its range-sampling jobs
+        q = q.orderBy(_U).limit(m)
+        # the keys alone (the first look) need no order: no sort, one stage
+        rows = (q.coalesce(1).sortWithinPartitions(*sort) if ocols else q).collect()
+        if len(rows) >= m:
+            return rows, max(float(m), (m - 1) / max(max(r[-1] for r in rows), 1e-300)), False
+        if f >= 1.0:
+            return rows, float(len(rows)), True
+        if len(rows) >= _REDRAW * m:
+            return rows, len(rows) / f, False
+        # the guess was far too high: f from what passed (at least 8 times larger)
+        f = min(1.0, max(8.0 * f, 2.0 * m * f / max(1, len(rows))))
+
+
+def _key_sample(rows: list, np_: int, total: float, exact: bool) -> KeySample:
     scale = total / max(1, len(rows))
-    np_, single = len(pcols), len(pcols) == 1
+    single = np_ == 1
     samples: dict[Any, list] = {}
     nulls = 0
     for r in rows:
@@ -98,4 +150,40 @@ def draw(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
         samples.setdefault(key, []).append(tuple(r[np_:-1]))
     keys = sorted(samples, key=lambda k: -len(samples[k]))  # stable: ties keep key order
     counts = np.array([len(samples[k]) * scale for k in keys], dtype=np.float64)
-    return KeySample(keys, counts, samples, total, nulls * scale, exact)
+    return KeySample(keys, counts, samples, total, nulls * scale, exact, len(rows))
+
+
+def first_look(d: "DataFrame", pcols: Sequence[str]) -> KeySample:
+    """:data:`LOOK_ROWS` rows' partition keys, drawn uniformly (one job; module docstring)."""
+    rows, total, exact = _sample(d, pcols, [], [], LOOK_ROWS, plan_rows(d))
+    return _key_sample(rows, len(pcols), total, exact)
+
+
+def top_bound(ks: KeySample) -> float:
+    """Rows the hottest key of a sample can hold, bounded from above (three standard errors
+    of its share and of the total; the count itself when the sample is exact).
+
+    Examples
+    --------
+    >>> ks = KeySample(["a"], np.array([100.0]), {"a": [()] * 10}, 1000.0, 0.0, False, 100)
+    >>> round(top_bound(ks))
+    286
+    """
+    if len(ks.counts) == 0:
+        return 0.0
+    if ks.exact:
+        return float(ks.counts[0])
+    m = max(1, ks.drawn)
+    p = float(ks.counts[0]) / max(ks.total, 1.0)
+    upper = min(1.0, p + 3.0 * math.sqrt(p * (1.0 - p) / m) + 3.0 / m)
+    return upper * ks.total * (1.0 + 3.0 / math.sqrt(m))
+
+
+def draw(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
+         order: Sequence[SortKey], num_partitions: int,
+         rows_guess: float | None = None) -> KeySample:
+    """Key counts and per-key order samples of ``d`` (module docstring); ``rows_guess``
+    (e.g. the first look's total) sets the share of rows the filter passes."""
+    m = sample_size(num_partitions)
+    rows, total, exact = _sample(d, pcols, ocols, order, m, rows_guess)
+    return _key_sample(rows, len(pcols), total, exact)

@@ -2,9 +2,11 @@
 
 ``Window.partitionBy(user).orderBy(ts)`` with one hot user puts all of that user's rows in
 one task, and nothing in Spark splits it (adaptive execution splits join partitions only).
-Here each spec's partition key is measured (:func:`sparkbalance.spark.sql.keystats.key_counts`,
-one aggregation); cold keys are placed whole by the balanced key grouping, hot keys cut into
-contiguous ranges of the order key spread over partitions
+Here each spec's partition key is measured from a uniform sample
+(:mod:`sparkbalance.spark.window.sample`: a first look at a few thousand keys, and the full
+pass only when a key might pay for the split); cold keys are placed whole
+(:mod:`sparkbalance.spark.window.cold`: the heavier ones listed, the rest by Spark's hash),
+hot keys cut into contiguous ranges of the order key spread over partitions
 (:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
 (:func:`sparkbalance.spark.sql.placement.place`). Each column is computed over its range and
 corrected from small per-range summaries, or given a halo of neighbouring rows
@@ -31,17 +33,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparkbalance.routing.base import check_num_partitions
+from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.spark.session import conf
-from sparkbalance.spark.sql.dataframe import fit_partitioner
 from sparkbalance.spark.sql import hash_columns as sqlhash
-from sparkbalance.spark.sql.keystats import key_array
 from sparkbalance.spark.sql.placement import place
-from sparkbalance.spark.sql.route import NULL_PARTITION, PID_COL, with_partition_id
-from sparkbalance.spark.window import frames, payoff, segments as sg
-from sparkbalance.spark.window.sample import draw
+from sparkbalance.spark.sql.route import PID_COL, with_partition_id
+from sparkbalance.spark.window import cold, frames, payoff, segments as sg
+from sparkbalance.spark.window import sample
 from sparkbalance.spark.window.halo import halo_targets
 from sparkbalance.spark.window.spec import UNBOUNDED, Frame, WindowColumn, window_column
-from sparkbalance.stats.keystats import KeyStats
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -197,16 +197,30 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
             _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: its "
                          "partition key cannot be placed (%s)", _user(name, tmp), exc)
         return _plain_group(df, group)
-    ks = draw(d, pcols, ocols, order, n)       # the one statistics pass (one job)
-    total = max(ks.total, 1.0)
-    seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
-    # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
-    # lengthen the query; the rest are placed whole like the cold keys)
-    counts = ks.counts
-    hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
     mode = payoff.split_mode(df)
-    split, why = payoff.decide(counts[:hot_count], total, n, mode,
-                               cores=payoff.cores(df, n) if mode == "auto" else n)
+    p_cores = payoff.cores(df, n) if mode == "auto" else n
+    split, why, guess = True, "", None
+    if mode == "never":
+        split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
+    elif mode == "auto":
+        # a first look at a few thousand keys: the full pass only when a key might pay
+        look = sample.first_look(d, pcols)
+        bound = sample.top_bound(look)
+        hot_bound = np.array([bound]) if bound > sg.HOT_SHARE * look.total / n else np.zeros(0)
+        split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
+                                   bound=not look.exact)
+        guess = look.total
+    else:   # always: no first look
+        guess = sample.plan_rows(d)
+    if split:
+        ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess)   # the full pass
+        total = max(ks.total, 1.0)
+        seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
+        # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
+        # lengthen the query; the rest are placed whole like the cold keys)
+        counts = ks.counts
+        hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
+        split, why = payoff.decide(counts[:hot_count], total, n, mode, cores=p_cores)
     if not split:
         _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
                   ", ".join(repr(_user(name, tmp)) for name, _ in group), why)
@@ -214,14 +228,9 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     single = len(pcols) == 1
     hot = [sg.HotKey((k,) if single else tuple(k), float(c), sample=ks.samples[k])
            for k, c in zip(ks.keys[:hot_count], counts[:hot_count])]
-    cold_keys, cold_counts = ks.keys[hot_count:], counts[hot_count:]
-    stats = KeyStats(key_array(cold_keys), cold_counts, tail_count=0.0,
-                     num_distinct=max(1, len(cold_keys)))
-    f = fit_partitioner(d, n, *pcols, stats=stats)
-    loads = np.zeros(n)
-    loads[NULL_PARTITION] += ks.null_rows
-    if cold_keys:
-        loads += np.bincount(f.assign(key_array(cold_keys)), weights=cold_counts, minlength=n)
+    cold_rows = max(0.0, total - float(counts[:hot_count].sum()))
+    loads, warm = cold.place_warm(ks.keys[hot_count:], counts[hot_count:], cold_rows,
+                                  ks.null_rows, n)
     if hot and order:
         sg.cut_segments(hot, seg_rows)
     elif hot:  # a whole-partition aggregate only: any cut will do
@@ -238,7 +247,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     else:
         halo_splits = []
         d = d.withColumn(_TSEG, F.col(_SEG))
-    d = with_partition_id(d, f, *pcols)
+    d, pid = _cold_pid(d, pcols, ptypes, warm, n)
     if hot:
         # one SQL expression (one py4j round trip): the segment's partition, looked up
         # in one array of every hot segment's partition
@@ -246,9 +255,9 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         offsets = np.cumsum([0] + [h.segments for h in hot])[:-1].tolist()
         at = (f"element_at(array({', '.join(str(int(o)) for o in offsets)}), {_HIDX} + 1)"
               if len(hot) > 1 else "0")
-        d = d.withColumn(PID_COL, F.expr(
-            f"CAST(CASE WHEN {_HIDX} >= 0 THEN element_at(array({flat}), {at} + {_TSEG} + 1) "
-            f"ELSE {PID_COL} END AS INT)"))
+        pid = (f"CASE WHEN {_HIDX} >= 0 THEN element_at(array({flat}), {at} + {_TSEG} + 1) "
+               f"ELSE {pid} END")
+    d = d.withColumn(PID_COL, F.expr(f"CAST({pid} AS INT)"))
     # what the exchange and the sort carry: the row, its key, order, target segment, the
     # halo flag where copies exist, and the partition (not the hot index or own segment)
     placed = place(d.drop(_HIDX, _SEG), n, PID_COL)
@@ -290,6 +299,19 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     win = win.withColumns(final)
     keep = [c for c in df.columns] + [name for name, _ in group]
     return win.select(*[_ref(c) for c in keep])
+
+
+def _cold_pid(d: "DataFrame", pcols: list[str], ptypes: list, warm: list, n: int
+              ) -> tuple["DataFrame", str]:
+    """SQL of a cold row's partition (:mod:`sparkbalance.spark.window.cold`); a listed key
+    without a SQL literal leaves the list empty, a key type with floats inside a struct or
+    array is routed by the stable key hash instead (the one that normalises them)."""
+    try:
+        return d, cold.cold_partition(pcols, ptypes, warm, n)
+    except TypeError:
+        return d, cold.cold_partition(pcols, ptypes, [], n)
+    except ValueError:
+        return with_partition_id(d, HashPartitioner(n), *pcols), f"`{PID_COL}`"
 
 
 def _bare(expr: "Column", columns: list[str]) -> str | None:
