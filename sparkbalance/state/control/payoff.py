@@ -19,10 +19,10 @@ predicted seconds:
   a tight fit that shows no dependence (time truly fixed) still predicts none.
 * **cost of a move** — ``c0 + c1 · bytes``: a fixed part and a part per byte moved. A move
   the controller decides rides in a batch's own shuffle (no job of its own), so its cost is
-  what it adds to that batch: the batch's time over its predicted time, less one residual
-  standard deviation of the fit (an excess within the batches' noise is no evidence of a
-  cost). Before one was measured a cheap prior (:data:`PRIOR_RIDE_S`) is used, and without
-  moves the learned part relaxes back towards it. Why: a move's own seconds do not exist on
+  what it adds to that batch: the batch's time over its predicted time, averaged over the
+  moves seen (negative excesses too: on a loaded machine the excess is mostly noise, which
+  averages out, where clipping would bias it). A cheap prior (:data:`PRIOR_RIDE_S`) counts
+  as one observation, and without moves a learned part above it relaxes back towards it. Why: a move's own seconds do not exist on
   this path (its record once held the whole merge job's wall), the prior of a job
   (:data:`PRIOR_FIXED_S`) refused every move saving less than 0.5 s, and a refused move is
   never measured, so a cost learned too high refused all later moves. A migration in a job
@@ -55,9 +55,12 @@ DEFAULT_HYSTERESIS: float = 0.5
 #: loaded 2-core machine took 0.1–1 s; 0.5 s errs on the side of not moving).
 PRIOR_FIXED_S: float = 0.5
 #: Prior fixed cost of a move riding in a batch's shuffle before one was measured: its
-#: carried state read and shipped by one more map-side pass scheduled with the batch's tasks
-#: (the stream matrix's simulated move costs 0.02 s; 0.05 s errs on the side of not moving).
-PRIOR_RIDE_S: float = 0.05
+#: carried state read and shipped by one more map-side pass scheduled with the batch's
+#: tasks, and on the look-ahead's path the batch's map stage again (~0.05 s each for 20000
+#: records on local[8]). 0.15 s, a third of a job's prior: the stream matrix
+#: (``bench_stream_matrix.py``, simulated) met 2 cells fewer with 0.05 s, whose marginal
+#: moves on gradually drifting keys did not pay back.
+PRIOR_RIDE_S: float = 0.15
 #: Prior cost per byte moved (≈ 50 MB/s through pickling and a shuffle).
 PRIOR_S_PER_BYTE: float = 2e-8
 #: Weight of a new observation in the exponentially weighted fits (≈ the last 10 batches).
@@ -134,9 +137,8 @@ class PayoffModel:
         """A batch's merge took ``seconds`` with slowest-partition load ``max_load``.
 
         ``carried_bytes > 0``: the batch also carried a migration of that many bytes; its
-        excess over the predicted time, less one residual standard deviation of the fit,
-        is the move's cost (fed to the riding cost model and returned) and the batch does
-        not enter the time fit. Returns None otherwise (or before :data:`MIN_OBSERVATIONS`
+        excess over the predicted time is a sample of the move's cost (fed to the riding
+        cost model; returned, at least 0) and the batch does not enter the time fit. Returns None otherwise (or before :data:`MIN_OBSERVATIONS`
         batches, when there is no prediction to exceed).
 
         Examples
@@ -146,19 +148,18 @@ class PayoffModel:
         ...     _ = pm.observe_batch(0.1 + 0.001 * x, x)
         >>> round(pm.observe_batch(0.1 + 0.001 * 200 + 0.04, 200, carried_bytes=1e3), 3)
         0.04
-        >>> round(pm.ride_cost_s, 3)
-        0.04
+        >>> round(pm.ride_cost_s, 3)       # averaged with the prior (0.15), one sample each
+        0.095
         """
         if not (math.isfinite(seconds) and math.isfinite(max_load)) or seconds < 0:
             return None
         if carried_bytes > 0:
             if self._n < MIN_OBSERVATIONS:
                 return None
-            excess = seconds - self.predict_seconds(max_load) - self.residual_sd()
-            excess = max(excess, 0.0)
+            excess = seconds - self.predict_seconds(max_load)
             self.observe_ride(excess, carried_bytes)
-            return excess
-        if self.rides_seen:   # no move: what was learned relaxes towards the prior
+            return max(excess, 0.0)
+        if self.ride_cost_s > self.prior_ride_s:   # no move: a high cost relaxes to the prior
             self.ride_cost_s += FORGET * (self.prior_ride_s - self.ride_cost_s)
         decay = 1.0 - FORGET
         self._sw = self._sw * decay + 1.0
@@ -172,13 +173,15 @@ class PayoffModel:
         return None
 
     def observe_ride(self, seconds: float, bytes_moved: float) -> None:
-        """A move riding in a batch's shuffle added ``seconds`` to the batch (the first
-        measurement replaces :data:`PRIOR_RIDE_S`, later ones weigh 0.3); the part its
+        """A move riding in a batch's shuffle added ``seconds`` to the batch: its excess
+        over the predicted time, negative too when noise made the batch fast (clipping
+        each sample at 0 would bias the mean up; at the noise, down), averaged with the
+        prior counted as one observation, then weighing 0.3 each; the part its
         ``bytes_moved`` explain at the per-byte rate is not fixed cost."""
-        if not (math.isfinite(seconds) and math.isfinite(bytes_moved)) or seconds < 0:
+        if not (math.isfinite(seconds) and math.isfinite(bytes_moved)):
             return
-        fixed = max(seconds - self.s_per_byte * max(float(bytes_moved), 0.0), 0.0)
-        w = 1.0 if self.rides_seen == 0 else 0.3
+        fixed = seconds - self.s_per_byte * max(float(bytes_moved), 0.0)
+        w = max(1.0 / (self.rides_seen + 2), 0.3)
         self.ride_cost_s = (1 - w) * self.ride_cost_s + w * fixed
         self.rides_seen += 1
 
@@ -227,8 +230,8 @@ class PayoffModel:
 
     def residual_sd(self) -> float:
         """Root mean square (weighted) of the batch times around the fitted line, clamps
-        included (0 before :data:`MIN_OBSERVATIONS` batches): the noise a riding move's
-        excess must exceed to count as its cost."""
+        included (0 before :data:`MIN_OBSERVATIONS` batches): the noise a move must
+        beat when the fit sees no dependence on the slowest partition (:meth:`judge`)."""
         if self._n < MIN_OBSERVATIONS or self._sw <= 0:
             return 0.0
         f, b = self._fit()
@@ -273,7 +276,7 @@ class PayoffModel:
         """Predicted seconds a move of ``bytes_moved`` bytes adds to the batch it rides in:
         :attr:`ride_cost_s` (learned from the batches that carried one, :meth:`observe_batch`)
         plus the per-byte part."""
-        return self.ride_cost_s + self.s_per_byte * max(float(bytes_moved), 0.0)
+        return max(self.ride_cost_s, 0.0) + self.s_per_byte * max(float(bytes_moved), 0.0)
 
     def judge(self, imbalance: float, imbalance_planned: float, max_load_now: float,
               max_load_planned: float, bytes_moved: float) -> Judgement:
