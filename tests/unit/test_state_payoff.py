@@ -92,6 +92,8 @@ def test_a_noisy_excess_averages_out_and_a_high_learned_cost_is_forgotten():
         pm.observe_batch(pm.predict_seconds(3000) + 0.03 + 0.5 * rng.standard_normal(),
                          3000, carried_bytes=1e3)
     assert pm.cost(1e3) < 0.6        # a clipped mean would sit near 0.2 + 0.03 for ever
+    pm.observe_batch(pm.predict_seconds(3000) - 9.0, 3000, carried_bytes=1e3)
+    assert pm.ride_cost_s == 0.0     # floored: the next moves price it again at once, not -9 s
     pm.ride_cost_s = 3.0             # a cost learned on one slow batch
     for _ in range(40):
         pm.observe_batch(pm.predict_seconds(3000), 3000)

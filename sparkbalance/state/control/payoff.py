@@ -182,7 +182,9 @@ class PayoffModel:
             return
         fixed = seconds - self.s_per_byte * max(float(bytes_moved), 0.0)
         w = max(1.0 / (self.rides_seen + 2), 0.3)
-        self.ride_cost_s = (1 - w) * self.ride_cost_s + w * fixed
+        # at least 0: on a loaded machine one batch far faster than predicted (-9 s seen)
+        # would otherwise keep every move priced at nothing for many later moves
+        self.ride_cost_s = max((1 - w) * self.ride_cost_s + w * fixed, 0.0)
         self.rides_seen += 1
 
     def observe_migration(self, seconds: float, bytes_moved: float) -> None:
