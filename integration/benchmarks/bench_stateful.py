@@ -188,9 +188,15 @@ def _history_summary(op) -> dict:
     for r in h:
         decisions[r.decision or "-"] = decisions.get(r.decision or "-", 0) + 1
     lam = [r.imbalance_before for r in h if r.records]
+    pm = op._controller.payoff
     return {"lam": statistics.mean(lam) if lam else float("nan"),
             "moves": sum(1 for r in h if r.keys_moved), "decisions": decisions,
-            "move_s": [round(m.seconds, 3) for m in op.migrations]}
+            "move_s": [round(m.seconds, 3) for m in op.migrations],
+            # the batches whose row records a move (a look-ahead move: its own batch; a
+            # reactive one: the batch that decided it, moved in the next), and the riding
+            # move's cost the payoff model learned (rides measured)
+            "moved_at": [r.seq for r in h if r.keys_moved],
+            "ride_cost": (round(pm.ride_cost_s, 3), pm.rides_seen)}
 
 
 def run_once(spark, src: str, mode: str, batches: int, partitions: int,
@@ -334,7 +340,8 @@ def main(argv: list[str] | None = None) -> None:
                           f"{'exact' if same else 'DIFFER':>6} {lam} {moves}")
                     if h:
                         print(f"{'':9} {'':5} {'':12} decisions {h['decisions']} "
-                              f"move s {h['move_s']}")
+                              f"moved at {h['moved_at']} move s {h['move_s']} ride cost "
+                              f"(s, seen) {h['ride_cost']}")
                 print(f"{'':9} {'':5} wait floor {wait:.3f} s, fixed " +
                       ", ".join(f"{m} {fixed[m]:.3f}" for m in modes) +
                       f"; load {os.getloadavg()[0]:.2f}", flush=True)

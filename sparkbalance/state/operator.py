@@ -220,16 +220,15 @@ class KeyedStateOperator:
                         truncated=not rebasing and (seq + 1) % self.truncate_every == 0,
                         rebasing=rebasing, with_outputs=self.collect_outputs)
         self.collected, self._out_frames = run.outputs, run.out_frames  # both on the driver
-        if merged.moves:
-            self._complete(run.keys_moved, run.bytes_moved, merged.frames_read,
-                           run.seconds)
         state = merged.state()
         layout = state.layout
         m = self._controller.measure(run.stats, layout,
                                      merge_seconds(self.listener, group, layout.num_physical))
-        # A batch that carried a migration teaches the cost model (its excess time), not
-        # the time fit (Controller.observe_batch).
-        self._controller.observe_batch(run.merge_seconds, m, run.bytes_moved)
+        # A batch that carried a migration teaches the cost model what the move added (its
+        # excess time; predicted while the model cannot yet predict), not the time fit.
+        added = self._controller.observe_batch(run.merge_seconds, m, run.bytes_moved)
+        if merged.moves:
+            self._complete(run.keys_moved, run.bytes_moved, merged.frames_read, added)
         self._at = self._at.replace(state=state, last=m, num_keys=m.num_keys,
                                     state_bytes=m.state_bytes)
         return m

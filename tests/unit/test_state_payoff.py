@@ -7,7 +7,7 @@ import pytest
 
 from sparkbalance.state.control.controller import Controller, Measurement
 from sparkbalance.state.control.layout import TableLayout
-from sparkbalance.state.control.payoff import PayoffModel
+from sparkbalance.state.control.payoff import PRIOR_RIDE_S, PayoffModel
 from sparkbalance.routing.table import RoutingTable
 
 
@@ -68,7 +68,36 @@ def test_a_batch_that_carried_a_migration_feeds_the_cost_not_the_time_fit():
     b = pm.seconds_per_load
     pm.observe_batch(0.2 + 0.001 * 200 + 0.3, 200, carried_bytes=1000)
     assert pm.seconds_per_load == pytest.approx(b)
-    assert pm.fixed_cost_s == pytest.approx(0.3, abs=1e-3)
+    assert pm.ride_cost_s == pytest.approx((PRIOR_RIDE_S + 0.3) / 2, abs=1e-3)  # prior: 1 obs
+    assert pm.fixed_cost_s == pytest.approx(0.5)     # a job's price: not taught by a ride
+
+
+def test_a_riding_move_is_priced_by_its_own_cheap_prior_not_a_jobs():
+    """Before any move was measured, a move saving 0.2 s over the horizon pays (the job
+    prior of 0.5 s refused every such move, and a refused move is never measured)."""
+    pm = PayoffModel(horizon=5)
+    _fit(pm, 2.0, 1e-4, [2600, 4300, 3000, 2700])     # large fixed part: F = 2 s
+    j = pm.judge(1.7, 1.05, 2900, 2500, 1e4)           # saves 5 x 1e-4 x 400 = 0.2 s
+    assert j.migrate and j.cost_s == pytest.approx(PRIOR_RIDE_S + 1e4 * pm.s_per_byte)
+
+
+def test_a_noisy_excess_averages_out_and_a_high_learned_cost_is_forgotten():
+    """On a loaded machine a riding batch's excess is mostly noise: its samples, negative
+    ones too, average out instead of ratcheting the cost up. A high learned cost relaxes
+    back to the prior over batches without moves, so it never refuses moves for ever."""
+    pm = PayoffModel(horizon=5)
+    _fit(pm, 1.0, 1e-4, [2600, 4300, 3000, 2700, 3500, 2900], noise=0.01, seed=4)
+    rng = np.random.default_rng(5)
+    for _ in range(30):     # true cost 0.03 s, noise 0.5 s
+        pm.observe_batch(pm.predict_seconds(3000) + 0.03 + 0.5 * rng.standard_normal(),
+                         3000, carried_bytes=1e3)
+    assert pm.cost(1e3) < 0.6        # a clipped mean would sit near 0.2 + 0.03 for ever
+    pm.observe_batch(pm.predict_seconds(3000) - 9.0, 3000, carried_bytes=1e3)
+    assert pm.ride_cost_s == 0.0     # floored: the next moves price it again at once, not -9 s
+    pm.ride_cost_s = 3.0             # a cost learned on one slow batch
+    for _ in range(40):
+        pm.observe_batch(pm.predict_seconds(3000), 3000)
+    assert pm.ride_cost_s < 3.0 * 0.9 ** 40 + PRIOR_RIDE_S
 
 
 def test_bad_parameters_are_refused():

@@ -208,16 +208,22 @@ class Controller:
 
     # ------------------------------------------------------------------ deciding
     def observe_batch(self, seconds: float, m: Measurement, carried_bytes: float = 0.0
-                      ) -> None:
+                      ) -> float:
         """Feed the payoff model: the batch's merge took ``seconds`` (``carried_bytes``: it
-        also carried a migration of that many bytes)."""
+        also carried a migration of that many bytes). Returns the seconds the carried move
+        added to the batch (:meth:`PayoffModel.observe_batch`; its predicted cost while
+        the model cannot predict a batch yet), 0.0 without one."""
         active = m.loads[m.active]
+        added = None
         if active.size:
-            self.payoff.observe_batch(seconds, float(active.max()), carried_bytes)
+            added = self.payoff.observe_batch(seconds, float(active.max()), carried_bytes)
         if self.correlation:
             if self.window is None or self.window.num_units != m.cost.shape[0]:
                 self.window = LoadWindow(m.cost.shape[0], self.planner.k)
             self.window.push(np.maximum(m.cost, 0.0))
+        if carried_bytes <= 0:
+            return 0.0
+        return self.payoff.cost(carried_bytes) if added is None else added
 
     def observe_migration(self, seconds: float, bytes_moved: float) -> None:
         """Feed the payoff model: a migration (its own job) took ``seconds``."""

@@ -17,9 +17,17 @@ predicted seconds:
   swamps the batch times, the fitted ``b`` wobbles around zero, and a point estimate refused
   a move from λ = 2.06 to 1.04 as saving "0 s"; a wide fit now admits a large saving, while
   a tight fit that shows no dependence (time truly fixed) still predicts none.
-* **cost of a move** — ``c0 + c1 · bytes``: a fixed part and a part per byte moved, learned
-  from observed migrations (their own seconds, or the excess of the batch that carried them
-  over its predicted time). Before any migration a conservative prior is used.
+* **cost of a move** — ``c0 + c1 · bytes``: a fixed part and a part per byte moved. A move
+  the controller decides rides in a batch's own shuffle (no job of its own), so its cost is
+  what it adds to that batch: the batch's time over its predicted time, averaged over the
+  moves seen (negative excesses too: on a loaded machine the excess is mostly noise, which
+  averages out, where clipping would bias it). A cheap prior (:data:`PRIOR_RIDE_S`) counts
+  as one observation, and without moves a learned part above it relaxes back towards it. Why: a move's own seconds do not exist on
+  this path (its record once held the whole merge job's wall), the prior of a job
+  (:data:`PRIOR_FIXED_S`) refused every move saving less than 0.5 s, and a refused move is
+  never measured, so a cost learned too high refused all later moves. A migration in a job
+  of its own (a settle, ``rebalance``, ``scale``) teaches :attr:`PayoffModel.fixed_cost_s`,
+  a job's price, reported but not used to judge riding moves.
 * **decision** — migrate when the saving over the next ``horizon`` batches exceeds the cost.
   With hysteresis the controller triggers above 1 + θ but plans to 1 + θ·``hysteresis``, so a
   batch whose λ wobbles around 1 + θ does not re-trigger it.
@@ -32,7 +40,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["Judgement", "PayoffModel", "TRIGGERS", "DEFAULT_HORIZON", "DEFAULT_HYSTERESIS",
-           "PRIOR_FIXED_S", "PRIOR_S_PER_BYTE"]
+           "PRIOR_FIXED_S", "PRIOR_RIDE_S", "PRIOR_S_PER_BYTE"]
 
 #: "payoff" (default): trigger above 1 + θ, migrate only when the predicted saving over the
 #: horizon exceeds the predicted cost. "paper": Fang et al. §4 exactly — migrate whenever
@@ -46,6 +54,13 @@ DEFAULT_HYSTERESIS: float = 0.5
 #: Prior fixed cost of one migration before any was measured (one small Spark job on a
 #: loaded 2-core machine took 0.1–1 s; 0.5 s errs on the side of not moving).
 PRIOR_FIXED_S: float = 0.5
+#: Prior fixed cost of a move riding in a batch's shuffle before one was measured: its
+#: carried state read and shipped by one more map-side pass scheduled with the batch's
+#: tasks, and on the look-ahead's path the batch's map stage again (~0.05 s each for 20000
+#: records on local[8]). 0.15 s, a third of a job's prior: the stream matrix
+#: (``bench_stream_matrix.py``, simulated) met 2 cells fewer with 0.05 s, whose marginal
+#: moves on gradually drifting keys did not pay back.
+PRIOR_RIDE_S: float = 0.15
 #: Prior cost per byte moved (≈ 50 MB/s through pickling and a shuffle).
 PRIOR_S_PER_BYTE: float = 2e-8
 #: Weight of a new observation in the exponentially weighted fits (≈ the last 10 batches).
@@ -73,7 +88,10 @@ class PayoffModel:
     Parameters
     ----------
     horizon : batches over which a migration must pay back (>= 1).
-    prior_fixed_s, prior_s_per_byte : the cost model before any migration was observed.
+    prior_fixed_s, prior_s_per_byte : the cost model of a migration in a job of its own
+        before one was observed (``prior_s_per_byte`` also prices a riding move's bytes).
+    prior_ride_s : the fixed cost of a move riding in a batch's shuffle before one was
+        observed, and where the learned one relaxes back to.
 
     Examples
     --------
@@ -90,11 +108,13 @@ class PayoffModel:
 
     def __init__(self, horizon: int = DEFAULT_HORIZON, *,
                  prior_fixed_s: float = PRIOR_FIXED_S,
-                 prior_s_per_byte: float = PRIOR_S_PER_BYTE) -> None:
+                 prior_s_per_byte: float = PRIOR_S_PER_BYTE,
+                 prior_ride_s: float = PRIOR_RIDE_S) -> None:
         if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
             raise ValueError(f"horizon={horizon!r}; expected an int >= 1")
         for name, v in (("prior_fixed_s", prior_fixed_s),
-                        ("prior_s_per_byte", prior_s_per_byte)):
+                        ("prior_s_per_byte", prior_s_per_byte),
+                        ("prior_ride_s", prior_ride_s)):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name}={v!r}; expected a finite number >= 0")
         self.horizon = horizon
@@ -106,23 +126,41 @@ class PayoffModel:
         self.fixed_cost_s = float(prior_fixed_s)
         self.s_per_byte = float(prior_s_per_byte)
         self.migrations_seen = 0
+        # riding moves (the ones judged)
+        self.prior_ride_s = float(prior_ride_s)
+        self.ride_cost_s = self.prior_ride_s
+        self.rides_seen = 0
 
     # ------------------------------------------------------------------ learning
     def observe_batch(self, seconds: float, max_load: float, carried_bytes: float = 0.0
-                      ) -> None:
+                      ) -> float | None:
         """A batch's merge took ``seconds`` with slowest-partition load ``max_load``.
 
         ``carried_bytes > 0``: the batch also carried a migration of that many bytes; its
-        excess over the predicted time is the migration's cost (fed to the cost model) and
-        the batch does not enter the time fit.
+        excess over the predicted time is a sample of the move's cost (fed to the riding
+        cost model; returned, at least 0) and the batch does not enter the time fit. Returns None otherwise (or before :data:`MIN_OBSERVATIONS`
+        batches, when there is no prediction to exceed).
+
+        Examples
+        --------
+        >>> pm = PayoffModel()
+        >>> for x in (100, 200, 300):
+        ...     _ = pm.observe_batch(0.1 + 0.001 * x, x)
+        >>> round(pm.observe_batch(0.1 + 0.001 * 200 + 0.04, 200, carried_bytes=1e3), 3)
+        0.04
+        >>> round(pm.ride_cost_s, 3)       # averaged with the prior (0.15), one sample each
+        0.095
         """
         if not (math.isfinite(seconds) and math.isfinite(max_load)) or seconds < 0:
-            return
+            return None
         if carried_bytes > 0:
-            if self._n >= MIN_OBSERVATIONS:
-                excess = max(seconds - self.predict_seconds(max_load), 0.0)
-                self.observe_migration(excess, carried_bytes)
-            return
+            if self._n < MIN_OBSERVATIONS:
+                return None
+            excess = seconds - self.predict_seconds(max_load)
+            self.observe_ride(excess, carried_bytes)
+            return max(excess, 0.0)
+        if self.ride_cost_s > self.prior_ride_s:   # no move: a high cost relaxes to the prior
+            self.ride_cost_s += FORGET * (self.prior_ride_s - self.ride_cost_s)
         decay = 1.0 - FORGET
         self._sw = self._sw * decay + 1.0
         self._sx = self._sx * decay + max_load
@@ -132,10 +170,27 @@ class PayoffModel:
         self._syy = self._syy * decay + seconds * seconds
         self._sw2 = self._sw2 * decay * decay + 1.0
         self._n += 1
+        return None
+
+    def observe_ride(self, seconds: float, bytes_moved: float) -> None:
+        """A move riding in a batch's shuffle added ``seconds`` to the batch: its excess
+        over the predicted time, negative too when noise made the batch fast (clipping
+        each sample at 0 would bias the mean up; at the noise, down), averaged with the
+        prior counted as one observation, then weighing 0.3 each; the part its
+        ``bytes_moved`` explain at the per-byte rate is not fixed cost."""
+        if not (math.isfinite(seconds) and math.isfinite(bytes_moved)):
+            return
+        fixed = seconds - self.s_per_byte * max(float(bytes_moved), 0.0)
+        w = max(1.0 / (self.rides_seen + 2), 0.3)
+        # at least 0: on a loaded machine one batch far faster than predicted (-9 s seen)
+        # would otherwise keep every move priced at nothing for many later moves
+        self.ride_cost_s = max((1 - w) * self.ride_cost_s + w * fixed, 0.0)
+        self.rides_seen += 1
 
     def observe_migration(self, seconds: float, bytes_moved: float) -> None:
-        """A migration of ``bytes_moved`` bytes took ``seconds`` (its own job, or the excess
-        of the batch that carried it). The per-byte rate stays at its prior unless the
+        """A migration of ``bytes_moved`` bytes took ``seconds`` in a job of its own (a
+        job's price, :attr:`fixed_cost_s`: reported, not used to judge the riding moves
+        :meth:`judge` decides). The per-byte rate stays at its prior unless the
         observation says bytes cost more; the rest is the fixed part (EWMA)."""
         if not (math.isfinite(seconds) and math.isfinite(bytes_moved)) or seconds < 0:
             return
@@ -175,6 +230,20 @@ class PayoffModel:
             return 0.0, my / mx if mx > 0 else 0.0
         return f, b
 
+    def residual_sd(self) -> float:
+        """Root mean square (weighted) of the batch times around the fitted line, clamps
+        included (0 before :data:`MIN_OBSERVATIONS` batches): the noise a move must
+        beat when the fit sees no dependence on the slowest partition (:meth:`judge`)."""
+        if self._n < MIN_OBSERVATIONS or self._sw <= 0:
+            return 0.0
+        f, b = self._fit()
+        mx, my = self._sx / self._sw, self._sy / self._sw
+        var_x = self._sxx / self._sw - mx * mx
+        var_y = self._syy / self._sw - my * my
+        cov = self._sxy / self._sw - mx * my
+        bias = my - f - b * mx
+        return math.sqrt(max(var_y - 2 * b * cov + b * b * var_x + bias * bias, 0.0))
+
     @property
     def seconds_per_load_upper(self) -> float:
         """b⁺: ``b`` plus one standard error of the weighted fit, at most the slope with
@@ -206,24 +275,24 @@ class PayoffModel:
         return self.seconds_per_load_upper * max(max_load_now - max_load_planned, 0.0)
 
     def cost(self, bytes_moved: float) -> float:
-        """Predicted seconds of a migration of ``bytes_moved`` bytes.
-
-        Until a migration was measured, its fixed part is at most a batch's fixed part
-        ``F`` (once fitted): a migration rides in a batch's own shuffle, one more map-side
-        pass scheduled with the batch's tasks, never a job of its own. Why: the prior alone
-        (:data:`PRIOR_FIXED_S`, a job's price) refused every first migration of a stream
-        of small batches (0.25 s, saving 0.05 s a batch), so the model never measured one
-        and the state never moved (the stream matrix, ``bench_stream_matrix.py``)."""
-        fixed = self.fixed_cost_s
-        if self.migrations_seen == 0 and self._n >= MIN_OBSERVATIONS:
-            fixed = min(fixed, self.fixed_seconds)
-        return fixed + self.s_per_byte * max(float(bytes_moved), 0.0)
+        """Predicted seconds a move of ``bytes_moved`` bytes adds to the batch it rides in:
+        :attr:`ride_cost_s` (learned from the batches that carried one, :meth:`observe_batch`)
+        plus the per-byte part."""
+        return max(self.ride_cost_s, 0.0) + self.s_per_byte * max(float(bytes_moved), 0.0)
 
     def judge(self, imbalance: float, imbalance_planned: float, max_load_now: float,
               max_load_planned: float, bytes_moved: float) -> Judgement:
-        """Migrate iff the saving over the horizon exceeds the cost of the move."""
+        """Migrate iff the saving over the horizon exceeds the cost of the move.
+
+        When the point fit sees no dependence of the batch time on the slowest partition
+        (``b = 0``: noise swamps it) the saving rests on the fit's uncertainty alone, so the
+        move must also beat one residual standard deviation of a batch (reported in
+        ``cost_s``): a large gain still moves, a trim of noise does not. Why: with a riding
+        move's cheap cost, ``b⁺`` alone moved λ = 1.09 to 1.04 on a pure-noise fit."""
         saving = self.saving(max_load_now, max_load_planned) * self.horizon
         cost = self.cost(bytes_moved)
+        if self._n >= MIN_OBSERVATIONS and self.seconds_per_load <= 0.0:
+            cost += self.residual_sd()
         pays = saving > cost
         return Judgement(pays, "pays" if pays else "does not pay", imbalance,
                          imbalance_planned, saving, cost)

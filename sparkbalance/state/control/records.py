@@ -53,6 +53,9 @@ class MigrationRecord:
     keys_moved: int
     bytes_moved: float
     planned_bytes: float
+    #: its own jobs' wall time; for a move riding in a batch's shuffle, what it added to the
+    #: batch (the payoff model's excess beyond noise, or its predicted cost before it can
+    #: predict a batch: :meth:`~sparkbalance.state.control.payoff.PayoffModel.observe_batch`)
     seconds: float
     layout_version: int
     frames_touched: int = -1     # state frames a Python worker read (the rest stayed in the JVM)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from pyspark.accumulators import AccumulatorParam
 
-from sparkbalance.state.frames.rdds import as_frames
+from sparkbalance.state.frames.rdds import as_frames, frame_ops
 
 __all__ = ["frames_digest", "part_name", "write_frames", "check_files", "read_frames",
            "read_parts", "FileTable"]
@@ -193,7 +193,7 @@ def read_parts(sc: Any, store: Any, name: str, table: FileTable, num_physical: i
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
     verify = _verifier(store, name, table, num_physical, check)
-    parts = sc._jvm.io.sparkbalance.bridge.StateFiles.parts
+    parts = frame_ops(sc).static("StateFiles", "parts")
     jrdd = (parts(sc._jsc, store.uri(name), int(num_physical)) if near is None else
             parts(sc._jsc, store.uri(name), int(num_physical), near._jrdd))
     # saveAsPickleFile's batches (batchSize 10): one pickled list per JVM element

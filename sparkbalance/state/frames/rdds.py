@@ -73,9 +73,21 @@ class FrameOps:
         self.sc = sc
         self.jvm = jvm
         self._cls = sc._jvm.io.sparkbalance.bridge.StateFrames if jvm else None
+        self._statics: dict[tuple[str, str], Any] = {}
         #: The JVM reads ``R`` frames (protocol 2): a batch reaches the merge as its routing
         #: shuffle's chunks, with no Python pass grouping it first.
         self.chunks = jvm and _protocol(self._cls) >= 2
+
+    def static(self, cls: str, name: str) -> Any:
+        """The static method ``name`` of the bridge's class ``io.sparkbalance.bridge.<cls>``,
+        looked up once per SparkContext: each step of a py4j lookup (``_jvm.io``, ``.x``,
+        ..., the method) is a round trip to the JVM, and a batch calls a handful of them."""
+        m = self._statics.get((cls, name))
+        if m is None:
+            owner = self._cls if cls == "StateFrames" and self._cls is not None else \
+                getattr(self.sc._jvm.io.sparkbalance.bridge, cls)
+            m = self._statics[(cls, name)] = getattr(owner, name)
+        return m
 
     def wrap(self, jrdd: Any) -> Any:
         from pyspark import RDD
@@ -87,7 +99,7 @@ class FrameOps:
         """Frames of ``tag`` whose (partition, group) is marked (``member``) or unmarked
         in ``mask`` (None: all frames of ``tag``). Narrow."""
         if self.jvm:
-            return self.wrap(self._cls.select(rdd._jrdd, tag, mask, int(num_groups), member))
+            return self.wrap(self.static("StateFrames", "select")(rdd._jrdd, tag, mask, int(num_groups), member))
 
         def _keep(pid: int, it: Iterable[bytes]) -> Iterable[bytes]:
             for f in it:
@@ -104,12 +116,16 @@ class FrameOps:
         return as_frames(rdd.mapPartitionsWithIndex(_keep, preservesPartitioning=True))
 
     def concat(self, a: Any, b: Any) -> Any:
-        """Partition ``i``: the frames of ``a``'s partition ``i`` then ``b``'s. Narrow."""
+        """Partition ``i``: the frames of ``a``'s partition ``i`` then ``b``'s. Narrow.
+
+        Unequal partition counts raise: a ``ValueError`` here in Python, Spark's own
+        ``IllegalArgumentException`` (naming both counts) when the JVM's zipped RDD is first
+        planned — not checked here, as reading the counts costs four py4j round trips."""
+        if self.jvm:
+            return self.wrap(self.static("StateFrames", "concat")(a._jrdd, b._jrdd))
         if a.getNumPartitions() != b.getNumPartitions():
             raise ValueError(f"concat of {a.getNumPartitions()} and {b.getNumPartitions()} "
                              "partitions; expected equal counts")
-        if self.jvm:
-            return self.wrap(self._cls.concat(a._jrdd, b._jrdd))
         pa = a.mapPartitions(lambda it: [list(it)])
         pb = b.mapPartitions(lambda it: [list(it)])
         return as_frames(pa.zip(pb).flatMap(lambda t: t[0] + t[1]))
@@ -129,9 +145,9 @@ class FrameOps:
         import uuid
         tag = uuid.uuid4().hex
         low = -(2 ** 63) if expire_before is None else int(expire_before)
-        diverted = self.wrap(self._cls.divert(self.concat(batch, state)._jrdd, mask,
+        diverted = self.wrap(self.static("StateFrames", "divert")(self.concat(batch, state)._jrdd, mask,
                                               int(num_groups), low, tag))
-        return self.wrap(self._cls.rejoin(self.map_frames(diverted, merge)._jrdd, tag))
+        return self.wrap(self.static("StateFrames", "rejoin")(self.map_frames(diverted, merge)._jrdd, tag))
 
     def shuffle_frames(self, moving: Any, num_partitions: int
                        ) -> tuple[Any, Callable[[], tuple[int, float]]]:
@@ -146,7 +162,7 @@ class FrameOps:
             jsc = self.sc._jsc.sc()
             keys, nbytes = jsc.longAccumulator(), jsc.doubleAccumulator()
             routed = as_frames(moving.flatMap(_routed))
-            out = self.wrap(self._cls.moveFrames(routed._jrdd, P, keys, nbytes))
+            out = self.wrap(self.static("StateFrames", "moveFrames")(routed._jrdd, P, keys, nbytes))
             return out, lambda: (int(keys.value()), float(nbytes.value()))
         nk_acc, nb_acc = self.sc.accumulator(0), self.sc.accumulator(0.0)
 
