@@ -8,21 +8,25 @@ the key columns and Spark's partition of each key, ``pmod(hash(cols), n)`` (Spar
 partitioning), built as one SQL projection (a Column per key costs a driver round trip
 each):
 
-1. **The look**: the first ``look`` rows with non-null keys of input partition 0
-   (``limit(look).collect()``, its first job reading one partition,
-   :func:`first_take_partitions`). Uniform keys show no key there that could matter, and
-   that one job is the whole statistics. An input of fewer rows than the look is read whole.
-2. **The spread**, only when the caller's ``could_matter`` says the look shows such a key:
-   the input's partitions in at most :data:`MAX_SPREAD_TASKS` runs of neighbours
-   (``coalesce``), each run cut to its first rows in the JVM (Spark's per-partition
-   ``LocalLimit``: the scan stops there), in one job over every run *but the first*, whose
-   prefix the look already read (``PythonRDD.runJob`` over those partitions of the JVM's
-   pickled rows: no Python worker, the runs read in parallel). A table whose first
-   partitions are unlike the rest (sorted, clustered by time) is not judged by them alone.
+1. **The look**: the first ``look`` rows with non-null keys of input partition 0 (one job
+   of one task; the spread's share of a partition, ``rows / runs``, when that is more: the
+   two jobs then run one planned query). Uniform keys show no key there that could matter,
+   and that one job is the whole statistics.
+2. **The spread**, only when the caller's ``could_matter`` says the look shows such a key
+   (or partition 0 held under a quarter of the look's rows, too few to judge by): the
+   input's partitions in at most :data:`MAX_SPREAD_TASKS` runs of neighbours
+   (``coalesce``), in one job over every run *but the first*, whose prefix the look read.
+   A table whose first partitions are unlike the rest (sorted, clustered by time) is not
+   judged by them alone.
 
-So uniform input pays one job over one partition's prefix, skewed input two jobs, and no
-row is read twice (except in a one-partition input, whose spread re-reads it: there is no
-other partition to spread over).
+Each task is cut to its first rows in the JVM (Spark's per-partition ``LocalLimit``: the
+scan stops there), and the job runs over the chosen partitions only (``PythonRDD.runJob``
+over the JVM's pickled rows: no Python worker, the spread's runs in parallel). So uniform
+input pays one job of one task, skewed input two jobs, and no row is read twice (except in
+a one-partition input, whose spread reads on from its start: there is no other partition
+to spread over). A Spark Connect DataFrame has no JVM partitions to
+choose: its spread is the input's first ``rows`` rows (a ``limit`` over
+:data:`CONNECT_TAKE_PARTITIONS` partitions at first), re-reading the look's.
 
 Examples
 --------
@@ -51,6 +55,9 @@ __all__ = ["SampledKeys", "sample_keys", "first_take_partitions", "py_value",
 
 #: Runs of input partitions the spread reads from at most (one task each).
 MAX_SPREAD_TASKS: int = 16
+#: Input partitions the first job of a Spark Connect sample reads (it cannot choose the
+#: partitions: its sample is the input's first rows, the look's among them).
+CONNECT_TAKE_PARTITIONS: int = 2
 #: The sampled rows' column holding Spark's partition of their key.
 HOME_COLUMN = "__sparkbalance_home"
 
@@ -74,8 +81,7 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     it, the spread up to ``rows`` rows in all (see the module docstring).
 
     ``cols`` are checked key columns of ``df``; null keys are left out. Jobs: one (the
-    look; more only when partition 0 holds fewer than ``look`` rows, Spark's limit then
-    reads on), plus one when the spread runs.
+    look), plus one when the spread runs.
     """
     n = int(num_partitions)
     if n < 1:
@@ -88,21 +94,68 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
                           f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`")
             .where(" AND ".join(f"{r} IS NOT NULL" for r in refs)))
     width = len(cols)
+    if not _classic(keys):
+        return _connect_sample(keys, width, rows, look, could_matter)
+    from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
+    from sparkbalance.spark.session.jobs import sparkbalance_job_group
+    with sparkbalance_job_group(keys.sparkSession.sparkContext, STATS_JOB_GROUP,
+                                f"sparkbalance: key sample of {', '.join(cols)} (a look "
+                                f"at {look} rows, a spread to {rows} when it shows a "
+                                "heavy key)"):
+        return _classic_sample(df, keys, width, rows, look, could_matter)
+
+
+def _classic_sample(df: "DataFrame", keys: "DataFrame", width: int, rows: int, look: int,
+                    could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+    """:func:`sample_keys` of a classic DataFrame (the JVM's partitions chosen).
+
+    When the spread's share of a run, ``rows / runs``, is at least the look, the look is
+    run 0's share of the *same* planned query (one query planned for both jobs, the look
+    then reads that share)."""
+    # df's partitions (the key projection keeps them); its plan is the caller's, often
+    # planned already (enable's check asked whether it has a shuffle)
+    sc = df.sparkSession.sparkContext
+    inputs = int(df._jdf.queryExecution().toRdd().getNumPartitions())
+    tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
+    runs = keys.coalesce(tasks) if inputs > tasks else keys
+    share = max(1, int(rows) // tasks)
+    both = _limited(runs, share) if share >= look else None
+    with _arrow_batch(keys, max(look, share)):   # a pandas step upstream: small batches
+        got = _prefixes(sc, both if both is not None else _limited(keys, look), [0], width)
+        read = sum(got.values())
+        # a short partition 0 (the look read all it has) says little when there are others
+        if tasks == 1 or rows <= read or not (_could(got, read, could_matter)
+                                               or read < look // 4):
+            return _sampled(got, read, False)
+        if both is None:
+            both = _limited(runs, max(1, (int(rows) - read) // (tasks - 1)))
+        more = _prefixes(sc, both, list(range(1, tasks)), width)
+    got.update(more)
+    return _sampled(got, read + sum(more.values()), True)
+
+
+def _connect_sample(keys: "DataFrame", width: int, rows: int, look: int,
+                    could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+    """Spark Connect's sample: the input's first ``look`` rows (Spark's ``limit``, which
+    reads on when partition 0 is short) and, when they show a key that could matter, the
+    first ``rows`` (its partitions cannot be chosen: the look's rows among them)."""
     with first_take_partitions(keys, 1, batch=look):
         got = Counter(_pairs(keys.limit(int(look)).collect(), width))
     read = sum(got.values())
-    spread = False
-    if read >= look and _could(got, read, could_matter) and rows > read:
-        spread = True
-        more = _spread_rows(keys, rows - read, width)
-        got.update(more)
-        read += sum(more.values())
+    if read >= look and rows > read and _could(got, read, could_matter):
+        with first_take_partitions(keys, CONNECT_TAKE_PARTITIONS, batch=rows):
+            got = Counter(_pairs(keys.limit(int(rows)).collect(), width))
+        return _sampled(got, sum(got.values()), True)
+    return _sampled(got, read, False)
+
+
+def _sampled(got: Counter, read: int, spread: bool) -> SampledKeys:
     items = sorted(got.items(), key=lambda kh_c: (-kh_c[1], kh_c[0][0], kh_c[0][1]))
     return SampledKeys([k for (k, _), _ in items],
-                     np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)),
-                     np.fromiter((h for (_, h), _ in items), dtype=np.int64,
-                                 count=len(items)),
-                     int(read), spread)
+                       np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)),
+                       np.fromiter((h for (_, h), _ in items), dtype=np.int64,
+                                   count=len(items)),
+                       int(read), spread)
 
 
 def py_value(v: Any) -> Any:
@@ -136,26 +189,26 @@ def _pairs(rows: Any, width: int) -> Iterator[tuple]:
     return ((tuple(py_value(v) for v in r[:width]), int(r[width])) for r in rows)
 
 
-def _spread_rows(keys: "DataFrame", rows: int, width: int) -> Counter:
-    """(key, home) counts of the spread: the first ``rows / (runs - 1)`` rows of every run
-    of input partitions but the first (one job; see the module docstring)."""
-    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+def _classic(df: "DataFrame") -> bool:
+    """Whether ``df`` is a classic DataFrame (a JVM Dataset behind it), not Spark Connect's."""
+    try:
+        return df._jdf is not None
+    except Exception:   # Connect's DataFrame has no _jdf
+        return False
 
-    from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
-    from sparkbalance.spark.session.jobs import sparkbalance_job_group
-    spark = keys.sparkSession
-    sc = spark.sparkContext
-    inputs = int(keys._jdf.queryExecution().toRdd().getNumPartitions())
-    tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
-    runs = keys.coalesce(tasks) if inputs > tasks else keys
-    parts = list(range(1, tasks)) or [0]   # one partition: it is all there is
-    per = max(1, int(rows) // len(parts))
-    jrdd = _local_limit(runs, per)._jdf.javaToPython()
-    with sparkbalance_job_group(sc, STATS_JOB_GROUP,
-                                f"sparkbalance: key sample ({per} rows of each of "
-                                f"{len(parts)} runs of input partitions)"):
-        sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, parts)
+
+def _limited(df: "DataFrame", per: int) -> Any:
+    """The JVM's pickled rows of ``df``, each partition cut to its first ``per`` rows (Spark's
+    per-partition limit: the scan stops there); planned once, run by :func:`_prefixes`."""
+    return _local_limit(df, per)._jdf.javaToPython()
+
+
+def _prefixes(sc: Any, jrdd: Any, parts: list[int], width: int) -> Counter:
+    """(key, home) counts of partitions ``parts`` of ``jrdd`` (:func:`_limited`): one job of
+    one task per partition, in the JVM (``PythonRDD.runJob`` over those partitions only)."""
     from pyspark.rdd import _load_from_socket
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+    sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, parts)
     stream = _load_from_socket(sock, BatchedSerializer(CPickleSerializer()))
     if hasattr(stream, "__enter__"):     # PySpark 4: a context manager closing the socket
         with stream as rows:
@@ -197,6 +250,26 @@ _TAKE_CONF = "spark.sql.limit.initialNumPartitions"
 #: Rows per Arrow batch a Python (pandas) step upstream computes at once (default 10,000).
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _TAKE_LOCK = threading.Lock()
+
+
+@contextmanager
+def _arrow_batch(df: "DataFrame", rows: int) -> Iterator[None]:
+    """Within the block, an Arrow-fed Python step upstream computes batches of at most
+    ``rows`` rows (the session's setting when it is smaller; restored after)."""
+    conf = df.sparkSession.conf
+    with _TAKE_LOCK:
+        session = conf.get(_BATCH_CONF, None)
+        if session is not None and 0 < int(session) <= rows:   # <= 0: unbounded
+            yield
+            return
+        conf.set(_BATCH_CONF, str(rows))
+        try:
+            yield
+        finally:
+            if session is None:
+                conf.unset(_BATCH_CONF)
+            else:
+                conf.set(_BATCH_CONF, session)
 
 
 @contextmanager
