@@ -43,17 +43,16 @@ written once to a temporary parquet directory, 16 files) and ``cached`` (``range
 and counted before timing). ``df-skewed`` on ``range``/``parquet``/``cached`` makes one key
 a fifth of the rows (the flights keys exist only as the Python input). ``--sample-arm``
 adds a third arm to them, interleaved with the two: sparkbalance with strategy "auto"'s
-DataFrame statistics the one-job 10,000-row sample alone, without its first look (row
-``(no look)``: what the first look saved).
+DataFrame statistics the input's first 10,000 rows alone, without the small first look
+(row ``(no look)``: what the first look saved).
 
 Printed: per job and session, medians of wall and CPU seconds (the whole process tree:
 driver, JVM, Python workers) of both arms and their ratios, the slowest partition over the
 mean, then the sessions side by side (goal: within 5 %), with the load average.
 ``--profile`` adds one counted call per arm: the driver's py4j round trips, the jobs,
 stages and tasks run, the Python workers started, the driver's CPU seconds; for a DataFrame
-job also what strategy "auto"'s sample read: per sample job its limit, the input
-partitions of its first job, the rows it returned and the rows its leaf scan computed
-(``look`` is the first look, ``sample`` the larger sample a listed key escalates to).
+job also what strategy "auto"'s key sample read: the look's rows, whether a listed key
+escalated it to the spread over the other input partitions, the rows sampled in all.
 """
 from __future__ import annotations
 
@@ -150,8 +149,8 @@ def _arms(spark, job: str, rdd, a, df=None) -> dict:
 
 
 def _without_look(fn):
-    """``fn()`` with auto's DataFrame statistics the one-job 10,000-row sample alone (no
-    first look: what sparkbalance did before it), for an interleaved comparison."""
+    """``fn()`` with auto's DataFrame statistics a 10,000-row look alone (the first rows
+    of the input, no smaller look first), for an interleaved comparison."""
     from sparkbalance.spark.sql import keystats
     keep, keystats.FIRST_LOOK_MIN = keystats.FIRST_LOOK_MIN, 1 << 40
     try:
@@ -161,30 +160,21 @@ def _without_look(fn):
 
 
 def _sample_reads(fn) -> tuple[object, list[str]]:
-    """``fn()`` with what each of strategy "auto"'s DataFrame sample jobs read: its limit,
-    the input partitions of its first job, the rows returned, the rows its leaf computed."""
-    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS
+    """``fn()`` with what each of strategy "auto"'s DataFrame key samples read: the rows in
+    all and whether the spread ran after the look (else the look was all)."""
     from sparkbalance.spark.sql import keystats
-    real, seen = keystats._first_rows, []
+    real, seen = keystats.sample_keys, []
 
-    def spy(keys, limit, partitions):
-        q = keys.limit(limit)
-        with keystats.first_take_partitions(keys, partitions, batch=limit):
-            got = q.collect()
-        leaves = q._jdf.queryExecution().executedPlan().collectLeaves()
-        computed = []
-        for i in range(leaves.size()):
-            metric = leaves.apply(i).metrics().get("numOutputRows")
-            computed.append(int(metric.get().value()) if metric.isDefined() else -1)
-        name = "sample" if limit == SAMPLE_RECORDS else "look"
-        seen.append(f"{name} limit={limit} parts={partitions} rows={len(got)} "
-                    f"computed={'+'.join(map(str, computed))}")
+    def spy(*args, **kwargs):
+        got = real(*args, **kwargs)
+        seen.append(f"look {kwargs['look']} rows{' + spread' if got.spread else ''}: "
+                    f"{got.rows} rows")
         return got
-    keystats._first_rows = spy
+    keystats.sample_keys = spy
     try:
         return fn(), seen
     finally:
-        keystats._first_rows = real
+        keystats.sample_keys = real
 
 
 def _profile(sc, fn) -> dict:

@@ -158,16 +158,17 @@ def test_dataframe_auto_on_a_hot_key_still_routes(spark):
     assertDataFrameEqual(placed, df)
 
 
-def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc):
+def test_dataframe_sample_is_a_look_then_a_spread_never_reading_a_row_twice(spark, sc):
     from pyspark.sql import functions as F
 
     from sparkbalance.spark.session.jobs import next_job_id
-    from sparkbalance.spark.sql.keystats import (FIRST_TAKE_PARTITIONS, first_look_records,
-                                                 first_take_partitions)
+    from sparkbalance.spark.sql.keysample import MAX_SPREAD_TASKS
+    from sparkbalance.spark.sql.keystats import first_look_records, first_take_partitions
 
     # 8 input partitions of 6,000 rows. Uniform keys: the first look reads one partition's
     # prefix, lists nothing, and that is the whole statistics (one job, one task)
-    look = first_look_records(N)
+    # the look is partition 0's share of the spread when that is more (one planned query)
+    look = max(first_look_records(N), bounded.SAMPLE_RECORDS // 8)
     assert look <= 6_000
     df = spark.range(0, 48_000, numPartitions=8).select(
         (F.col("id") * 7919 % 1_000_003).alias("k"))
@@ -179,21 +180,20 @@ def test_dataframe_sample_is_one_job_when_the_first_partition_is_short(spark, sc
     assert jobs == 1 and len(s) == 0 and s.tail_count == look
     sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
     assert _tasks(sc, [first]) == 1
-    # a hot key: the look lists it, then the sample. Spark's limit alone would read
-    # partition 0, then run another job over more; the sample's one job reads
-    # FIRST_TAKE_PARTITIONS of them at once
-    assert FIRST_TAKE_PARTITIONS * 6_000 >= bounded.SAMPLE_RECORDS > 6_000
+    # a hot key: the look lists it, then one job spreads the rest of the sample over every
+    # other input partition (one task each, partition 0's prefix is the look's)
+    assert 8 <= MAX_SPREAD_TASKS
     hot = spark.range(0, 48_000, numPartitions=8).select(
         F.when(F.col("id") % 3 == 0, F.lit(-1)).otherwise(F.col("id")).alias("k"))
     first = next_job_id(sc)
     s, jobs = _jobs_during(sc, lambda: bounded_df_stats(hot, ["k"], N))
     assert jobs == 2 and s.keys.tolist() == [-1]
-    assert s.total_count + s.tail_count == bounded.SAMPLE_RECORDS
+    per = bounded.SAMPLE_RECORDS // 8
+    assert s.total_count + s.tail_count == look + 7 * per
     sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
-    assert _tasks(sc, [first + 1]) == FIRST_TAKE_PARTITIONS
-    # an explicit sample size (the enable check's) skips the look: one job
-    s, jobs = _jobs_during(sc, lambda: bounded_df_stats(df, ["k"], N, records=3_000))
-    assert jobs == 1 and s.tail_count == 3_000
+    assert _tasks(sc, [first]) == 1 and _tasks(sc, [first + 1]) == 7
+    # each task read its partition's prefix: key -1 is every third id of each
+    assert abs(s.counts[0] - (look + 7 * per) / 3) <= 8
     assert [spark.conf.get(k, None) for k in keys] == before   # the session's, restored
     _, jobs = _jobs_during(sc, lambda: sb.repartition(df, N, "k"))
     assert jobs == 1

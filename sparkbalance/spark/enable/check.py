@@ -1,20 +1,21 @@
 """The skew check of the session-wide mode: does balancing this call pay?
 
-One small Spark job reads bounded prefixes of the call's input — at most
-``spark.sparkbalance.check.sampleRows`` rows (default 16384) from up to
-:data:`MAX_CHECK_PARTITIONS` input partitions spread evenly over the input — and is the
-*only* statistics the call gathers: for an RDD strategy "auto"'s bounded sample
-(:mod:`sparkbalance.spark.rdd.bounded`), for a DataFrame its twin :func:`sample_dataframe`
-(the key columns and Spark's partition of each key as a column, each task cut by Spark's
-per-partition limit in the JVM), with each counted key's partition under **Spark's own** placement:
-``pmod(hash(keys), n)`` for a DataFrame (Spark's hash partitioning, Murmur3 seed 42) and
-``portable_hash(key) % n`` for an RDD (PySpark's default ``partitionFunc``, computed in the
-sampling tasks). No full pass: a task stops reading its partition after its share of rows.
+A bounded sample of the call's input is the *only* statistics the call gathers: for an RDD
+strategy "auto"'s bounded sample (:mod:`sparkbalance.spark.rdd.bounded`, one job over at
+most :data:`MAX_CHECK_PARTITIONS` input partitions), for a DataFrame the key sample
+strategy "auto" takes too (:func:`sample_dataframe`: a look at input partition 0, then,
+only when a key is hot there, up to ``spark.sparkbalance.check.sampleRows`` rows (default
+16384) spread over the other partitions, in the JVM), with each counted key's partition
+under **Spark's own** placement: ``pmod(hash(keys), n)`` for a DataFrame (Spark's hash
+partitioning, Murmur3 seed 42) and ``portable_hash(key) % n`` for an RDD (PySpark's
+default ``partitionFunc``, computed in the sampling tasks). No full pass: a task stops
+reading its partition after its share of rows.
 From that sample :func:`predicted_gain` predicts how much shorter the slowest task would be
 if the keys were placed by load instead of by hash; the call is balanced when the cut is at
 least ``spark.sparkbalance.check.minGain`` (default 25 %), and a DataFrame call then plans
 from the same sample (:attr:`Sample.stats`, strategy "auto"'s
-:func:`sparkbalance.strategies.auto.fit_sampled`): one small job, then the job.
+:func:`sparkbalance.strategies.auto.fit_sampled`): uniform keys one small job (the look),
+skewed keys two, then the job.
 
 Why 16384 rows: a task's planned load is a sum of sampled counts, off by about
 ``sqrt(n / N)`` of the mean (sampling noise), and the slowest of ``n`` tasks by more; at
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["predicted_gain", "listed_gain", "split_gain", "Sample", "sample_dataframe",
            "sample_rdd",
            "has_shuffle", "MAX_CHECK_PARTITIONS", "MIN_HOT_SAMPLES", "HOT_SHARE_DIVISOR",
-           "MIN_SAMPLE_ROWS", "MIN_LISTED_HITS", "HOME_COLUMN"]
+           "MIN_SAMPLE_ROWS", "MIN_LISTED_HITS"]
 
 #: Input partitions an RDD check reads from at most (evenly spaced over the input).
 MAX_CHECK_PARTITIONS = 16
@@ -77,10 +78,6 @@ MIN_SAMPLE_ROWS = 32
 #: an RDD's rows pass through Python: it reads at most this many (the decision needs a key
 #: of >= 2 % of the rows to show ~40 times, not a plan's precision).
 RDD_DECISION_ROWS: int = 2048
-#: The sampled rows' column holding Spark's partition of their key (beside the key columns,
-#: renamed ``__sb_c<j>``), and the column of their count.
-HOME_COLUMN = "__sparkbalance_home"
-_HITS = "__sparkbalance_hits"
 
 
 def predicted_gain(tokens: Sequence[Any] | np.ndarray, homes: Sequence[int] | np.ndarray,
@@ -152,7 +149,7 @@ def _plain_slowest(counts: Sequence[int] | np.ndarray, homes: Sequence[int] | np
     homes = np.asarray(homes, dtype=np.int64)
     if rows <= 0:
         return None
-    hot = counts >= max(MIN_HOT_SAMPLES, rows / (HOT_SHARE_DIVISOR * n))
+    hot = counts >= _hot_floor(rows, n)
     if not hot.any():
         return None
     plain = np.bincount(homes[hot], weights=counts[hot], minlength=n)
@@ -202,18 +199,17 @@ def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> Sample:
 
 def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
                      rows: int) -> Sample:
-    """A bounded sample of the key columns ``cols`` of ``df`` spread over its input, with
-    Spark's partition of each key, ``pmod(hash(cols), n)``, and the :class:`KeyStats`
-    strategy "auto" plans from (:attr:`Sample.stats`).
+    """The bounded key sample of ``df`` over ``cols``
+    (:func:`sparkbalance.spark.sql.keysample.sample_keys`, the sampler strategy "auto"
+    uses too) with Spark's partition of each key, ``pmod(hash(cols), n)``, and the
+    :class:`KeyStats` strategy "auto" plans from (:attr:`Sample.stats`).
 
-    One job of at most :data:`MAX_CHECK_PARTITIONS` tasks, in the JVM (no Python worker):
-    the input's partitions coalesced into that many runs of neighbours, each task reading
-    the first ``rows / tasks`` rows with non-null keys of its run (Spark's per-partition
-    ``LocalLimit``: the scan stops there), so a large input is read for a bounded prefix
-    only and a table whose first partitions are unlike the rest (sorted, clustered by
-    time) is not judged by them alone. A single task reads those prefixes one after
-    another and counts them (no exchange: still one job); only the distinct keys with their
-    homes and counts come back to the driver.
+    First a look at the first :func:`~sparkbalance.spark.sql.keystats.first_look_records`
+    rows of input partition 0 (one job, one task); only when a key is hot there
+    (:func:`listed_gain`'s threshold) the sample is spread over the other input partitions
+    up to ``rows`` rows in all (one more job, in the JVM, each task stopping at its share;
+    only the sampled keys reach the driver). Uniform keys stay plain after the look: no key
+    is hot in it, so the gain is exactly 1.
 
     :attr:`Sample.stats` lists every key the sample saw at least :data:`MIN_LISTED_HITS`
     times with its sampled rows; the keys seen once are the tail, spread evenly. Listing
@@ -222,62 +218,25 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     groups (slowest/mean 1.08 on the NYC flights' destinations however large the sample;
     1.02 listing every key seen twice in 16k rows, 1.002 on exact counts).
     """
-    from pyspark.sql import functions as F
-
-    from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
-    from sparkbalance.spark.session.jobs import sparkbalance_job_group
     from sparkbalance.spark.sql import hash_columns as sqlhash
-    from sparkbalance.spark.sql.keystats import key_array, py_value
+    from sparkbalance.spark.sql.keysample import sample_keys
+    from sparkbalance.spark.sql.keystats import first_look_records, key_array
     n = int(num_partitions)
     cols = sqlhash.check_key_columns(df, list(cols))
-    refs = [sqlhash.column_ref(df, c) for c in cols]
-    names = [f"__sb_c{j}" for j in range(len(cols))]
-    src = (df.where(~sqlhash.any_null(df, cols))
-           .select(*[r.alias(a) for r, a in zip(refs, names)],
-                   F.pmod(F.hash(*refs), F.lit(n)).alias(HOME_COLUMN)))
-    inputs = int(src._jdf.queryExecution().toRdd().getNumPartitions())
-    tasks = max(1, min(inputs, MAX_CHECK_PARTITIONS))
-    per = max(1, int(rows) // tasks)
-    spread = src.coalesce(tasks) if inputs > tasks else src
-    # One task reads the runs' prefixes one after another and counts them (its input is a
-    # single partition: the aggregation needs no exchange, hence one job, and only the
-    # distinct keys travel to the driver)
-    counted = (_local_limit(spread, per).coalesce(1).groupBy(*names, HOME_COLUMN)
-               .agg(F.count(F.lit(1)).alias(_HITS)))
-    with sparkbalance_job_group(df.sparkSession.sparkContext, STATS_JOB_GROUP,
-                                f"sparkbalance: enable's skew check ({per} rows of each of "
-                                f"{tasks} runs of input partitions)"):
-        got = counted.collect()
-    single = len(cols) == 1
-    pairs = sorted(((py_value(r[0]) if single else tuple(py_value(v) for v in r[:-2]),
-                     int(r[-2]), int(r[-1])) for r in got),
-                   key=lambda khc: (-khc[2], khc[0], khc[1]))    # heaviest first
-    keys = [k for k, _, _ in pairs]
-    counts = np.fromiter((c for _, _, c in pairs), dtype=np.int64, count=len(pairs))
-    homes = np.fromiter((h for _, h, _ in pairs), dtype=np.int64, count=len(pairs))
-    total = int(counts.sum())
+    look = min(first_look_records(n), int(rows))
+    got = sample_keys(df, cols, n, rows=int(rows), look=look,
+                      could_matter=lambda c, read: c.max() >= _hot_floor(read, n))
+    counts, total = got.counts, got.rows
     listed = counts >= MIN_LISTED_HITS
-    stats = KeyStats(key_array([k for k, keep in zip(keys, listed) if keep]),
+    stats = KeyStats(key_array([k for k, keep in zip(got.keys, listed) if keep]),
                      counts[listed].astype(np.float64),
                      tail_count=float(total - counts[listed].sum()))
-    return Sample(counts, homes, total, stats)
+    return Sample(counts, got.homes, total, stats)
 
 
-def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
-    """``df`` with each partition cut to its first ``per`` rows (Spark's ``LocalLimit``,
-    the per-partition half of ``limit``, which the DataFrame API does not offer alone: it
-    is taken from ``df.limit(per)``'s plan)."""
-    from pyspark.sql import DataFrame
-    jvm = df.sparkSession._jvm
-    local = df.limit(int(per))._jdf.queryExecution().logical().child()   # LocalLimit
-    if local.getClass().getSimpleName() != "LocalLimit":  # pragma: no cover - not seen
-        return df.limit(int(per))                          # one prefix: still a sample
-    try:
-        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(df.sparkSession._jsparkSession,
-                                                              local)     # Spark 4
-    except Exception:  # Spark 3.5 keeps it in the sql package
-        jdf = jvm.org.apache.spark.sql.Dataset.ofRows(df.sparkSession._jsparkSession, local)
-    return DataFrame(jdf, df.sparkSession)
+def _hot_floor(rows: int, num_partitions: int) -> float:
+    """Fewest sampled rows of a hot key among ``rows`` (see the module docstring)."""
+    return max(MIN_HOT_SAMPLES, rows / (HOT_SHARE_DIVISOR * int(num_partitions)))
 
 
 def has_shuffle(df: "DataFrame") -> bool:
@@ -285,9 +244,14 @@ def has_shuffle(df: "DataFrame") -> bool:
     costs a full pass over the shuffle's input, and the check is not cheap).
 
     Walks the physical plan (AQE's input plan) down to its leaves; a cached relation is a
-    leaf (its shuffles, if any, already ran or run once for every reader).
+    leaf (its shuffles, if any, already ran or run once for every reader). A plan whose
+    text names no exchange and no cached relation has none: that answer takes one round
+    trip instead of several per node.
     """
     plan = df._jdf.queryExecution().executedPlan()
+    text = plan.toString()
+    if "Exchange" not in text and "InMemoryTableScan" not in text:
+        return False
     if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
         plan = plan.inputPlan()
     stack = [plan]

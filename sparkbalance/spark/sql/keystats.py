@@ -24,14 +24,14 @@ Examples
 from __future__ import annotations
 
 import logging
-import threading
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import numpy as np
 
 from sparkbalance.stats.keystats import KeyStats
 from sparkbalance.spark.sql import hash_columns as sqlhash
+from sparkbalance.spark.sql.keysample import (SampledKeys, first_take_partitions, py_value,
+                                              sample_keys)
 # DEFAULT_MAX_KEYS (100,000; spark.sparkbalance.maxKeys): beyond that a routing table would
 # not fit a SQL literal anyway, and the tail of a larger key space hashes evenly.
 from sparkbalance.spark.session.conf import DEFAULT_MAX_KEYS, FROM_CONF, resolve_max_keys
@@ -40,8 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats", "py_value",
-           "first_take_partitions", "first_look_records", "FIRST_TAKE_PARTITIONS",
-           "FIRST_LOOK_MIN",
+           "first_take_partitions", "first_look_records", "FIRST_LOOK_MIN",
            "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 _LOG = logging.getLogger("sparkbalance")
@@ -70,24 +69,6 @@ def _check_max_keys(max_keys: int | None) -> int | None:
     if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
         raise ValueError(f"max_keys={max_keys!r}; expected an int >= 1 or None (every key)")
     return max_keys
-
-
-def py_value(v: Any) -> Any:
-    """A collected key value as a hashable Python key: ARRAY values come back as lists
-    (tuples here, as the routing takes them), BINARY as bytearray (bytes).
-
-    Examples
-    --------
-    >>> py_value([1, bytearray(b"x")]), py_value("a")
-    ((1, b'x'), 'a')
-    """
-    if isinstance(v, bytearray):
-        return bytes(v)
-    if isinstance(v, list):
-        return tuple(py_value(x) for x in v)
-    if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
-        return tuple(py_value(x) for x in v)  # a struct (Row) holding arrays
-    return v
 
 
 def key_array(keys: list) -> np.ndarray:
@@ -174,26 +155,25 @@ def key_stats(df: "DataFrame", *cols: str, sample_fraction: float | None = None,
 
 def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int, *,
                       theta: float | None = None, records: int | None = None) -> KeyStats:
-    """Strategy "auto"'s statistics of a DataFrame: a first look at the first
-    :func:`first_look_records` non-null keys of one input partition and, only when that look
-    lists a key, the sample of the first ``records`` keys (``df.select(cols).limit(records)``,
-    one job over the first :data:`FIRST_TAKE_PARTITIONS` input partitions, each read up to
-    ``records`` rows: :func:`first_take_partitions`), counted on the driver; only the keys
-    heavy enough to unbalance a partition are listed, the rest is the tail
-    (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
+    """Strategy "auto"'s statistics of a DataFrame: the bounded key sample of
+    :func:`sparkbalance.spark.sql.keysample.sample_keys` — a first look at the first
+    :func:`first_look_records` non-null keys of input partition 0 and, only when that look
+    lists a key, a sample spread over the other input partitions up to ``records`` rows in
+    all (default :data:`~sparkbalance.spark.rdd.bounded.SAMPLE_RECORDS`) — counted on the
+    driver; only the keys heavy enough to unbalance a partition are listed, the rest is the
+    tail (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
 
     The first look is the fewest rows in which a key at the listing floor shows
     :data:`~sparkbalance.spark.rdd.bounded.MIN_LISTED` times on average (2,000 rows at
     n = 16): uniform keys list nothing there, and "auto" keeps Spark's own exchange having
-    computed one partition's prefix (measured on a Python-generated input of 120k rows in
-    16 partitions: 7,500 upstream rows computed instead of 15,000, one task instead of two,
-    see ``integration/benchmarks/bench_bridge_on_demand.py --profile``). Skewed keys pay the
-    look and then the full sample, which the balancing they enable earns back. Given
-    ``records`` (a check's explicit sample), the sample is taken directly.
+    computed one partition's prefix (one job, one task; see
+    ``integration/benchmarks/bench_bridge_on_demand.py --profile``). Skewed keys pay the
+    look and then the spread (one more job, no row read twice), which the balancing they
+    enable earns back.
 
-    A bounded cost whatever the input's size, and DataFrame operations only (Spark Connect
-    too). The sample is the input's first rows: data clustered by key (sorted input) shows
-    its first keys only, and a shuffle upstream of ``df`` is run in full.
+    A bounded cost whatever the input's size, and DataFrame operations only (the spread
+    reads the JVM's rows of the chosen partitions: classic Spark). A shuffle upstream of
+    ``df`` is run in full.
 
     Examples
     --------
@@ -201,36 +181,22 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     >>> bounded_key_stats(df, ["k"], 4).keys.tolist()                       # doctest: +SKIP
     [0]
     """
-    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS
+    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS, significant
     from sparkbalance.planning.base import DEFAULT_THETA
     cols = sqlhash.check_key_columns(df, cols)
     n = int(num_partitions)
     theta = DEFAULT_THETA if theta is None else float(theta)
     limit = SAMPLE_RECORDS if records is None else int(records)
-    # one filter as SQL text: a Column per key column costs a driver round trip each
-    refs = [sqlhash.quoted(c) for c in cols]
-    keys = df.selectExpr(*refs).where(" AND ".join(f"{r} IS NOT NULL" for r in refs))
-    look = first_look_records(n, theta)
-    if records is None and look <= limit // 2:
-        rows = _first_rows(keys, look, 1)
-        stats = _listed(rows, len(cols), n, theta)
-        # nothing heavy, or fewer rows than asked: the input holds no more than this look
-        if len(stats) == 0 or len(rows) < look:
-            return _said(stats, len(rows), 1, n, records is None)
-    rows = _first_rows(keys, limit, FIRST_TAKE_PARTITIONS)
-    return _said(_listed(rows, len(cols), n, theta), len(rows), FIRST_TAKE_PARTITIONS, n,
-                 records is None)
-
-
-def _said(stats: KeyStats, rows: int, partitions: int, n: int, say: bool) -> KeyStats:
-    """``stats``; when ``say`` and they list no key, the one INFO line saying auto keeps
-    hashing (no plan is fitted then, so the operation's own plan line does not come)."""
-    if say and len(stats) == 0:
+    look = min(first_look_records(n, theta), limit)
+    got = sample_keys(df, cols, n, rows=limit, look=look,
+                      could_matter=lambda c, rows: c.max() >= significant(rows, n, theta))
+    stats = _listed(got, n, theta)
+    if len(stats) == 0:
         from sparkbalance.spark.report.log_line import log_info
-        log_info(_LOG, "sparkbalance: auto: no key of the first %d rows (of %d input "
-                 "partition%s) is heavy enough to unbalance one of %d partitions: plain "
-                 "hashing, Spark's own exchange", rows, partitions,
-                 "" if partitions == 1 else "s", n)
+        log_info(_LOG, "sparkbalance: auto: no key of %d sampled rows (%s) is heavy enough "
+                 "to unbalance one of %d partitions: plain hashing, Spark's own exchange",
+                 got.rows, "spread over the input" if got.spread else
+                 "the first input partition", n)
     return stats
 
 
@@ -257,82 +223,11 @@ def first_look_records(num_partitions: int, theta: float | None = None) -> int:
 FIRST_LOOK_MIN: int = 1_000
 
 
-def _first_rows(keys: "DataFrame", limit: int, partitions: int) -> list:
-    """The first ``limit`` rows of ``keys``, the first job over ``partitions`` input
-    partitions, Arrow batches of at most ``limit`` rows (:func:`first_take_partitions`)."""
-    with first_take_partitions(keys, partitions, batch=limit):
-        return keys.limit(limit).collect()
-
-
-def _listed(rows: list, num_cols: int, num_partitions: int, theta: float) -> KeyStats:
-    from collections import Counter
-
+def _listed(got: SampledKeys, num_partitions: int, theta: float) -> KeyStats:
     from sparkbalance.spark.rdd.bounded import listed_stats
-    if num_cols == 1:
-        counts = Counter(py_value(r[0]) for r in rows)
-    else:
-        counts = Counter(tuple(py_value(v) for v in r) for r in rows)
-    stats = listed_stats(counts, len(rows), num_partitions, theta)
+    stats = listed_stats(dict(zip(got.keys, got.counts.tolist())), got.rows, num_partitions,
+                         theta)
     return KeyStats(key_array(list(stats.keys)), stats.counts, tail_count=stats.tail_count)
-
-
-#: Input partitions the first job of the bounded sample reads. Spark's ``limit`` reads one,
-#: then runs another job over more while fewer rows came back: two jobs for 120k rows in 16
-#: partitions (7,500 each). Two partitions make that one job, and one job whenever a
-#: partition holds half the sample; each task stops at the sample's rows, so at most twice
-#: the sample is read (more partitions would read more rows of a costly upstream for nothing
-#: when the first holds the sample: the tasks' rows, not their number, are the cost).
-FIRST_TAKE_PARTITIONS: int = 2
-#: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).
-_TAKE_CONF = "spark.sql.limit.initialNumPartitions"
-#: Rows per Arrow batch a Python (pandas) step upstream computes at once (default 10,000).
-_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
-_TAKE_LOCK = threading.Lock()
-
-
-@contextmanager
-def first_take_partitions(df: "DataFrame", k: int, batch: int | None = None
-                          ) -> Iterator[None]:
-    """Within the block, a ``limit`` collect of ``df``'s session reads ``k`` input
-    partitions in its first job (Spark's ``spark.sql.limit.initialNumPartitions``) and, with
-    ``batch``, an Arrow-fed Python step upstream computes batches of at most ``batch`` rows
-    (``spark.sql.execution.arrow.maxRecordsPerBatch``, when the session's is larger); the
-    session's settings are restored after (one sample at a time per process).
-
-    Spark's own default reads one partition, then re-runs over more when it held fewer rows
-    than the limit (two jobs for a 120k-row input in 16 partitions, each job a fixed cost
-    the uniform path paid on top of plain Spark). With ``k`` partitions the sample is one
-    job whenever they hold the limit's rows; each task stops once it has them. A pandas UDF
-    upstream computes whole Arrow batches, 10,000 rows by default, whatever the limit.
-
-    Examples
-    --------
-    >>> with first_take_partitions(df, 4):                       # doctest: +SKIP
-    ...     rows = df.select("k").limit(10_000).collect()
-    """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k={k!r}; expected an int >= 1 (input partitions of the first job)")
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
-                              or batch < 1):
-        raise ValueError(f"batch={batch!r}; expected an int >= 1 (rows per Arrow batch) "
-                         "or None")
-    conf = df.sparkSession.conf
-    with _TAKE_LOCK:
-        saved = {_TAKE_CONF: conf.get(_TAKE_CONF, None)}
-        conf.set(_TAKE_CONF, str(k))
-        if batch is not None:
-            session = conf.get(_BATCH_CONF, None)
-            if session is None or not 0 < int(session) <= batch:   # <= 0: unbounded
-                saved[_BATCH_CONF] = session
-                conf.set(_BATCH_CONF, str(batch))
-        try:
-            yield
-        finally:
-            for key, before in saved.items():
-                if before is None:
-                    conf.unset(key)
-                else:
-                    conf.set(key, before)
 
 
 def join_stats(left: "DataFrame", right: "DataFrame", on: Sequence[str],

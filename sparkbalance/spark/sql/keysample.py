@@ -1,0 +1,314 @@
+"""The one bounded key sample of a DataFrame: a cheap first look, then, only when the look
+shows a key that could matter, a sample spread over the rest of the input.
+
+Both DataFrame callers that decide from a sample use it: strategy "auto"'s statistics
+(:func:`sparkbalance.spark.sql.keystats.bounded_key_stats`) and the skew check of the
+session-wide mode (:func:`sparkbalance.spark.enable.check.sample_dataframe`). It reads
+the key columns and Spark's partition of each key, ``pmod(hash(cols), n)`` (Spark's hash
+partitioning), built as one SQL projection (a Column per key costs a driver round trip
+each):
+
+1. **The look**: the first ``look`` rows with non-null keys of input partition 0 (one job
+   of one task; the spread's share of a partition, ``rows / runs``, when that is more: the
+   two jobs then run one planned query). Uniform keys show no key there that could matter,
+   and that one job is the whole statistics.
+2. **The spread**, only when the caller's ``could_matter`` says the look shows such a key
+   (or partition 0 held under a quarter of the look's rows, too few to judge by): the
+   input's partitions in at most :data:`MAX_SPREAD_TASKS` runs of neighbours
+   (``coalesce``), in one job over every run *but the first*, whose prefix the look read.
+   A table whose first partitions are unlike the rest (sorted, clustered by time) is not
+   judged by them alone.
+
+Each task is cut to its first rows in the JVM (Spark's per-partition ``LocalLimit``: the
+scan stops there), and the job runs over the chosen partitions only (``PythonRDD.runJob``
+over the JVM's pickled rows: no Python worker, the spread's runs in parallel). So uniform
+input pays one job of one task, skewed input two jobs, and no row is read twice (except in
+a one-partition input, whose spread reads on from its start: there is no other partition
+to spread over). A Spark Connect DataFrame has no JVM partitions to
+choose: its spread is the input's first ``rows`` rows (a ``limit`` over
+:data:`CONNECT_TAKE_PARTITIONS` partitions at first), re-reading the look's.
+
+Examples
+--------
+>>> s = sample_keys(df, ["user"], 8, rows=16_384, look=1_000,
+...                 could_matter=lambda counts, rows: counts.max() >= 50)   # doctest: +SKIP
+>>> s.rows, s.spread                                                       # doctest: +SKIP
+(16384, True)
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from sparkbalance.spark.sql import hash_columns as sqlhash
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["SampledKeys", "sample_keys", "first_take_partitions", "py_value",
+           "MAX_SPREAD_TASKS", "HOME_COLUMN"]
+
+#: Runs of input partitions the spread reads from at most (one task each).
+MAX_SPREAD_TASKS: int = 16
+#: Input partitions the first job of a Spark Connect sample reads (it cannot choose the
+#: partitions: its sample is the input's first rows, the look's among them).
+CONNECT_TAKE_PARTITIONS: int = 2
+#: The sampled rows' column holding Spark's partition of their key.
+HOME_COLUMN = "__sparkbalance_home"
+
+
+@dataclass(frozen=True)
+class SampledKeys:
+    """The distinct keys a sample saw (heaviest first, ties in key order), each one's
+    sampled rows (``counts``) and partition under Spark's hash placement (``homes``),
+    the rows read in all, and whether the spread ran (else the look was all)."""
+
+    keys: list
+    counts: np.ndarray
+    homes: np.ndarray
+    rows: int
+    spread: bool
+
+
+def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
+                look: int, could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+    """The look of ``look`` rows and, when ``could_matter(counts, rows_read)`` is true of
+    it, the spread up to ``rows`` rows in all (see the module docstring).
+
+    ``cols`` are checked key columns of ``df``; null keys are left out. Jobs: one (the
+    look), plus one when the spread runs.
+    """
+    n = int(num_partitions)
+    if n < 1:
+        raise ValueError(f"num_partitions={num_partitions!r}; expected an int >= 1")
+    if look < 1 or rows < 1:
+        raise ValueError(f"look={look!r}, rows={rows!r}; expected ints >= 1")
+    refs = [sqlhash.quoted(c) for c in cols]
+    # one projection and one filter as SQL text: a Column per key costs a round trip each
+    keys = (df.selectExpr(*[f"{r} AS `__sb_c{j}`" for j, r in enumerate(refs)],
+                          f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`")
+            .where(" AND ".join(f"{r} IS NOT NULL" for r in refs)))
+    width = len(cols)
+    if not _classic(keys):
+        return _connect_sample(keys, width, rows, look, could_matter)
+    from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
+    from sparkbalance.spark.session.jobs import sparkbalance_job_group
+    with sparkbalance_job_group(keys.sparkSession.sparkContext, STATS_JOB_GROUP,
+                                f"sparkbalance: key sample of {', '.join(cols)} (a look "
+                                f"at {look} rows, a spread to {rows} when it shows a "
+                                "heavy key)"):
+        return _classic_sample(df, keys, width, rows, look, could_matter)
+
+
+def _classic_sample(df: "DataFrame", keys: "DataFrame", width: int, rows: int, look: int,
+                    could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+    """:func:`sample_keys` of a classic DataFrame (the JVM's partitions chosen).
+
+    When the spread's share of a run, ``rows / runs``, is at least the look, the look is
+    run 0's share of the *same* planned query (one query planned for both jobs, the look
+    then reads that share)."""
+    # df's partitions (the key projection keeps them); its plan is the caller's, often
+    # planned already (enable's check asked whether it has a shuffle)
+    sc = df.sparkSession.sparkContext
+    inputs = int(df._jdf.queryExecution().toRdd().getNumPartitions())
+    tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
+    runs = keys.coalesce(tasks) if inputs > tasks else keys
+    share = max(1, int(rows) // tasks)
+    both = _limited(runs, share) if share >= look else None
+    with _arrow_batch(keys, max(look, share)):   # a pandas step upstream: small batches
+        got = _prefixes(sc, both if both is not None else _limited(keys, look), [0], width)
+        read = sum(got.values())
+        # a short partition 0 (the look read all it has) says little when there are others
+        if tasks == 1 or rows <= read or not (_could(got, read, could_matter)
+                                               or read < look // 4):
+            return _sampled(got, read, False)
+        if both is None:
+            both = _limited(runs, max(1, (int(rows) - read) // (tasks - 1)))
+        more = _prefixes(sc, both, list(range(1, tasks)), width)
+    got.update(more)
+    return _sampled(got, read + sum(more.values()), True)
+
+
+def _connect_sample(keys: "DataFrame", width: int, rows: int, look: int,
+                    could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+    """Spark Connect's sample: the input's first ``look`` rows (Spark's ``limit``, which
+    reads on when partition 0 is short) and, when they show a key that could matter, the
+    first ``rows`` (its partitions cannot be chosen: the look's rows among them)."""
+    with first_take_partitions(keys, 1, batch=look):
+        got = Counter(_pairs(keys.limit(int(look)).collect(), width))
+    read = sum(got.values())
+    if read >= look and rows > read and _could(got, read, could_matter):
+        with first_take_partitions(keys, CONNECT_TAKE_PARTITIONS, batch=rows):
+            got = Counter(_pairs(keys.limit(int(rows)).collect(), width))
+        return _sampled(got, sum(got.values()), True)
+    return _sampled(got, read, False)
+
+
+def _sampled(got: Counter, read: int, spread: bool) -> SampledKeys:
+    items = sorted(got.items(), key=lambda kh_c: (-kh_c[1], kh_c[0][0], kh_c[0][1]))
+    return SampledKeys([k for (k, _), _ in items],
+                       np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)),
+                       np.fromiter((h for (_, h), _ in items), dtype=np.int64,
+                                   count=len(items)),
+                       int(read), spread)
+
+
+def py_value(v: Any) -> Any:
+    """A collected key value as a hashable Python key: ARRAY values come back as lists
+    (tuples here, as the routing takes them), BINARY as bytearray (bytes).
+
+    Examples
+    --------
+    >>> py_value([1, bytearray(b"x")]), py_value("a")
+    ((1, b'x'), 'a')
+    """
+    if isinstance(v, bytearray):
+        return bytes(v)
+    if isinstance(v, list):
+        return tuple(py_value(x) for x in v)
+    if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
+        return tuple(py_value(x) for x in v)  # a struct (Row) holding arrays
+    return v
+
+
+def _could(got: Counter, read: int, could_matter: Callable[[np.ndarray, int], bool]) -> bool:
+    if not got:
+        return False
+    return bool(could_matter(np.fromiter(got.values(), dtype=np.int64, count=len(got)), read))
+
+
+def _pairs(rows: Any, width: int) -> Iterator[tuple]:
+    """(key, home) of each sampled row: one column a bare value, more a tuple."""
+    if width == 1:
+        return ((py_value(r[0]), int(r[1])) for r in rows)
+    return ((tuple(py_value(v) for v in r[:width]), int(r[width])) for r in rows)
+
+
+def _classic(df: "DataFrame") -> bool:
+    """Whether ``df`` is a classic DataFrame (a JVM Dataset behind it), not Spark Connect's."""
+    try:
+        return df._jdf is not None
+    except Exception:   # Connect's DataFrame has no _jdf
+        return False
+
+
+def _limited(df: "DataFrame", per: int) -> Any:
+    """The JVM's pickled rows of ``df``, each partition cut to its first ``per`` rows (Spark's
+    per-partition limit: the scan stops there); planned once, run by :func:`_prefixes`."""
+    return _local_limit(df, per)._jdf.javaToPython()
+
+
+def _prefixes(sc: Any, jrdd: Any, parts: list[int], width: int) -> Counter:
+    """(key, home) counts of partitions ``parts`` of ``jrdd`` (:func:`_limited`): one job of
+    one task per partition, in the JVM (``PythonRDD.runJob`` over those partitions only)."""
+    from pyspark.rdd import _load_from_socket
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+    sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, parts)
+    stream = _load_from_socket(sock, BatchedSerializer(CPickleSerializer()))
+    if hasattr(stream, "__enter__"):     # PySpark 4: a context manager closing the socket
+        with stream as rows:
+            return Counter(_pairs(rows, width))
+    return Counter(_pairs(stream, width))  # PySpark 3.5: the rows
+
+
+def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
+    """``df`` with each partition cut to its first ``per`` rows (Spark's ``LocalLimit``,
+    the per-partition half of ``limit``, which the DataFrame API does not offer alone: it
+    is taken from ``df.limit(per)``'s plan)."""
+    from pyspark.sql import DataFrame
+    local = df.limit(int(per))._jdf.queryExecution().logical().child()   # LocalLimit
+    if local.nodeName() != "LocalLimit":  # pragma: no cover - not seen
+        return df.limit(int(per))         # one prefix: still a sample
+    jdf = _dataset_class(df.sparkSession).ofRows(df.sparkSession._jsparkSession, local)
+    return DataFrame(jdf, df.sparkSession)
+
+
+#: id(JVM view) -> (it, Spark's Dataset class): looked up once (each package of a class
+#: name py4j resolves is a round trip of its own).
+_DATASET: dict[int, tuple[Any, Any]] = {}
+
+
+def _dataset_class(spark: Any) -> Any:
+    jvm = spark._jvm
+    got = _DATASET.get(id(jvm))
+    if got is None or got[0] is not jvm:
+        from py4j.java_gateway import JavaClass
+        cls = jvm.org.apache.spark.sql.classic.Dataset     # Spark 4
+        if not isinstance(cls, JavaClass):                 # Spark 3.5: the sql package
+            cls = jvm.org.apache.spark.sql.Dataset
+        got = _DATASET[id(jvm)] = (jvm, cls)
+    return got[1]
+
+
+#: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).
+_TAKE_CONF = "spark.sql.limit.initialNumPartitions"
+#: Rows per Arrow batch a Python (pandas) step upstream computes at once (default 10,000).
+_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_TAKE_LOCK = threading.Lock()
+
+
+@contextmanager
+def _arrow_batch(df: "DataFrame", rows: int) -> Iterator[None]:
+    """Within the block, an Arrow-fed Python step upstream computes batches of at most
+    ``rows`` rows (the session's setting when it is smaller; restored after)."""
+    conf = df.sparkSession.conf
+    with _TAKE_LOCK:
+        session = conf.get(_BATCH_CONF, None)
+        if session is not None and 0 < int(session) <= rows:   # <= 0: unbounded
+            yield
+            return
+        conf.set(_BATCH_CONF, str(rows))
+        try:
+            yield
+        finally:
+            if session is None:
+                conf.unset(_BATCH_CONF)
+            else:
+                conf.set(_BATCH_CONF, session)
+
+
+@contextmanager
+def first_take_partitions(df: "DataFrame", k: int, batch: int | None = None
+                          ) -> Iterator[None]:
+    """Within the block, a ``limit`` collect of ``df``'s session reads ``k`` input
+    partitions in its first job (Spark's ``spark.sql.limit.initialNumPartitions``) and, with
+    ``batch``, an Arrow-fed Python step upstream computes batches of at most ``batch`` rows
+    (``spark.sql.execution.arrow.maxRecordsPerBatch``, when the session's is larger); the
+    session's settings are restored after (one sample at a time per process).
+
+    A pandas UDF upstream computes whole Arrow batches, 10,000 rows by default, whatever
+    the limit: the look's batch keeps it to the look's rows.
+
+    Examples
+    --------
+    >>> with first_take_partitions(df, 4):                       # doctest: +SKIP
+    ...     rows = df.select("k").limit(10_000).collect()
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k={k!r}; expected an int >= 1 (input partitions of the first job)")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                              or batch < 1):
+        raise ValueError(f"batch={batch!r}; expected an int >= 1 (rows per Arrow batch) "
+                         "or None")
+    conf = df.sparkSession.conf
+    with _TAKE_LOCK:
+        saved = {_TAKE_CONF: conf.get(_TAKE_CONF, None)}
+        conf.set(_TAKE_CONF, str(k))
+        if batch is not None:
+            session = conf.get(_BATCH_CONF, None)
+            if session is None or not 0 < int(session) <= batch:   # <= 0: unbounded
+                saved[_BATCH_CONF] = session
+                conf.set(_BATCH_CONF, str(batch))
+        try:
+            yield
+        finally:
+            for key, before in saved.items():
+                if before is None:
+                    conf.unset(key)
+                else:
+                    conf.set(key, before)
