@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from sparkbalance.spark.sql.hash_columns import quoted as _q
 from sparkbalance.spark.sql.route import NULL_PARTITION
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,10 +40,6 @@ __all__ = ["WARM_SHARE", "MAX_WARM", "place_warm", "cold_partition"]
 WARM_SHARE = 0.1
 #: At most this many keys per partition are listed (the heaviest).
 MAX_WARM = 4
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def place_warm(keys: Sequence[Any], counts: np.ndarray, total: float, null_rows: float,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from sparkbalance.spark.sql.hash_columns import quoted
 from sparkbalance.spark.window import segments as sg
 from sparkbalance.spark.window import zones as zn
 from sparkbalance.spark.window.spec import SortKey
@@ -112,7 +113,7 @@ def _targets_sql(hidx: str, seg: str, ocols: Sequence[str], order: Sequence[Sort
     One expression (one py4j round trip, not a few per zone), and a row is tested only
     against the zones that can hold rows of its own segment (usually its neighbours'),
     not against every zone of its key."""
-    q = lambda c: "`" + c.replace("`", "``") + "`"  # noqa: E731
+    q = quoted
     whens = []
     for i, h in enumerate(hot):
         serves: dict[int, list[str]] = {}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from sparkbalance.spark.sql.hash_columns import quoted as _q
 from sparkbalance.spark.window.spec import SortKey
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -126,10 +127,6 @@ def hot_index(cols: Sequence[str], dtypes: Sequence[Any], hot: Sequence[HotKey])
     for i in reversed(range(len(hot))):
         out = F.when(key_match(cols, dtypes, hot[i].key), F.lit(i)).otherwise(out)
     return out.cast("int")
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def sample_orders(df: "DataFrame", hidx: str, ocols: Sequence[str], order: Sequence[SortKey],
