@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
+from sparkbalance.spark.sql.connect import is_connect
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -94,7 +95,7 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
                           f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`")
             .where(" AND ".join(f"{r} IS NOT NULL" for r in refs)))
     width = len(cols)
-    if not _classic(keys):
+    if is_connect(keys):
         return _connect_sample(keys, width, rows, look, could_matter)
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     from sparkbalance.spark.session.jobs import sparkbalance_job_group
@@ -187,14 +188,6 @@ def _pairs(rows: Any, width: int) -> Iterator[tuple]:
     if width == 1:
         return ((py_value(r[0]), int(r[1])) for r in rows)
     return ((tuple(py_value(v) for v in r[:width]), int(r[width])) for r in rows)
-
-
-def _classic(df: "DataFrame") -> bool:
-    """Whether ``df`` is a classic DataFrame (a JVM Dataset behind it), not Spark Connect's."""
-    try:
-        return df._jdf is not None
-    except Exception:   # Connect's DataFrame has no _jdf
-        return False
 
 
 def _limited(df: "DataFrame", per: int) -> Any:
