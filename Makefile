@@ -63,23 +63,27 @@ demo: setup
 # tests (one local-cluster per process), run in a second process alongside the single-session
 # Spark tests: one local[2] session leaves a core idle much of the time, and the side tests
 # are mostly waiting (pip, JVM starts), so this takes ~25 min where one after the other took
-# ~37. That process's output is printed whole after the Spark tests', and the target fails if
-# either fails (an interrupt stops both). `make test-spark` / `test-integration` still run
+# ~37. When the side process is done it takes tests/spark files from the last one backwards
+# (each file claimed by the first process to reach it, tests/spark/conftest.py), so the two
+# finish together. That process's output is printed whole after the Spark tests', and the
+# target fails if either fails (an interrupt stops both). `make test-spark` / `test-integration` still run
 # all of theirs.
 SIDE_TESTS := tests/unit integration/test_packaging.py tests/spark/test_bench_endtoend_quick.py
 test: setup
-	@side_log=$$(mktemp); \
-	echo "($(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS); $(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py) > $$side_log 2>&1 &  # alongside:"; \
+	@side_log=$$(mktemp); claims=$$(mktemp -d); export SB_TEST_CLAIMS=$$claims; \
+	echo "($(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS); $(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py; SB_TEST_FROM_END=1 $(PY) -m pytest $(PYTEST_FLAGS) tests/spark) > $$side_log 2>&1 &  # alongside:"; \
 	( $(PY) -m pytest $(PYTEST_FLAGS) $(SIDE_TESTS); a=$$?; \
 	  $(PY) -m pytest $(PYTEST_FLAGS) integration --ignore=integration/test_packaging.py; b=$$?; \
-	  [ $$a -eq 0 ] && [ $$b -eq 0 ] ) > $$side_log 2>&1 & side=$$!; \
-	trap 'pkill -P $$side 2>/dev/null; kill $$side 2>/dev/null; rm -f $$side_log; exit 130' INT TERM; \
-	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark (but test_bench_endtoend_quick.py)"; \
+	  SB_TEST_FROM_END=1 $(PY) -m pytest $(PYTEST_FLAGS) tests/spark \
+	      --ignore=tests/spark/test_bench_endtoend_quick.py; c=$$?; \
+	  [ $$a -eq 0 ] && [ $$b -eq 0 ] && [ $$c -eq 0 ] ) > $$side_log 2>&1 & side=$$!; \
+	trap 'pkill -P $$side 2>/dev/null; kill $$side 2>/dev/null; rm -rf $$side_log $$claims; exit 130' INT TERM; \
+	echo "$(PY) -m pytest $(PYTEST_FLAGS) tests/spark (but test_bench_endtoend_quick.py; the side lane takes files from the end when it is done)"; \
 	$(PY) -m pytest $(PYTEST_FLAGS) tests/spark \
 	    --ignore=tests/spark/test_bench_endtoend_quick.py; spark_rc=$$?; \
 	wait $$side; side_rc=$$?; trap - INT TERM; \
-	echo "=== $(SIDE_TESTS), then integration (ran alongside tests/spark) ==="; cat $$side_log; \
-	rm -f $$side_log; echo "side (unit, packaging, integration): exit $$side_rc; tests/spark: exit $$spark_rc"; \
+	echo "=== $(SIDE_TESTS), integration, then tests/spark from the end (ran alongside tests/spark) ==="; cat $$side_log; \
+	rm -rf $$side_log $$claims; echo "side (unit, packaging, integration, late tests/spark): exit $$side_rc; tests/spark: exit $$spark_rc"; \
 	[ $$side_rc -eq 0 ] && [ $$spark_rc -eq 0 ]
 
 test-unit: setup

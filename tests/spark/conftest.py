@@ -49,3 +49,49 @@ def spark():
 @pytest.fixture(scope="session")
 def sc(spark):
     return spark.sparkContext
+
+
+# --- Two lanes sharing tests/spark (make test) -------------------------------------------
+# `make test` runs tests/spark in one process while another runs the unit and integration
+# tests; when that one is done, it runs tests/spark too, from the last file backwards. Each
+# file is claimed by the first lane to reach it (an exclusive create in SB_TEST_CLAIMS, a
+# directory both lanes share), so every file runs exactly once, in one lane, and the lanes
+# meet wherever the durations put them. Without SB_TEST_CLAIMS nothing changes.
+_CLAIMS = os.environ.get("SB_TEST_CLAIMS")
+_FROM_END = os.environ.get("SB_TEST_FROM_END") == "1"
+_mine: set = set()
+_theirs: set = set()
+
+
+def pytest_collection_modifyitems(config, items):
+    if _CLAIMS and _FROM_END:
+        rank: dict = {}
+        for item in items:
+            rank.setdefault(item.path, len(rank))
+        items.sort(key=lambda item: -rank[item.path])   # stable: tests keep their file order
+
+
+def _claim(path) -> bool:
+    name = str(Path(path).resolve().relative_to(ROOT)).replace(os.sep, "__")
+    try:
+        os.close(os.open(os.path.join(_CLAIMS, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _CLAIMS or item.path in _mine:
+        return None
+    if item.path in _theirs:
+        return True                  # the other lane ran this file: not run, not reported here
+    (_mine if _claim(item.path) else _theirs).add(item.path)
+    return None if item.path in _mine else True
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _CLAIMS:
+        terminalreporter.write_line(
+            f"tests/spark lanes: this lane ran {len(_mine)} files; the other lane ran "
+            f"{len(_theirs)} of those collected here")
