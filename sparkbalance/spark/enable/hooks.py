@@ -18,12 +18,13 @@ own method at once, unchanged:
 Then Spark's own method runs first (its analysis, so a bad column fails exactly as Spark
 fails; for ``applyInPandas``/``applyInArrow`` the checks Spark makes of the function and
 schema run first instead, and Spark's result is built only when the call stays plain, so a
-balanced call does not analyse a Python UDF plan twice), the skew check (:mod:`.check`) samples the input, and the plain result is returned
-unless balancing pays, in which case the sparkbalance adapter's result is: a DataFrame
-adapter with strategy "auto" plans from the check's sample (``stats=``: no second
-statistics job); an RDD adapter plans as it always does (the user's shuffle counts the
-keys with the JVM bridge, at no extra pass). Each decision is
-kept (:func:`decisions`, the last 100) and logged at INFO on ``sparkbalance.enable``.
+balanced call does not analyse a Python UDF plan twice), the skew check (:mod:`.check`)
+samples the input, and the plain result is returned unless balancing pays, in which case
+the sparkbalance adapter's result is: a DataFrame adapter with strategy "auto" plans from
+the check's sample (``stats=``: no second statistics job); an RDD adapter plans as it
+always does (the user's shuffle counts the keys with the JVM bridge, at no extra pass).
+Each decision is kept (:func:`decisions`, the last 100) and logged at INFO on
+``sparkbalance.enable``.
 """
 from __future__ import annotations
 
