@@ -176,3 +176,43 @@ def test_conf_switches_a_session_at_run_time(spark, skewed):
     spark.conf.set(conf.CONF_ENABLED, "true")
     skewed.groupBy("k").count()
     assert len(decisions()) == seen + 1
+
+
+@pytest.mark.parametrize("func, schema", [(None, "k int"), (_count, "not a schema ("),
+                                          (_count, "int"), (lambda a, b, c: a, "k int")])
+def test_a_bad_grouped_map_call_fails_as_spark_fails_before_any_job(spark, skewed, func,
+                                                                     schema):
+    with pytest.raises(Exception) as plain:
+        skewed.groupBy("k").applyInPandas(func, schema)
+    sb.enable(spark)
+    tracker = spark.sparkContext.statusTracker()
+    before = len(tracker.getJobIdsForGroup(None))
+    with pytest.raises(type(plain.value)) as enabled:
+        skewed.groupBy("k").applyInPandas(func, schema)
+    assert str(enabled.value) == str(plain.value)
+    assert len(tracker.getJobIdsForGroup(None)) == before
+
+
+def test_a_balanced_grouped_map_builds_spark_s_result_only_when_plain(spark, skewed, uniform):
+    from pyspark.sql import functions as PF
+    built, real = [], PF.pandas_udf     # count the grouped-map UDFs built, Spark's included
+    sb.enable(spark)
+
+    def counting(*args, **kwargs):
+        built.append(kwargs.get("returnType"))
+        return real(*args, **kwargs)
+    try:
+        PF.pandas_udf = counting
+        out = skewed.groupBy("k").applyInPandas(_count, "k int, n long, s long")
+        assert decisions()[-1].balanced
+        balanced_builds = len(built)
+        built.clear()
+        uniform.groupBy("k").applyInPandas(_count, "k int, n long, s long")
+        assert not decisions()[-1].balanced
+    finally:
+        PF.pandas_udf = real
+    # balanced: the hook's check and the balanced call's UDF (Spark's own result not built);
+    # plain: the hook's check and Spark's own result
+    assert balanced_builds == 2 and len(built) == 2
+    sb.disable(spark)
+    assertDataFrameEqual(out, skewed.groupBy("k").applyInPandas(_count, "k int, n long, s long"))

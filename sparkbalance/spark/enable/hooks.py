@@ -16,12 +16,15 @@ own method at once, unchanged:
   ``partitionFunc``, a Spark Connect DataFrame) stays plain.
 
 Then Spark's own method runs first (its analysis, so a bad column fails exactly as Spark
-fails), the skew check (:mod:`.check`) samples the input, and the plain result is returned
-unless balancing pays, in which case the sparkbalance adapter's result is: a DataFrame
-adapter with strategy "auto" plans from the check's sample (``stats=``: no second
-statistics job); an RDD adapter plans as it always does (the user's shuffle counts the
-keys with the JVM bridge, at no extra pass). Each decision is
-kept (:func:`decisions`, the last 100) and logged at INFO on ``sparkbalance.enable``.
+fails; for ``applyInPandas``/``applyInArrow`` the checks Spark makes of the function and
+schema run first instead, and Spark's result is built only when the call stays plain, so a
+balanced call does not analyse a Python UDF plan twice), the skew check (:mod:`.check`)
+samples the input, and the plain result is returned unless balancing pays, in which case
+the sparkbalance adapter's result is: a DataFrame adapter with strategy "auto" plans from
+the check's sample (``stats=``: no second statistics job); an RDD adapter plans as it
+always does (the user's shuffle counts the keys with the JVM bridge, at no extra pass).
+Each decision is kept (:func:`decisions`, the last 100) and logged at INFO on
+``sparkbalance.enable``.
 """
 from __future__ import annotations
 
@@ -120,10 +123,10 @@ def _names(cols: Sequence[Any]) -> tuple[str, ...]:
 
 
 def _decide(data: Any, call: str, cols: Sequence[Any], n: int,
-            sample: Callable[[int], check.Sample], plain: Any,
+            sample: Callable[[int], check.Sample], plain: Callable[[], Any],
             balanced: Callable[[check.Sample], Any]) -> Any:
-    """The plain result, or the balanced one (given the check's sample to plan from) when
-    the check predicts it pays."""
+    """The plain result (``plain()``), or the balanced one (given the check's sample to plan
+    from) when the check predicts it pays."""
     keys = _names(cols)
     rows = conf.resolve(data, "check.sample_rows")
     min_gain = conf.resolve(data, "check.min_gain")
@@ -133,22 +136,23 @@ def _decide(data: Any, call: str, cols: Sequence[Any], n: int,
     except Exception as exc:  # the check is an optimisation: never the reason a job fails
         _record(EnableDecision(call, keys, n, False, None, 0, f"check failed: {exc!r:.200}"))
         _LOG.warning("%s: the skew check failed (%r); running plain Spark", call, exc)
-        return plain
+        return plain()
     if got.rows < check.MIN_SAMPLE_ROWS:
         _record(EnableDecision(call, keys, n, False, gain, got.rows, "too few rows to judge"))
-        return plain
+        return plain()
     if gain < 1.0 + min_gain:
         _record(EnableDecision(call, keys, n, False, gain, got.rows,
                                f"gain below 1 + {min_gain:g}"))
-        return plain
+        return plain()
     out = balanced(got)
     _record(EnableDecision(call, keys, n, True, gain, got.rows, f"gain >= 1 + {min_gain:g}"))
     return out
 
 
-def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Any,
+def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Callable[[], Any],
                     balanced: Callable[[dict[str, Any]], Any]) -> Any:
-    """:func:`_decide` for a DataFrame call; ``balanced(kwargs)`` runs the adapter with
+    """:func:`_decide` for a DataFrame call (``plain()`` Spark's result); ``balanced(kwargs)``
+    runs the adapter with
     ``stats=`` the check's sample when the session's DataFrame strategy is "auto" (the
     default: it then plans from that sample, no second statistics job), else with none
     (the strategy gathers what it needs)."""
@@ -160,11 +164,11 @@ def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Any,
         sqlhash.check_key_columns(kc.df, kc.names)
     except (TypeError, ValueError) as exc:
         _record(EnableDecision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
-        return plain
+        return plain()
     if check.has_shuffle(df):
         _record(EnableDecision(call, keys, n, False, None, 0,
                          "input is a shuffle's output: even a sample would cost a full pass"))
-        return plain
+        return plain()
     auto = conf.strategy_for(df, "dataframe")[0] in (None, "auto")
 
     def run(got: check.Sample) -> Any:
@@ -188,8 +192,9 @@ def dataframe_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
             return plain
         from sparkbalance.spark.sql.dataframe import repartition as sb_repartition
         with _busy():
-            return _dataframe_call(self, "DataFrame.repartition", keys, numPartitions, plain,
-                                   lambda kw: sb_repartition(self, numPartitions, *keys, **kw))
+            return _dataframe_call(
+                self, "DataFrame.repartition", keys, numPartitions, lambda: plain,
+                lambda kw: sb_repartition(self, numPartitions, *keys, **kw))
 
     def groupBy(self: Any, *cols: Any) -> Any:
         grouped = orig_group_by(self, *cols)
@@ -214,9 +219,15 @@ def _grouped_hook(name: str, original: Callable) -> Callable:
         if keys is None or not _from_user():
             return original(self, *args, **kwargs)
         df = self._df
-        plain = original(self, *args, **kwargs)   # Spark's analysis (and errors) first
-        if not _on(df):
-            return plain
+        if name in _GROUPED_MAP and _grouped_map_checked(name, args, kwargs):
+            if not _on(df):
+                return original(self, *args, **kwargs)
+            plain: Callable[[], Any] = lambda: original(self, *args, **kwargs)   # noqa: E731
+        else:
+            out = original(self, *args, **kwargs)   # Spark's analysis (and errors) first
+            if not _on(df):
+                return out
+            plain = lambda: out                                                  # noqa: E731
         from sparkbalance.spark.sql.dataframe import group_by
         n = conf.default_partitions(df)
 
@@ -227,6 +238,37 @@ def _grouped_hook(name: str, original: Callable) -> Callable:
     hook.__name__ = name
     hook.__doc__ = original.__doc__
     return hook
+
+
+#: Grouped-map methods and the UDF type Spark builds for their function: Spark's own result
+#: is built only when the call stays plain (building it analyses a plan around a Python
+#: UDF, ~40 driver round trips, that the balanced call would build again), once their
+#: arguments passed the checks Spark makes first.
+_GROUPED_MAP = {"applyInPandas": "SQL_GROUPED_MAP_PANDAS_UDF",
+                "applyInArrow": "SQL_GROUPED_MAP_ARROW_UDF"}
+
+
+def _grouped_map_checked(name: str, args: tuple, kwargs: dict[str, Any]) -> bool:
+    """Whether ``(func, schema)`` of a grouped-map call pass the checks Spark's method makes
+    before building its plan: its UDF of them (a function of one or two arguments, a struct
+    schema, parsed). False when they do not or cannot be read here: Spark's method then
+    runs first and raises its own error, before any job."""
+    from pyspark.sql.functions import pandas_udf
+    try:
+        from pyspark.util import PythonEvalType          # PySpark 4
+    except ImportError:                                  # PySpark 3.5
+        from pyspark.rdd import PythonEvalType  # type: ignore[attr-defined,no-redef]
+    params = dict(zip(("func", "schema"), args), **kwargs)
+    if len(args) > 2 or set(params) != {"func", "schema"} or not callable(params["func"]):
+        return False
+    eval_type = getattr(PythonEvalType, _GROUPED_MAP[name], None)
+    if eval_type is None:
+        return False
+    try:
+        pandas_udf(params["func"], returnType=params["schema"], functionType=eval_type)
+    except Exception:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------------- RDD
@@ -247,7 +289,7 @@ def rdd_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
         with _busy():
             return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(
                                rdd, n, min(rows, check.RDD_DECISION_ROWS)),
-                           out, lambda _sample: balanced(n))
+                           lambda: out, lambda _sample: balanced(n))
 
     def partitionBy(self: Any, numPartitions: Any, partitionFunc: Any = portable_hash) -> Any:
         return _go(self, "RDD.partitionBy", partitionFunc, numPartitions,

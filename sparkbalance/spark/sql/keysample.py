@@ -37,6 +37,8 @@ Examples
 """
 from __future__ import annotations
 
+import io
+import pickle
 import threading
 from collections import Counter
 from contextlib import contextmanager
@@ -184,10 +186,44 @@ def _could(got: Counter, read: int, could_matter: Callable[[np.ndarray, int], bo
 
 
 def _pairs(rows: Any, width: int) -> Iterator[tuple]:
-    """(key, home) of each sampled row: one column a bare value, more a tuple."""
+    """(key, home) of each sampled row (a Row or a plain tuple): one column a bare value,
+    more a tuple."""
     if width == 1:
         return ((py_value(r[0]), int(r[1])) for r in rows)
     return ((tuple(py_value(v) for v in r[:width]), int(r[width])) for r in rows)
+
+
+def _tuple(*values: Any) -> tuple:
+    return values
+
+
+class _RowTuples(pickle.Unpickler):
+    """An unpickler of the JVM's pickled rows that builds plain tuples where PySpark would
+    build a ``Row`` holding the same values (a row type none of whose fields needs
+    converting: integers, strings, booleans, binary); other rows come as PySpark builds
+    them. A Row per sampled row was most of the driver's time over the sample."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "pyspark.sql.types" and name == "_create_row_inbound_converter":
+            return _inbound
+        return super().find_class(module, name)
+
+
+def _inbound(data_type: Any) -> Callable:
+    if getattr(data_type, "_needSerializeAnyField", True):
+        from pyspark.sql.types import _create_row_inbound_converter
+        return _create_row_inbound_converter(data_type)
+    return _tuple
+
+
+def _tuple_serializer() -> Any:
+    """PySpark's batched pickle serializer, reading rows with :class:`_RowTuples`."""
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+
+    class _Tuples(CPickleSerializer):
+        def loads(self, obj: bytes, encoding: str = "bytes") -> Any:
+            return _RowTuples(io.BytesIO(obj), encoding=encoding).load()
+    return BatchedSerializer(_Tuples())
 
 
 def _limited(df: "DataFrame", per: int) -> Any:
@@ -200,9 +236,8 @@ def _prefixes(sc: Any, jrdd: Any, parts: list[int], width: int) -> Counter:
     """(key, home) counts of partitions ``parts`` of ``jrdd`` (:func:`_limited`): one job of
     one task per partition, in the JVM (``PythonRDD.runJob`` over those partitions only)."""
     from pyspark.rdd import _load_from_socket
-    from pyspark.serializers import BatchedSerializer, CPickleSerializer
     sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, parts)
-    stream = _load_from_socket(sock, BatchedSerializer(CPickleSerializer()))
+    stream = _load_from_socket(sock, _tuple_serializer())
     if hasattr(stream, "__enter__"):     # PySpark 4: a context manager closing the socket
         with stream as rows:
             return Counter(_pairs(rows, width))

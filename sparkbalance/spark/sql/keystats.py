@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["key_stats", "key_counts", "join_stats", "key_array", "bounded_key_stats", "py_value",
-           "first_take_partitions", "first_look_records", "FIRST_LOOK_MIN",
+           "first_take_partitions", "first_look_records", "FIRST_LOOK_MIN", "look_floor",
+           "LOOK_MIN_HITS",
            "KeyCounts", "SAMPLE_SEED", "DEFAULT_MAX_KEYS", "DISTINCT_RSD"]
 
 _LOG = logging.getLogger("sparkbalance")
@@ -158,9 +159,10 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     """Strategy "auto"'s statistics of a DataFrame: the bounded key sample of
     :func:`sparkbalance.spark.sql.keysample.sample_keys` — a first look at the first
     :func:`first_look_records` non-null keys of input partition 0 and, only when that look
-    lists a key, a sample spread over the other input partitions up to ``records`` rows in
-    all (default :data:`~sparkbalance.spark.rdd.bounded.SAMPLE_RECORDS`) — counted on the
-    driver; only the keys heavy enough to unbalance a partition are listed, the rest is the
+    shows a key at :func:`look_floor`, a sample spread over the other input partitions up
+    to ``records`` rows in all (default
+    :data:`~sparkbalance.spark.rdd.bounded.SAMPLE_RECORDS`) — counted on the driver;
+    only the keys heavy enough to unbalance a partition are listed, the rest is the
     tail (:func:`sparkbalance.spark.rdd.bounded.listed_stats`).
 
     The first look is the fewest rows in which a key at the listing floor shows
@@ -181,7 +183,7 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     >>> bounded_key_stats(df, ["k"], 4).keys.tolist()                       # doctest: +SKIP
     [0]
     """
-    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS, significant
+    from sparkbalance.spark.rdd.bounded import SAMPLE_RECORDS
     from sparkbalance.planning.base import DEFAULT_THETA
     cols = sqlhash.check_key_columns(df, cols)
     n = int(num_partitions)
@@ -189,7 +191,7 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     limit = SAMPLE_RECORDS if records is None else int(records)
     look = min(first_look_records(n, theta), limit)
     got = sample_keys(df, cols, n, rows=limit, look=look,
-                      could_matter=lambda c, rows: c.max() >= significant(rows, n, theta))
+                      could_matter=lambda c, rows: c.max() >= look_floor(rows, n, theta))
     stats = _listed(got, n, theta)
     if len(stats) == 0:
         from sparkbalance.spark.report.log_line import log_info
@@ -221,6 +223,29 @@ def first_look_records(num_partitions: int, theta: float | None = None) -> int:
 
 #: Fewest rows of a first look (below it a heavy key's count is mostly noise).
 FIRST_LOOK_MIN: int = 1_000
+#: The look's floor where theta allows it (:func:`look_floor`).
+LOOK_MIN_HITS: int = 8
+
+
+def look_floor(rows: int, num_partitions: int, theta: float) -> int:
+    """Fewest times auto's look must see a key before the spread runs: the listing floor
+    (:func:`sparkbalance.spark.rdd.bounded.significant`), raised to :data:`LOOK_MIN_HITS`
+    as long as a key seen fewer times holds under ``theta`` of a partition's mean share
+    (``theta rows / n`` rows), so a plan without it stays within its tolerance.
+
+    The listing floor alone (5 or 6 rows of a look of 1,000-1,250) is reached by chance
+    among many uniform keys (1,000 keys of 1.25 expected rows each: a key seen 6 times in
+    most looks), which then paid the spread for nothing; 8 is reached by chance in ~5 % of
+    such looks.
+
+    Examples
+    --------
+    >>> look_floor(1250, 8, 0.08), look_floor(10_000, 200, 0.08)
+    (8, 5)
+    """
+    from sparkbalance.spark.rdd.bounded import significant
+    within = int(theta * rows / int(num_partitions))
+    return max(significant(rows, num_partitions, theta), min(LOOK_MIN_HITS, within))
 
 
 def _listed(got: SampledKeys, num_partitions: int, theta: float) -> KeyStats:
