@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
                 for m in modes:
                     d, sp = med[m], med["spark"]
                     same = all(r["state"] == ref for r in res[m])
-                    floor = wait + fixed[m]
+                    floor = wait + fixed[m] or float("nan")   # 0 us with --no-fixed
                     h = res[m][-1]["history"]
                     lam = f"{h['lam']:5.2f}" if h else "    -"
                     moves = f"{h['moves']:5d}" if h else "    -"
