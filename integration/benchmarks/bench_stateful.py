@@ -28,6 +28,7 @@ per batch: Spark jobs, stages and tasks, py4j calls of the driver, and the drive
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -38,6 +39,7 @@ import time
 import numpy as np
 import pandas as pd
 
+import stateful_profile
 from sparkbalance.bench.shifting import shifting_zipf_counts
 from sparkbalance.state.pandas_state import stateful
 
@@ -200,7 +202,8 @@ def _history_summary(op) -> dict:
 
 
 def run_once(spark, src: str, mode: str, batches: int, partitions: int,
-             lookahead: str | None = None, work_us: float = WORK_US) -> dict:
+             lookahead: str | None = None, work_us: float = WORK_US,
+             profile: bool = False) -> dict:
     ck = tempfile.mkdtemp(prefix=f"sb-bench-{mode}-")
     last: dict = {}
 
@@ -221,11 +224,17 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     counts0 = _spark_counts(spark)
     cpu0, t0 = _tree_cpu_seconds(), time.perf_counter()
     drv0 = time.process_time()
-    with Py4JCalls() as calls:
+    workers0 = len(stateful_profile.python_workers()) if profile else 0
+    with (stateful_profile.PhasedPy4J() if profile else Py4JCalls()) as calls:
         q = w.start()
         q.processAllAvailable()
     wall, cpu = time.perf_counter() - t0, _tree_cpu_seconds() - cpu0
     drv = time.process_time() - drv0
+    if profile:
+        progress = [json.loads(p.json) if hasattr(p, "json") else p for p in q.recentProgress]
+        stateful_profile.print_timeline(
+            mode, progress, stateful_profile.jobs_since(spark, counts0[0]), calls,
+            (workers0, len(stateful_profile.python_workers())))
     q.stop()
     jobs, stages, tasks = (b - a for a, b in zip(counts0, _spark_counts(spark)))
     hist = {}
@@ -265,6 +274,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-fixed", action="store_true",
                     help="skip the run per mode and stream at 0 us that measures the fixed "
                          "cost of the floor")
+    ap.add_argument("--profile", action="store_true",
+                    help="one run per mode and stream at the first --work-us, with a "
+                         "per-batch timeline: the engine's durationMs phases, each job's "
+                         "wall and tasks, the driver's time outside jobs, py4j calls by "
+                         "phase, Python workers (no table)")
     ap.add_argument("--quick", action="store_true",
                     help="6 batches of 4000 rows, 4 partitions, 2 runs (indicative only)")
     a = ap.parse_args(argv)
@@ -311,6 +325,13 @@ def main(argv: list[str] | None = None) -> None:
             src = os.path.join(base, name.replace("/", "_"))
             sizes = make_stream(src, a.batches, a.rows, a.keys, a.partitions, z, interval,
                                 seed=1)
+            if a.profile:
+                print(f"=== stream {name}, {works[0]:.0f} us/record; load "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+                for mode in modes:
+                    run_once(spark, src, mode, a.batches, a.partitions, a.lookahead,
+                             works[0], profile=True)
+                continue
             fixed = {m: 0.0 if a.no_fixed else
                      run_once(spark, src, m, a.batches, a.partitions, a.lookahead,
                               0)["batch_s"] for m in modes}
@@ -327,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
                 for m in modes:
                     d, sp = med[m], med["spark"]
                     same = all(r["state"] == ref for r in res[m])
-                    floor = wait + fixed[m]
+                    floor = wait + fixed[m] or float("nan")   # 0 us with --no-fixed
                     h = res[m][-1]["history"]
                     lam = f"{h['lam']:5.2f}" if h else "    -"
                     moves = f"{h['moves']:5d}" if h else "    -"

@@ -11,16 +11,20 @@ is checked: the keys that left must be the keys that arrived. ``with_outputs``: 
 job also brings the batch's outputs to the driver (:attr:`MergeRun.outputs`), for a caller
 that reads them all at once (the stateful drop-in), instead of a job of their own, and
 with them their outputs frames (:attr:`MergeRun.out_frames`), which the commit then writes
-from the driver instead of in a job of their own.
+from the driver instead of in a job of their own. ``write_state``: the same job also
+writes the merged state's files for the batch's commit (:func:`stats_outputs_written`),
+instead of the commit's job of its own.
 """
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sparkbalance.spark.session.jobs import sparkbalance_job_group
+from sparkbalance.state.durability.state_files import FileTable, write_selected
+from sparkbalance.state.frames import format as fr
 from sparkbalance.state.frames.caching import BatchCache
-from sparkbalance.state.frames.framed_state import Merged
+from sparkbalance.state.frames.framed_state import Merged, stats_of_frames
 
 __all__ = ["MergeRun", "run_merge"]
 
@@ -35,10 +39,42 @@ class MergeRun(NamedTuple):
     seconds: float             # wall time up to the cache handover (the migration's)
     outputs: list | None = None   # the (key, output) list, with_outputs (None: not read)
     out_frames: list | None = None    # its outputs frames, for the checkpoint (bytes)
+    state_files: FileTable | None = None   # the state frames written (``write_state``)
+
+
+def stats_outputs_written(merged: Merged, store: Any, name: str
+                          ) -> tuple[list[tuple], list, list[bytes], FileTable]:
+    """``merged``'s statistics, ``(key, output)`` list and outputs frames (as
+    :meth:`Merged.stats_and_outputs`) and its state frames written to ``store``'s
+    sub-directory ``name`` (their file table, as a checkpoint records it), in one job,
+    with or without the bridge jar."""
+    table, back = write_selected(store, name, merged.rdd, fr.TAG_STATE,
+                                 (fr.TAG_STATS, fr.TAG_BYPASS, fr.TAG_OUTPUTS))
+    # per partition its T frame, then its U frames (stats_of_frames' order); O frames apart
+    raw = [f for fs in back for t in (fr.TAG_STATS, fr.TAG_BYPASS) for f in fs if f[0] == t]
+    frames = [f for fs in back for f in fs if f[0] == fr.TAG_OUTPUTS]
+    stats = stats_of_frames(raw, merged.base.num_groups)
+    if len(stats) != merged.layout.num_physical:
+        raise RuntimeError(f"merge produced statistics of {len(stats)} partitions; "
+                           f"expected {merged.layout.num_physical}")
+    return stats, [o for f in frames for o in fr.frame_payload(f)], frames, table
+
+
+def _written(merged: Merged, target: tuple[Any, str]) -> tuple | None:
+    """:func:`stats_outputs_written`, or None when its job failed: the merge (a user
+    function's error, raised again by the caller's job without the write, as before) or
+    the write (the commit then writes the state itself and names the directory in its
+    ``CheckpointError``, as before). Files of the failed write were never committed:
+    removed after the next commit, as any uncommitted save's."""
+    try:
+        return stats_outputs_written(merged, *target)
+    except Exception:  # noqa: BLE001 - told apart by running the merge alone
+        return None
 
 
 def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *,
-              truncated: bool, rebasing: bool, with_outputs: bool = False) -> MergeRun:
+              truncated: bool, rebasing: bool, with_outputs: bool = False,
+              write_state: tuple[Any, str] | None = None) -> MergeRun:
     """Run ``merged`` (one job in job group ``group``, described as ``description``).
 
     ``truncated``: cut the merged RDD's lineage (every ``truncate_every`` batches);
@@ -46,6 +82,9 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
     a riding migration's carried state is cut. A migration whose keys out and in differ
     is a ``RuntimeError`` (the state stays as before the batch). ``with_outputs``: the
     outputs come back with the statistics (with the bridge jar; else not read).
+    ``write_state``: ``(store, name)``, where the same job writes the merged state frames
+    (:func:`stats_outputs_written`; the outputs then come back with or without the jar),
+    for a commit of this batch that then writes none (:attr:`MergeRun.state_files`).
 
     Examples
     --------
@@ -58,10 +97,15 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
     if merged.moves and not rebasing:
         cache.cut(merged.carried)
     t0 = time.perf_counter()
-    got, nbytes, outputs, out_frames = 0, 0.0, None, None
+    got, nbytes, outputs, out_frames, files = 0, 0.0, None, None, None
     try:
         with sparkbalance_job_group(cache.sc, group, description):
-            if with_outputs and merged.base.ops.jvm:
+            both = None if write_state is None else _written(merged, write_state)
+            if both is not None:
+                stats, outputs, out_frames, files = both
+                if not with_outputs:
+                    outputs = out_frames = None
+            elif with_outputs and merged.base.ops.jvm:
                 stats, outputs, out_frames = merged.stats_and_outputs()
             else:
                 stats = merged.stats()
@@ -85,5 +129,5 @@ def run_merge(merged: Merged, cache: BatchCache, group: str, description: str, *
         else:
             cache.keep_until_truncation(merged.carried)
     return MergeRun(stats, merge_s, got, nbytes, time.perf_counter() - t0, outputs,
-                    out_frames)
+                    out_frames, files)
 

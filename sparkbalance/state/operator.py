@@ -214,13 +214,16 @@ class KeyedStateOperator:
         the layout the batch was routed with) and measure the batch's loads under it. A
         riding migration is recorded."""
         seq = self._at.seq
-        rebasing = self._rebasing
         group = f"sparkbalance-state-{id(self)}-{seq}"
+        truncated, rebasing, target = self._keeper.merge_terms(
+            seq, self.checkpoint_every, self.truncate_every, self._at.state.ops.jvm)
         run = run_merge(merged, self._cache, group, report.batch_description(self, seq),
-                        truncated=not rebasing and (seq + 1) % self.truncate_every == 0,
-                        rebasing=rebasing, with_outputs=self.collect_outputs)
+                        truncated=truncated, rebasing=rebasing,
+                        with_outputs=self.collect_outputs, write_state=target)
         self.collected, self._out_frames = run.outputs, run.out_frames  # both on the driver
         state = merged.state()
+        if run.state_files is not None:     # the commit writes no state files of its own
+            self._keeper.state_written(state, run.state_files)
         layout = state.layout
         m = self._controller.measure(run.stats, layout,
                                      merge_seconds(self.listener, group, layout.num_physical))
@@ -232,13 +235,6 @@ class KeyedStateOperator:
         self._at = self._at.replace(state=state, last=m, num_keys=m.num_keys,
                                     state_bytes=m.state_bytes)
         return m
-
-    @property
-    def _rebasing(self) -> bool:
-        """Every batch commits and the bridge can base the state on the commit's files:
-        lineage then never reaches past the previous batch, so no truncation is needed
-        and a migration's carried state need not be cut (both stay recomputable)."""
-        return self._keeper.active and self.checkpoint_every == 1 and self._at.state.ops.jvm
 
     def _decide(self, m: Measurement) -> Decision | None:
         """The planned layout when λ > 1 + θ, the plan improves λ and (payoff trigger) the

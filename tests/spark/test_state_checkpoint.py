@@ -224,3 +224,32 @@ def test_a_deciding_batch_with_checkpoint_every_1_runs_no_extra_job(sc, tmp_path
                                    batches)
     assert any(decided) and not any(never), (decided, never)
     assert jobs == quiet, list(zip(decided, jobs, quiet))
+
+
+def test_a_committing_batch_writes_its_state_files_in_its_merge_job(sc, tmp_path,
+                                                                    monkeypatch):
+    """With ``checkpoint_every=1`` the merge job writes the commit's state files (the
+    commit writes none: one job a batch fewer) and the resumed state is exact; a failed
+    write in the merge job falls back to the commit's own write."""
+    from sparkbalance.state import merge_job
+    from sparkbalance.state.durability import checkpoint as ck
+    batches = _stream(4)
+    ref: dict = {}
+    for b in batches:
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+    op = _op(sc, tmp_path)
+    written, orig = [], ck._write_state
+    monkeypatch.setattr(ck, "_write_state", lambda *a: written.append(a[1]) or orig(*a))
+    for t, b in enumerate(batches[:3]):
+        op.process(sc.parallelize(b, 2), batch_id=t)
+    assert written == []
+    # the merge job's write fails: the batch still commits, through the commit's write
+    monkeypatch.setattr(merge_job, "write_selected",
+                        lambda *a, **k: (_ for _ in ()).throw(OSError("no room")))
+    op.process(sc.parallelize(batches[3], 2), batch_id=3)
+    assert len(written) == 1 and op.collect_state() == ref
+    op.close()
+    again = _op(sc, tmp_path)
+    assert again.collect_state() == ref and again.last_batch_id == 3
+    again.close()

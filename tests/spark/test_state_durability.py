@@ -19,6 +19,7 @@ from pyspark import StorageLevel
 
 from sparkbalance.state.durability import checkpoint as ck
 from sparkbalance.state.durability import manifest as mf
+from sparkbalance.state import merge_job
 from sparkbalance.state.durability.checkpoint import restore_checkpoint
 from sparkbalance.state.durability.manifest import MANIFEST, CheckpointError
 from sparkbalance.state.frames.rdds import frame_ops
@@ -72,6 +73,8 @@ def _crash_at(monkeypatch, step):
     def boom(*a, **k):
         raise Crash(step)
     monkeypatch.setattr(ck, step, boom)
+    if step == "_write_state":     # a batch's commit: its merge job writes the state
+        monkeypatch.setattr(merge_job, "write_selected", boom)
 
 
 @pytest.mark.parametrize("planner", ["mixed", "ssm"])

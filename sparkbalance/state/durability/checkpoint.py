@@ -118,7 +118,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
                     outputs: BatchOutputs | None = None, previous: Manifest | None = None,
                     keep: Collection[str] | Callable[[Manifest], Collection[str]] = (),
                     fence: Callable[[], None] | None = None,
-                    pending: Any = None, pending_seq: int | None = None) -> Manifest:
+                    pending: Any = None, pending_seq: int | None = None,
+                    written: tuple[str, dict] | None = None) -> Manifest:
     """Commit ``state`` (frames, layout with version), the last applied batch id and that
     batch's outputs to ``store`` (:mod:`~sparkbalance.state.durability.store`); return the manifest.
     ``pending`` (decided by batch ``pending_seq``) is a migration not yet moved: saved
@@ -129,7 +130,10 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
     ``keep`` (or ``keep(manifest)``, called once committed: what the caller still reads
     after acting on the commit). Any failure before the commit is a :class:`CheckpointError` naming the
     directory and the cause; ``previous`` (the last commit) then stays in force, and the
-    half-written files are removed (best effort: they are never read).
+    half-written files are removed (best effort: they are never read). ``written``:
+    ``(token, file table)`` of ``state``'s frames already written to ``state-<token>``
+    (by the job that computed them, :func:`~sparkbalance.state.merge_job.run_merge`):
+    the save then writes no state files and names the rest by the same token.
 
     Examples
     --------
@@ -138,10 +142,10 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
     """
     from sparkbalance.state.durability.store import error_cause
 
-    token = new_token(seq)
+    token = new_token(seq) if written is None else written[0]
     state_dir = f"state-{token}"
     try:
-        files = _write_state(store, state_dir, state)
+        files = _write_state(store, state_dir, state) if written is None else written[1]
         out = _outputs_fields(store, token, outputs, previous)
         layout = state.layout
         layout_file, sha = write_layout(store, token, layout)

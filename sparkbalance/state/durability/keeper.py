@@ -25,6 +25,7 @@ from sparkbalance.state.durability.checkpoint import (BatchOutputs, Restored, lo
                                                       rebased, restore_checkpoint,
                                                       save_checkpoint, still_reads)
 from sparkbalance.state.durability.lease import Lease
+from sparkbalance.state.durability.manifest import new_token
 from sparkbalance.state.durability.store import store_for
 from sparkbalance.state.frames.caching import FileLoans
 
@@ -79,6 +80,8 @@ class CheckpointKeeper:
         self.resumed: tuple[str, Any] | None = None  # (state dir, RDD) a resume reads
         self.base_dir: str | None = None      # the state files the state falls back to
         self.files = FileLoans()              # state files outputs handed out may read
+        self._target: str | None = None       # the token of state_target
+        self._written: tuple[Any, str, dict] | None = None   # (state, token, file table)
 
     @property
     def active(self) -> bool:
@@ -139,14 +142,49 @@ class CheckpointKeeper:
             state[0] = self._rebased(at.state, man)
             return self._kept_files()
 
+        pre, self._written = self._written, None
+        written = None
+        if pre is not None and pre[0] is at.state and pre[1].startswith(f"{at.seq:08d}-"):
+            written = pre[1:]
         self.manifest = save_checkpoint(
             self.store, at.state, seq=at.seq, last_batch_id=at.last_batch_id,
             planner=planner, window=window, num_keys=at.num_keys,
             state_bytes=at.state_bytes, outputs=self._committed_outputs(),
             previous=self.manifest,
             keep=keep, fence=self.lease.check, pending=at.pending,
-            pending_seq=at.pending_seq)
+            pending_seq=at.pending_seq, written=written)
         return state[0]
+
+    def merge_terms(self, seq: int, every: int, truncate_every: int, jvm: bool
+                    ) -> tuple[bool, bool, tuple[Any, str] | None]:
+        """How the merge job of batch ``seq`` (the operator's count before it) stands to
+        the commits, made every ``every`` batches: ``(truncated, rebasing, write_state)``.
+        ``rebasing``: every batch commits and the bridge (``jvm``) can base the state on
+        the commit's files: lineage then never reaches past the previous batch, so no
+        truncation is needed and a migration's carried state need not be cut (both stay
+        recomputable); else ``truncated`` every ``truncate_every`` batches.
+        ``write_state``: the batch commits, and its merge job writes the state files
+        there (:meth:`state_target`); else None."""
+        rebasing = self.active and every == 1 and bool(jvm)
+        truncated = not rebasing and (seq + 1) % truncate_every == 0
+        commits = self.active and (seq + 1) % every == 0
+        return truncated, rebasing, self.state_target(seq + 1) if commits else None
+
+    def state_target(self, seq: int) -> tuple[Any, str] | None:
+        """Where the job that computes the state of the commit ``seq`` may write its
+        frames: ``(store, "state-<token>")`` (None without a directory). Handed back by
+        :meth:`state_written`, the commit ``seq`` of exactly that state writes no state
+        files of its own; files written but never committed (a failed batch) are removed
+        after the next commit, as any uncommitted save's."""
+        if self.store is None:
+            return None
+        self._target = new_token(seq)
+        return self.store, f"state-{self._target}"
+
+    def state_written(self, state: "FramedState", files: dict) -> None:
+        """``state``'s frames are in :meth:`state_target`'s directory, as ``files``."""
+        if self._target is not None:
+            self._written, self._target = (state, self._target, files), None
 
     def _rebased(self, state: "FramedState", man: Any) -> "FramedState":
         try:
@@ -232,3 +270,4 @@ class CheckpointKeeper:
             replay = dataclasses.replace(replay, rdd=mark.replay_rdd())
         self.outputs, self.replay, self.manifest = mark.outputs, replay, mark.manifest
         self.resumed, self.base_dir = mark.resumed, mark.base_dir
+        self._target = self._written = None     # never committed: cleaned after the next

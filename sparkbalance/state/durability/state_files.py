@@ -24,8 +24,8 @@ from pyspark.accumulators import AccumulatorParam
 
 from sparkbalance.state.frames.rdds import as_frames, frame_ops
 
-__all__ = ["frames_digest", "part_name", "write_frames", "check_files", "read_frames",
-           "read_parts", "FileTable"]
+__all__ = ["frames_digest", "part_name", "write_frames", "write_selected", "check_files",
+           "read_frames", "read_parts", "FileTable"]
 
 #: ``{part file: [bytes, digest, frames]}`` as recorded in the manifest.
 FileTable = dict
@@ -81,23 +81,53 @@ def write_frames(store: Any, name: str, rdd: Any) -> FileTable:
     >>> write_frames(store, "state-00000004-1a2b3c4d", state.rdd)   # doctest: +SKIP
     {'part-00000': [1234, '9f86d0...', 17], ...}
     """
+    return _write(store, name, rdd, None, ())[0]
+
+
+def write_selected(store: Any, name: str, rdd: Any, tag: int,
+                   collect: tuple[int, ...]) -> tuple[FileTable, list[list[bytes]]]:
+    """As :func:`write_frames` for the frames of ``rdd`` whose first byte is ``tag``
+    (those an ``ops.select(rdd, tag)`` keeps, in the same order), in the same job that
+    brings the frames of the tags in ``collect`` back to the driver: ``(table, frames)``,
+    ``frames[pid]`` partition ``pid``'s, in its order. One job where a select written and
+    a select collected take two: the keyed state's commit writes the state frames while
+    its merge job brings the statistics and outputs back.
+
+    Examples
+    --------
+    >>> table, back = write_selected(store, "state-00000004-1a2b3c4d", merged.rdd,
+    ...                              fr.TAG_STATE, (fr.TAG_STATS,))    # doctest: +SKIP
+    >>> len(back) == merged.rdd.getNumPartitions()                     # doctest: +SKIP
+    True
+    """
+    return _write(store, name, rdd, tag, tuple(collect))
+
+
+def _write(store: Any, name: str, rdd: Any, tag: int | None,
+           collect: tuple[int, ...]) -> tuple[FileTable, list[list[bytes]]]:
     sc = rdd.context
     acc = sc.accumulator([], _ListParam())
 
     def _tagged(pid: int, it: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
-        hashes = []
+        hashes, back = [], []
         for f in it:
+            if tag is not None and f[0] != tag:
+                if f[0] in collect:
+                    back.append(bytes(f))
+                continue
             hashes.append(hashlib.sha256(f).digest())
             yield pid, f
         digest, n = _combine(hashes)
-        acc.add([(pid, digest, n)])
+        acc.add([(pid, digest, n, back)])
 
     rdd.mapPartitionsWithIndex(_tagged).saveAsPickleFile(store.uri(name))
     digests: dict[int, tuple[str, int]] = {}
-    for pid, digest, n in acc.value:
+    frames: dict[int, list[bytes]] = {}
+    for pid, digest, n, back in acc.value:
         if digests.setdefault(pid, (digest, n)) != (digest, n):
             raise OSError(f"{store.display(name)}: two attempts of partition {pid} wrote "
                           "different frames (non-deterministic state)")
+        frames.setdefault(pid, back)
     P = rdd.getNumPartitions()
     if sorted(digests) != list(range(P)):
         raise OSError(f"{store.display(name)}: checksums of {len(digests)} of {P} partitions "
@@ -111,7 +141,7 @@ def write_frames(store: Any, name: str, rdd: Any) -> FileTable:
         if part not in sizes:
             raise OSError(f"{store.display(name)}/{part}: missing after the write")
         table[part] = [sizes[part], digests[pid][0], digests[pid][1]]
-    return table
+    return table, [frames[pid] for pid in range(P)]
 
 
 def check_files(store: Any, name: str, table: FileTable) -> None:
