@@ -22,12 +22,14 @@ and the cores used (CPU / wall), so the reader sees which cells CPU binds and ho
 mode is from its floor; our rows add the mean λ as routed and the controller's decisions
 (``op.history``).
 ``--modes spark,sparkbalance,sb-rows`` adds ours with rows through ``DataFrame.rdd`` (the
-path before the Arrow chunks); beside wall and CPU each row has load-independent counts
+path before the Arrow chunks), ``spark-tws`` Spark 4's ``transformWithStateInPandas`` with
+the same count (``stateful_tws.py``, on RocksDB as that operator needs); beside wall and CPU each row has load-independent counts
 per batch: Spark jobs, stages and tasks, py4j calls of the driver, and the driver's CPU.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -40,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 import stateful_profile
+import stateful_tws
 from sparkbalance.bench.shifting import shifting_zipf_counts
 from sparkbalance.state.pandas_state import stateful
 
@@ -178,8 +181,9 @@ def _spark_counts(spark) -> tuple[int, int, int]:
 
 
 #: The modes compared: Spark's operator, ours (Arrow chunks when the schema allows),
-#: ours with rows through ``DataFrame.rdd`` (the path before the Arrow chunks).
-MODES = ("spark", "sparkbalance", "sb-rows")
+#: ours with rows through ``DataFrame.rdd`` (the path before the Arrow chunks), Spark 4's
+#: ``transformWithStateInPandas`` (stateful_tws.py: the same count on RocksDB).
+MODES = ("spark", "sparkbalance", "sb-rows", "spark-tws")
 
 
 def _history_summary(op) -> dict:
@@ -213,19 +217,25 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
 
     df = spark.readStream.schema("k long, v long").option("maxFilesPerTrigger", 1).parquet(src)
     grouped = df.groupBy("k")
-    if mode != "spark":
+    ours = mode in ("sparkbalance", "sb-rows")
+    if ours:
         args = {} if lookahead is None else {"lookahead": lookahead}
         grouped = stateful(grouped, num_partitions=partitions,
                            arrow_input=None if mode == "sparkbalance" else False, **args)
-    w = (grouped.applyInPandasWithState(count_with_work(work_us), "k long, n long", "n long", "Update",
-                                        "NoTimeout")
-         .writeStream.outputMode("update").foreachBatch(keep)
+    if mode == "spark-tws":
+        out = stateful_tws.grouped_count(grouped, work_us)
+    else:
+        out = grouped.applyInPandasWithState(count_with_work(work_us), "k long, n long",
+                                             "n long", "Update", "NoTimeout")
+    w = (out.writeStream.outputMode("update").foreachBatch(keep)
          .option("checkpointLocation", ck))
     counts0 = _spark_counts(spark)
     cpu0, t0 = _tree_cpu_seconds(), time.perf_counter()
     drv0 = time.process_time()
     workers0 = len(stateful_profile.python_workers()) if profile else 0
-    with (stateful_profile.PhasedPy4J() if profile else Py4JCalls()) as calls:
+    store = (stateful_tws.state_store(spark) if mode == "spark-tws"
+             else contextlib.nullcontext())
+    with store, (stateful_profile.PhasedPy4J() if profile else Py4JCalls()) as calls:
         q = w.start()
         q.processAllAvailable()
     wall, cpu = time.perf_counter() - t0, _tree_cpu_seconds() - cpu0
@@ -238,7 +248,7 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     q.stop()
     jobs, stages, tasks = (b - a for a, b in zip(counts0, _spark_counts(spark)))
     hist = {}
-    if mode != "spark":
+    if ours:
         hist = _history_summary(w.driver.op)
         w.driver.op.close()
     shutil.rmtree(ck, ignore_errors=True)
@@ -285,6 +295,8 @@ def main(argv: list[str] | None = None) -> None:
     modes = a.modes.split(",")
     if modes[0] != "spark" or any(m not in MODES for m in modes):
         ap.error(f"--modes {a.modes!r}; expected 'spark' first, then some of {MODES[1:]}")
+    if "spark-tws" in modes and stateful_tws.available():
+        ap.error(f"--modes spark-tws: {stateful_tws.available()}")
     try:
         works = [float(w) for w in a.work_us.split(",")]
         streams = [(name, *parse_stream(name, a.interval)) for name in a.streams.split(",")]
