@@ -203,8 +203,11 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     if mode == "never":
         split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
     elif mode == "auto":
-        # a first look at a few thousand keys: the full pass only when a key might pay
-        look = sample.first_look(d, pcols)
+        # a bounded look at a few thousand keys: the full pass only when a key might pay
+        def could_pay(rows: float, total: float) -> bool:
+            return rows > sg.HOT_SHARE * total / n and payoff.decide(
+                np.array([rows]), total, n, mode, cores=p_cores, bound=True)[0]
+        look = sample.bounded_look(d, pcols, n, could_pay) or sample.first_look(d, pcols)
         bound = sample.top_bound(look)
         hot_bound = np.array([bound]) if bound > sg.HOT_SHARE * look.total / n else np.zeros(0)
         split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
