@@ -245,7 +245,9 @@ def test_split_runs_plain_when_it_cannot_pay(spark, caplog):
         got, jobs = _jobs(spark, "sb-win-look", lambda: with_window_columns(df, 4, **cols))
     lines = [r.getMessage() for r in caplog.records if r.name == "sparkbalance.window"]
     assert len(lines) == 1 and "plain Spark" in lines[0] and "rows" in lines[0], lines
-    assert jobs == 1   # the bounded look only: no full statistics pass for a split not taken
+    # the bounded look at most (none where the plan's row estimate shows that even a key of
+    # every row could not pay): no full statistics pass for a split not taken
+    assert jobs <= 1
     assert "__sb_pid" not in got._jdf.queryExecution().executedPlan().toString()
     assertDataFrameEqual(got, df.withColumns(cols))
     spark.conf.set(SPLIT_CONF, "nonsense")

@@ -158,9 +158,11 @@ def _key_sample(rows: list, np_: int, total: float, exact: bool) -> KeySample:
 
 
 def bounded_look(d: "DataFrame", pcols: Sequence[str], num_partitions: int,
-                 could_pay: Callable[[float, float], bool]) -> KeySample | None:
+                 could_pay: Callable[[float, float], bool],
+                 total: float | None = None) -> KeySample | None:
     """The partition keys of a bounded look that does not read every row, or None where the
-    plan gives no row estimate (Spark Connect: :func:`first_look` then).
+    plan gives no row estimate (Spark Connect: :func:`first_look` then); ``total`` that
+    estimate when the caller has it.
 
     :func:`sparkbalance.spark.sql.keysample.sample_keys`: the first :data:`LOOK_ROWS`
     non-null keys of input partition 0 (one job of one task) and, only when
@@ -169,7 +171,7 @@ def bounded_look(d: "DataFrame", pcols: Sequence[str], num_partitions: int,
     (one more job). The total is the plan's estimate (:func:`plan_rows`), the key counts
     their sampled shares of it. The keys are the prefixes' (not a uniform draw): a table
     whose first rows of each partition are unlike the rest is judged by them."""
-    total = plan_rows(d)
+    total = plan_rows(d) if total is None else float(total)
     if total is None:
         return None
 
