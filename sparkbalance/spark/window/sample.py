@@ -20,9 +20,14 @@ guess too high draws too few rows and the pass is repeated with ``f`` from what 
 Two steps, because the decision must cost what it can earn back (most windows are not
 worth splitting, and plain Spark is then all the user should pay for):
 
-* :func:`first_look`: :data:`LOOK_ROWS` partition keys only. It bounds the hottest key's
-  rows from above (:func:`top_bound`); when even that bound cannot pay for the split
-  (:mod:`sparkbalance.spark.window.payoff`) the columns run as plain Spark runs them.
+* :func:`bounded_look`: partition keys only, and not every row read: the first
+  :data:`LOOK_ROWS` of input partition 0, spread over the other partitions (up to
+  :data:`SPREAD_ROWS`) only when a key there could pay
+  (:func:`sparkbalance.spark.sql.keysample.sample_keys`), the total the plan's estimate.
+  It bounds the hottest key's rows from above (:func:`top_bound`); when even that bound
+  cannot pay for the split (:mod:`sparkbalance.spark.window.payoff`) the columns run as
+  plain Spark runs them. Without a plan estimate (Spark Connect), :func:`first_look`:
+  :data:`LOOK_ROWS` keys drawn uniformly as above (it reads every row).
 * :func:`draw`: :data:`~sparkbalance.spark.window.segments.SAMPLE_PER_SEGMENT` rows per
   planned segment with their order values (a segment holds
   :data:`~sparkbalance.spark.window.segments.SEGMENT_SHARE` of a partition's mean rows, so a

@@ -3,8 +3,8 @@
 ``Window.partitionBy(user).orderBy(ts)`` with one hot user puts all of that user's rows in
 one task, and nothing in Spark splits it (adaptive execution splits join partitions only).
 Here each spec's partition key is measured from a uniform sample
-(:mod:`sparkbalance.spark.window.sample`: a first look at a few thousand keys, and the full
-pass only when a key might pay for the split); cold keys are placed whole
+(:mod:`sparkbalance.spark.window.sample`: a bounded look at a few thousand keys, and the
+full pass only when a key might pay for the split); cold keys are placed whole
 (:mod:`sparkbalance.spark.window.cold`: the heavier ones listed, the rest by Spark's hash),
 hot keys cut into contiguous ranges of the order key spread over partitions
 (:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
