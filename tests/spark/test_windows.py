@@ -253,3 +253,17 @@ def test_split_runs_plain_when_it_cannot_pay(spark, caplog):
     spark.conf.set(SPLIT_CONF, "nonsense")
     with pytest.raises(ValueError, match="expected one of auto, always, never"):
         with_window_columns(df, 4, **cols)
+
+
+def test_payoff_cores_named_by_the_session_setting(spark):
+    from sparkbalance.spark.window.payoff import CORES_CONF, cores
+    df = spark.range(1)
+    try:
+        spark.conf.set(CORES_CONF, "16")
+        assert cores(df, 16) == 16 and cores(df, 8) == 8    # at most the partitions
+        spark.conf.set(CORES_CONF, "0")
+        with pytest.raises(ValueError, match="expected an int >= 1"):
+            cores(df, 16)
+    finally:
+        spark.conf.unset(CORES_CONF)
+    assert cores(df, 16) <= 2    # local[2]: its slots, at most this machine's cores

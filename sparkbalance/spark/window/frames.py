@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
 
 __all__ = ["RANKING", "COMBINABLE", "Split", "split_of", "frame_of", "local_columns",
-           "halo_blind_columns", "final_column"]
+           "final_column"]
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
 #: Aggregates whose value over a union of segments follows from the segments' own values
@@ -210,47 +210,6 @@ def local_columns(s: Split, name: str, over: Callable[..., "Column"]) -> dict[st
     else:  # ntile
         out[name] = over(F.row_number(), None)
     return out
-
-
-def halo_blind_columns(s: Split, name: str, over: Callable[..., "Column"],
-                       halo: "Column") -> dict[str, "Column"] | None:
-    """:func:`local_columns` computed over a segment *with* its halo copies (``halo`` true
-    on them), blind to the copies: the window then runs one operator for every column, not
-    one before the copies are dropped and one after. None where the column cannot be
-    (dense_rank; a function that does not skip nulls).
-
-    A copy never ties with a segment's row (ties are never cut), so the copies a frame
-    ending at the current row or peer sees are the ones before it: ``row_number``/``rank``
-    over segment and copies less the copies up to the current row are the segment's own;
-    an aggregate that skips nulls (sum, count, min, max, avg) of ``IF(NOT halo, x)`` is its
-    value over the segment's rows alone, whatever its frame."""
-    F, wc = _F(), s.wc
-    f = wc.function
-    own = ~halo
-    if s.kind == "rank":
-        if f == "dense_rank":
-            return None
-        copies = over(F.count(F.when(halo, F.lit(1))), Frame("range", UNBOUNDED, 0))
-        out = {} if f in ("row_number", "rank") else {
-            name + "_n": over(F.count(F.when(own, F.lit(1))), "whole")}
-        if f in ("rank", "percent_rank"):
-            out[name] = over(F.rank(), None) - copies
-        elif f == "cume_dist":
-            out[name] = over(F.count(F.when(own, F.lit(1))), Frame("range", UNBOUNDED, 0))
-        else:   # row_number, ntile
-            out[name] = over(F.row_number(), None) - copies
-        return out
-    if s.kind not in ("running", "whole") or not s.summaries or len(wc.args) != 1 \
-            or "*" in str(wc.args[0]):
-        return None
-    x = F.when(own, wc.args[0])
-    if f in _AVG:
-        if s.kind == "running":
-            return {name + "_s": over(F.sum(x.cast("double"))), name + "_c": over(F.count(x))}
-        return {name: over(F.avg(x))}
-    if f not in COMBINABLE:
-        return None
-    return {name: over(getattr(F, f)(x))}
 
 
 def final_column(s: Split, name: str, before: Callable[[str], "Column"],

@@ -311,19 +311,11 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     # The halo columns first, over a segment and its halo copies; the copies are dropped
     # before the other columns, which then see the segment's own rows only. Both share
     # the partitioning and the order, so Spark sorts the placed rows once.
-    # The other columns, where they can, alongside them blind to the copies: one Window
-    # operator (one buffer of each segment's rows) instead of two.
     win = placed
     halo_local: dict[str, Any] = {}
     other_local: dict[str, Any] = {}
     for name, s in group:
-        over = _over_factory(s.wc, keys)
-        blind = (frames.halo_blind_columns(s, name, over, F.col(_HALO))
-                 if halo_splits and s.kind != "halo" else None)
-        if blind is not None:
-            halo_local.update(blind)
-            continue
-        local = frames.local_columns(s, name, over)
+        local = frames.local_columns(s, name, _over_factory(s.wc, keys))
         (halo_local if s.kind == "halo" else other_local).update(local)
     if halo_local:
         win = win.withColumns(halo_local)
