@@ -42,7 +42,7 @@ do not hang on the machine's load.
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
        [--driver-memory 3g] [--master local-cluster[4,1,1024]] [--split auto]
-       [--metrics]
+       [--cores 16] [--metrics]
 """
 from __future__ import annotations
 
@@ -245,6 +245,10 @@ def main() -> None:
     ap.add_argument("--split", default="auto", choices=("auto", "always", "never"),
                     help="spark.sparkbalance.window.split: 'always' measures the split where "
                          "the payoff rule would run plain Spark")
+    ap.add_argument("--cores", type=int, default=None,
+                    help="spark.sparkbalance.window.cores: the cores the payoff rule assumes "
+                         "(e.g. 16: local[16] as the 16-core cluster it emulates; default: "
+                         "the slots capped by this machine's cores)")
     ap.add_argument("--metrics", action="store_true",
                     help="one run of each method per cell, with per-stage tasks, CPU, spill")
     args = ap.parse_args()
@@ -253,6 +257,8 @@ def main() -> None:
     shares = [float(x) for x in args.shares.split(",")]
     spark = build_session(args.slots, args.driver_memory, args.master)
     spark.conf.set("spark.sparkbalance.window.split", args.split)
+    if args.cores is not None:
+        spark.conf.set("spark.sparkbalance.window.cores", str(args.cores))
     print(f"load average {os.getloadavg()}", flush=True)
     results = []
     for rows in sizes:

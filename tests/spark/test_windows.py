@@ -200,13 +200,18 @@ def test_window_without_partition_by_is_cut_too(spark):
 
 
 def _jobs(spark, group, fn):
+    """fn's result and the jobs it ran: those of ``group`` and the key sample's, which runs
+    under sparkbalance's statistics group."""
+    from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     sc = spark.sparkContext
+    stats = set(sc.statusTracker().getJobIdsForGroup(STATS_JOB_GROUP))
     sc.setJobGroup(group, group)
     try:
         out = fn()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    return out, len(sc.statusTracker().getJobIdsForGroup(group))
+    more = set(sc.statusTracker().getJobIdsForGroup(STATS_JOB_GROUP)) - stats
+    return out, len(sc.statusTracker().getJobIdsForGroup(group)) + len(more)
 
 
 def test_one_statistics_job_and_one_placement_exchange(spark):
@@ -240,9 +245,25 @@ def test_split_runs_plain_when_it_cannot_pay(spark, caplog):
         got, jobs = _jobs(spark, "sb-win-look", lambda: with_window_columns(df, 4, **cols))
     lines = [r.getMessage() for r in caplog.records if r.name == "sparkbalance.window"]
     assert len(lines) == 1 and "plain Spark" in lines[0] and "rows" in lines[0], lines
-    assert jobs == 1   # the first look only: no full statistics pass for a split not taken
+    # the bounded look at most (none where the plan's row estimate shows that even a key of
+    # every row could not pay): no full statistics pass for a split not taken
+    assert jobs <= 1
     assert "__sb_pid" not in got._jdf.queryExecution().executedPlan().toString()
     assertDataFrameEqual(got, df.withColumns(cols))
     spark.conf.set(SPLIT_CONF, "nonsense")
     with pytest.raises(ValueError, match="expected one of auto, always, never"):
         with_window_columns(df, 4, **cols)
+
+
+def test_payoff_cores_named_by_the_session_setting(spark):
+    from sparkbalance.spark.window.payoff import CORES_CONF, cores
+    df = spark.range(1)
+    try:
+        spark.conf.set(CORES_CONF, "16")
+        assert cores(df, 16) == 16 and cores(df, 8) == 8    # at most the partitions
+        spark.conf.set(CORES_CONF, "0")
+        with pytest.raises(ValueError, match="expected an int >= 1"):
+            cores(df, 16)
+    finally:
+        spark.conf.unset(CORES_CONF)
+    assert cores(df, 16) <= 2    # local[2]: its slots, at most this machine's cores

@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "MODES", "split_mode", "cores",
+__all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "CORES_CONF", "MODES", "split_mode",
+           "cores",
            "split_cost", "decide"]
 
 #: The split's extra work per input row, in row-equivalents (plain Spark's work per row):
@@ -54,6 +55,10 @@ OVERHEAD_PER_ROW = 0.8
 FIXED_ROWS = 40_000.0
 #: Session setting that overrides the rule.
 SPLIT_CONF = "spark.sparkbalance.window.split"
+#: Session setting naming the cores the rule assumes (an int >= 1), instead of the slots
+#: the session reports capped by this machine's cores on a local master: e.g. ``16`` on
+#: ``local[16]`` taken as the 16-core cluster it emulates.
+CORES_CONF = "spark.sparkbalance.window.cores"
 MODES = ("auto", "always", "never")
 
 
@@ -70,16 +75,26 @@ def split_mode(df: Any) -> str:
 
 
 def cores(df: Any, num_partitions: int) -> int:
-    """Cores the window's tasks run on, at most ``num_partitions``: the session's default
-    parallelism (its executors' cores), capped by this machine's cores for a ``local`` or
-    ``local-cluster`` master (its threads or executors share them); ``num_partitions`` when
-    the session does not say (Spark Connect)."""
+    """Cores the window's tasks run on, at most ``num_partitions``: :data:`CORES_CONF` when
+    set, else the session's default parallelism (its executors' cores), capped by this
+    machine's cores for a ``local`` or ``local-cluster`` master (its threads or executors
+    share them); ``num_partitions`` when the session does not say (Spark Connect)."""
     n = max(1, int(num_partitions))
     try:
         spark = df.sparkSession
         master = str(spark.conf.get("spark.master", "") or "")
+        named = spark.conf.get(CORES_CONF, None)
     except Exception:
         return n
+    if named is not None and str(named).strip():
+        try:
+            given = int(str(named).strip())
+        except ValueError:
+            given = 0
+        if given < 1:
+            raise ValueError(f"{CORES_CONF}={named!r}; expected an int >= 1 (the cores the "
+                             "window's tasks run on)")
+        return min(n, given)
     try:
         slots = int(spark.sparkContext.defaultParallelism)
     except Exception:  # Spark Connect: no SparkContext

@@ -20,9 +20,14 @@ guess too high draws too few rows and the pass is repeated with ``f`` from what 
 Two steps, because the decision must cost what it can earn back (most windows are not
 worth splitting, and plain Spark is then all the user should pay for):
 
-* :func:`first_look`: :data:`LOOK_ROWS` partition keys only. It bounds the hottest key's
-  rows from above (:func:`top_bound`); when even that bound cannot pay for the split
-  (:mod:`sparkbalance.spark.window.payoff`) the columns run as plain Spark runs them.
+* :func:`bounded_look`: partition keys only, and not every row read: the first
+  :data:`LOOK_ROWS` of input partition 0, spread over the other partitions (up to
+  :data:`SPREAD_ROWS`) only when a key there could pay
+  (:func:`sparkbalance.spark.sql.keysample.sample_keys`), the total the plan's estimate.
+  It bounds the hottest key's rows from above (:func:`top_bound`); when even that bound
+  cannot pay for the split (:mod:`sparkbalance.spark.window.payoff`) the columns run as
+  plain Spark runs them. Without a plan estimate (Spark Connect), :func:`first_look`:
+  :data:`LOOK_ROWS` keys drawn uniformly as above (it reads every row).
 * :func:`draw`: :data:`~sparkbalance.spark.window.segments.SAMPLE_PER_SEGMENT` rows per
   planned segment with their order values (a segment holds
   :data:`~sparkbalance.spark.window.segments.SEGMENT_SHARE` of a partition's mean rows, so a
@@ -38,10 +43,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from sparkbalance.spark.sql.keysample import sample_keys
 from sparkbalance.spark.sql.keystats import py_value as _py_value
 from sparkbalance.spark.window import segments as sg
 from sparkbalance.spark.window.spec import SortKey
@@ -49,13 +55,16 @@ from sparkbalance.spark.window.spec import SortKey
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["KeySample", "LOOK_ROWS", "sample_size", "plan_rows", "first_look", "top_bound",
-           "draw"]
+__all__ = ["KeySample", "LOOK_ROWS", "SPREAD_ROWS", "sample_size", "plan_rows", "bounded_look",
+           "first_look", "top_bound", "draw"]
 
 _U = "__sb_u"
 #: Rows of the first look (partition keys only): a share ``p`` is known to about
 #: ``sqrt(p (1 - p) / 2048)``, under 1.1 percentage points.
 LOOK_ROWS = 2048
+#: Rows of the bounded look's spread (:func:`bounded_look`), the look's among them: a share
+#: ``p`` known to about ``sqrt(p (1 - p) / 8192)``, under 0.6 percentage points.
+SPREAD_ROWS = 8192
 #: Below this share of the rows asked for, a Bernoulli sample is drawn again (its ``f`` came
 #: from a guess of the rows far too high).
 _REDRAW = 0.25
@@ -153,8 +162,42 @@ def _key_sample(rows: list, np_: int, total: float, exact: bool) -> KeySample:
     return KeySample(keys, counts, samples, total, nulls * scale, exact, len(rows))
 
 
+def bounded_look(d: "DataFrame", pcols: Sequence[str], num_partitions: int,
+                 could_pay: Callable[[float, float], bool],
+                 total: float | None = None) -> KeySample | None:
+    """The partition keys of a bounded look that does not read every row, or None where the
+    plan gives no row estimate (Spark Connect: :func:`first_look` then); ``total`` that
+    estimate when the caller has it.
+
+    :func:`sparkbalance.spark.sql.keysample.sample_keys`: the first :data:`LOOK_ROWS`
+    non-null keys of input partition 0 (one job of one task) and, only when
+    ``could_pay(rows, total)`` holds of the hottest key's upper bound (:func:`top_bound`)
+    there, prefixes of the other input partitions up to :data:`SPREAD_ROWS` rows in all
+    (one more job). The total is the plan's estimate (:func:`plan_rows`), the key counts
+    their sampled shares of it. The keys are the prefixes' (not a uniform draw): a table
+    whose first rows of each partition are unlike the rest is judged by them."""
+    total = plan_rows(d) if total is None else float(total)
+    if total is None:
+        return None
+
+    def _look(counts: np.ndarray, read: int) -> KeySample:
+        return KeySample([None] * len(counts), counts * (total / max(1, read)), {}, total,
+                         0.0, False, int(read))
+
+    def could(counts: np.ndarray, read: int) -> bool:
+        return bool(could_pay(top_bound(_look(np.sort(counts)[::-1][:1], read)), total))
+
+    got = sample_keys(d, list(pcols), num_partitions, rows=SPREAD_ROWS, look=LOOK_ROWS,
+                      could_matter=could)
+    ks = _look(got.counts.astype(np.float64), got.rows)
+    ks.keys = list(got.keys)
+    return ks
+
+
 def first_look(d: "DataFrame", pcols: Sequence[str]) -> KeySample:
-    """:data:`LOOK_ROWS` rows' partition keys, drawn uniformly (one job; module docstring)."""
+    """:data:`LOOK_ROWS` rows' partition keys, drawn uniformly (one job; module docstring);
+    it reads every row (a filtered scan): :func:`bounded_look` where the plan has a row
+    estimate."""
     rows, total, exact = _sample(d, pcols, [], [], LOOK_ROWS, plan_rows(d))
     return _key_sample(rows, len(pcols), total, exact)
 

@@ -3,8 +3,8 @@
 ``Window.partitionBy(user).orderBy(ts)`` with one hot user puts all of that user's rows in
 one task, and nothing in Spark splits it (adaptive execution splits join partitions only).
 Here each spec's partition key is measured from a uniform sample
-(:mod:`sparkbalance.spark.window.sample`: a first look at a few thousand keys, and the full
-pass only when a key might pay for the split); cold keys are placed whole
+(:mod:`sparkbalance.spark.window.sample`: a bounded look at a few thousand keys, and the
+full pass only when a key might pay for the split); cold keys are placed whole
 (:mod:`sparkbalance.spark.window.cold`: the heavier ones listed, the rest by Spark's hash),
 hot keys cut into contiguous ranges of the order key spread over partitions
 (:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -138,7 +139,8 @@ def with_window_columns(df: "DataFrame", num_partitions: int | None = None,
                              else num_partitions)
     # Spark's own analysis first: a spec plain Spark refuses fails here, before any job,
     # and the plain result's types are the ones every corrected column is cast to.
-    expected = df.withColumns(columns).schema
+    as_plain = df.withColumns(columns)
+    expected = as_plain.schema
     result_types = {name: expected[name].dataType for name in columns}
     splits = _splits(df, columns)
     tmp = {name: f"__sb_w{j}" for j, name in enumerate(columns)}
@@ -148,9 +150,16 @@ def with_window_columns(df: "DataFrame", num_partitions: int | None = None,
         if s.kind == "plain":
             _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: %s",
                          name, s.reason)
+    # every group's decision first, on df (a group's keys are df's): when none splits, the
+    # result is plain Spark's own plan, built by no further driver round trip
+    groups = _groups({tmp[n_]: s for n_, s in splits.items() if tmp[n_] not in plain})
+    taken = [_decide(df, group, n, tmp) for group in groups]
+    if all(t is None for t in taken):
+        return as_plain
     cur = df.withColumns(plain) if plain else df
-    for group in _groups({tmp[n_]: s for n_, s in splits.items() if tmp[n_] not in plain}):
-        cur = _run_group(cur, group, n, result_types, tmp)
+    for group, t in zip(groups, taken):
+        cur = _plain_group(cur, group) if t is None else _run_group(
+            cur, group, n, {tmp[u]: r for u, r in result_types.items()}, t)
     out = [_ref(tmp[c]).alias(c) if c in columns else _ref(c) for c in df.columns]
     out += [_ref(tmp[c]).alias(c) for c in columns if c not in df.columns]
     return cur.select(*out)
@@ -173,8 +182,24 @@ def _groups(splits: dict[str, frames.Split]) -> list[list[tuple[str, frames.Spli
     return list(groups.values())
 
 
-def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
-               result_types: dict[str, Any], tmp: dict[str, str]) -> "DataFrame":
+@dataclass
+class _Taken:
+    """A group's decision to split: its key and order columns (``hidden`` the expressions
+    added as columns) and the statistics pass."""
+
+    pcols: list
+    ocols: list
+    hidden: dict
+    ptypes: list
+    otypes: list
+    order: tuple
+    ks: Any
+    hot_count: int
+
+
+def _decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
+            tmp: dict[str, str]) -> _Taken | None:
+    """Whether ``group`` is split (its statistics then), else None (one log line why)."""
     F = _F()
     lead = next((s for _, s in group if s.kind != "whole"), group[0][1]).wc
     order = lead.order if any(s.kind != "whole" for _, s in group) else ()
@@ -188,43 +213,64 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     hidden = {**{c: e for c, e in zip(pcols, partition) if c.startswith("__sb_")},
               **{c: k.expr for c, k in zip(ocols, order) if c.startswith("__sb_")}}
     d = df.withColumns(hidden) if hidden else df    # Spark Connect refuses an empty map
-    schema = {f.name: f.dataType for f in d.schema.fields}
-    ptypes, otypes = [schema[c] for c in pcols], [schema[c] for c in ocols]
     try:
         sqlhash.check_key_columns(d, pcols)
     except (TypeError, ValueError) as exc:  # a key type the balanced placement cannot hash
         for name, s in group:
             _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: its "
                          "partition key cannot be placed (%s)", _user(name, tmp), exc)
-        return _plain_group(df, group)
+        return None
     mode = payoff.split_mode(df)
     p_cores = payoff.cores(df, n) if mode == "auto" else n
     split, why, guess = True, "", None
     if mode == "never":
         split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
     elif mode == "auto":
-        # a first look at a few thousand keys: the full pass only when a key might pay
-        look = sample.first_look(d, pcols)
-        bound = sample.top_bound(look)
-        hot_bound = np.array([bound]) if bound > sg.HOT_SHARE * look.total / n else np.zeros(0)
-        split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
-                                   bound=not look.exact)
-        guess = look.total
+        guess = sample.plan_rows(d)
+        if guess is not None:   # not even a key holding every row could pay: no job at all
+            split, why = payoff.decide(np.array([guess]), guess, n, mode, cores=p_cores,
+                                       bound=True)
+        if split:
+            def could_pay(rows: float, total: float) -> bool:
+                return rows > sg.HOT_SHARE * total / n and payoff.decide(
+                    np.array([rows]), total, n, mode, cores=p_cores, bound=True)[0]
+            # a bounded look at a few thousand keys: the full pass only when a key might pay
+            look = (sample.bounded_look(d, pcols, n, could_pay, guess)
+                    if guess is not None else sample.first_look(d, pcols))
+            bound = sample.top_bound(look)
+            hot_bound = (np.array([bound]) if bound > sg.HOT_SHARE * look.total / n
+                         else np.zeros(0))
+            split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
+                                       bound=not look.exact)
+            guess = look.total
     else:   # always: no first look
         guess = sample.plan_rows(d)
     if split:
         ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess)   # the full pass
         total = max(ks.total, 1.0)
-        seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
         # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
         # lengthen the query; the rest are placed whole like the cold keys)
-        counts = ks.counts
-        hot_count = min(4 * n, int(np.count_nonzero(counts > sg.HOT_SHARE * total / n)))
-        split, why = payoff.decide(counts[:hot_count], total, n, mode, cores=p_cores)
+        hot_count = min(4 * n, int(np.count_nonzero(ks.counts > sg.HOT_SHARE * total / n)))
+        split, why = payoff.decide(ks.counts[:hot_count], total, n, mode, cores=p_cores)
     if not split:
         _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
                   ", ".join(repr(_user(name, tmp)) for name, _ in group), why)
-        return _plain_group(df, group)
+        return None
+    schema = {f.name: f.dataType for f in d.schema.fields}
+    return _Taken(pcols, ocols, hidden, [schema[c] for c in pcols],
+                  [schema[c] for c in ocols], tuple(order), ks, hot_count)
+
+
+def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
+               result_types: dict[str, Any], taken: _Taken) -> "DataFrame":
+    F = _F()
+    pcols, ocols, order = taken.pcols, taken.ocols, taken.order
+    ptypes, otypes = taken.ptypes, taken.otypes
+    d = df.withColumns(taken.hidden) if taken.hidden else df
+    ks, hot_count = taken.ks, taken.hot_count
+    total = max(ks.total, 1.0)
+    seg_rows = max(1.0, sg.SEGMENT_SHARE * total / n)
+    counts = ks.counts
     single = len(pcols) == 1
     hot = [sg.HotKey((k,) if single else tuple(k), float(c), sample=ks.samples[k])
            for k, c in zip(ks.keys[:hot_count], counts[:hot_count])]
@@ -295,7 +341,7 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         def total_(a: str, _n: str = name) -> "Column":
             return F.col(f"{_n}_t_{a}")
         final[name] = frames.final_column(s, name, before, total_, hot_flag).cast(
-            result_types[_user(name, tmp)])
+            result_types[name])
     win = win.withColumns(final)
     keep = [c for c in df.columns] + [name for name, _ in group]
     return win.select(*[_ref(c) for c in keep])
