@@ -39,7 +39,7 @@ class MergeRun(NamedTuple):
     seconds: float             # wall time up to the cache handover (the migration's)
     outputs: list | None = None   # the (key, output) list, with_outputs (None: not read)
     out_frames: list | None = None    # its outputs frames, for the checkpoint (bytes)
-    state_files: FileTable | None = None   # the state frames written (``write_state``)
+    state_files: dict | None = None   # the state frames written (a ``FileTable``; ``write_state``)
 
 
 def stats_outputs_written(merged: Merged, store: Any, name: str

@@ -2,9 +2,10 @@
 
 ``Window.partitionBy(user).orderBy(ts)`` with one hot user puts all of that user's rows in
 one task, and nothing in Spark splits it (adaptive execution splits join partitions only).
-Here each spec's partition key is measured from a uniform sample
-(:mod:`sparkbalance.spark.window.sample`: a bounded look at a few thousand keys, and the
-full pass only when a key might pay for the split); cold keys are placed whole
+Here each spec's partition key is measured (:mod:`sparkbalance.spark.window.decide` with
+:mod:`sparkbalance.spark.window.sample`: no job when the plan's row estimate shows no key
+could pay, else a bounded look at a few thousand keys, and the full pass only when a key
+might pay for the split); cold keys are placed whole
 (:mod:`sparkbalance.spark.window.cold`: the heavier ones listed, the rest by Spark's hash),
 hot keys cut into contiguous ranges of the order key spread over partitions
 (:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
@@ -27,8 +28,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,13 +35,11 @@ import numpy as np
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.routing.hash import HashPartitioner
 from sparkbalance.spark.session import conf
-from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.placement import place
 from sparkbalance.spark.sql.route import PID_COL, with_partition_id
-from sparkbalance.spark.window import cold, frames, payoff, segments as sg
-from sparkbalance.spark.window import sample
+from sparkbalance.spark.window import cold, decide, frames, segments as sg
 from sparkbalance.spark.window.halo import halo_targets
-from sparkbalance.spark.window.spec import UNBOUNDED, Frame, WindowColumn, window_column
+from sparkbalance.spark.window.spec import UNBOUNDED, WindowColumn, window_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -50,7 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["with_window_columns", "explain_split"]
 
 _LOG = logging.getLogger("sparkbalance.window")
-_BARE = re.compile(r"Column<'([A-Za-z_][A-Za-z0-9_]*)'>")
 _HIDX, _SEG, _TSEG, _HALO, _HOT = "__sb_hidx", "__sb_seg", "__sb_tseg", "__sb_halo", "__sb_hot"
 
 
@@ -153,7 +149,7 @@ def with_window_columns(df: "DataFrame", num_partitions: int | None = None,
     # every group's decision first, on df (a group's keys are df's): when none splits, the
     # result is plain Spark's own plan, built by no further driver round trip
     groups = _groups({tmp[n_]: s for n_, s in splits.items() if tmp[n_] not in plain})
-    taken = [_decide(df, group, n, tmp) for group in groups]
+    taken = [decide.decide(df, group, n, tmp) for group in groups]
     if all(t is None for t in taken):
         return as_plain
     cur = df.withColumns(plain) if plain else df
@@ -182,87 +178,8 @@ def _groups(splits: dict[str, frames.Split]) -> list[list[tuple[str, frames.Spli
     return list(groups.values())
 
 
-@dataclass
-class _Taken:
-    """A group's decision to split: its key and order columns (``hidden`` the expressions
-    added as columns) and the statistics pass."""
-
-    pcols: list
-    ocols: list
-    hidden: dict
-    ptypes: list
-    otypes: list
-    order: tuple
-    ks: Any
-    hot_count: int
-
-
-def _decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
-            tmp: dict[str, str]) -> _Taken | None:
-    """Whether ``group`` is split (its statistics then), else None (one log line why)."""
-    F = _F()
-    lead = next((s for _, s in group if s.kind != "whole"), group[0][1]).wc
-    order = lead.order if any(s.kind != "whole" for _, s in group) else ()
-    # A window without PARTITION BY is one partition of every row (Spark moves them all
-    # to one task): one constant key, hot, cut like any other.
-    partition = lead.partition or (F.lit(0),)
-    # a key that is a column of df is used as it is; any other expression becomes a
-    # hidden column (a copy of a column would be carried through the exchange and the sort)
-    pcols = [_bare(e, df.columns) or f"__sb_p{j}" for j, e in enumerate(partition)]
-    ocols = [_bare(k.expr, df.columns) or f"__sb_o{j}" for j, k in enumerate(order)]
-    hidden = {**{c: e for c, e in zip(pcols, partition) if c.startswith("__sb_")},
-              **{c: k.expr for c, k in zip(ocols, order) if c.startswith("__sb_")}}
-    d = df.withColumns(hidden) if hidden else df    # Spark Connect refuses an empty map
-    try:
-        sqlhash.check_key_columns(d, pcols)
-    except (TypeError, ValueError) as exc:  # a key type the balanced placement cannot hash
-        for name, s in group:
-            _LOG.warning("with_window_columns: column %r runs as plain Spark runs it: its "
-                         "partition key cannot be placed (%s)", _user(name, tmp), exc)
-        return None
-    mode = payoff.split_mode(df)
-    p_cores = payoff.cores(df, n) if mode == "auto" else n
-    split, why, guess = True, "", None
-    if mode == "never":
-        split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
-    elif mode == "auto":
-        guess = sample.plan_rows(d)
-        if guess is not None:   # not even a key holding every row could pay: no job at all
-            split, why = payoff.decide(np.array([guess]), guess, n, mode, cores=p_cores,
-                                       bound=True)
-        if split:
-            def could_pay(rows: float, total: float) -> bool:
-                return rows > sg.HOT_SHARE * total / n and payoff.decide(
-                    np.array([rows]), total, n, mode, cores=p_cores, bound=True)[0]
-            # a bounded look at a few thousand keys: the full pass only when a key might pay
-            look = (sample.bounded_look(d, pcols, n, could_pay, guess)
-                    if guess is not None else sample.first_look(d, pcols))
-            bound = sample.top_bound(look)
-            hot_bound = (np.array([bound]) if bound > sg.HOT_SHARE * look.total / n
-                         else np.zeros(0))
-            split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
-                                       bound=not look.exact)
-            guess = look.total
-    else:   # always: no first look
-        guess = sample.plan_rows(d)
-    if split:
-        ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess)   # the full pass
-        total = max(ks.total, 1.0)
-        # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
-        # lengthen the query; the rest are placed whole like the cold keys)
-        hot_count = min(4 * n, int(np.count_nonzero(ks.counts > sg.HOT_SHARE * total / n)))
-        split, why = payoff.decide(ks.counts[:hot_count], total, n, mode, cores=p_cores)
-    if not split:
-        _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
-                  ", ".join(repr(_user(name, tmp)) for name, _ in group), why)
-        return None
-    schema = {f.name: f.dataType for f in d.schema.fields}
-    return _Taken(pcols, ocols, hidden, [schema[c] for c in pcols],
-                  [schema[c] for c in ocols], tuple(order), ks, hot_count)
-
-
 def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
-               result_types: dict[str, Any], taken: _Taken) -> "DataFrame":
+               result_types: dict[str, Any], taken: decide.Taken) -> "DataFrame":
     F = _F()
     pcols, ocols, order = taken.pcols, taken.ocols, taken.order
     ptypes, otypes = taken.ptypes, taken.otypes
@@ -360,18 +277,8 @@ def _cold_pid(d: "DataFrame", pcols: list[str], ptypes: list, warm: list, n: int
         return with_partition_id(d, HashPartitioner(n), *pcols), f"`{PID_COL}`"
 
 
-def _bare(expr: "Column", columns: list[str]) -> str | None:
-    """The name of the column of ``columns`` that ``expr`` merely references, else None."""
-    m = _BARE.fullmatch(str(expr))
-    return m.group(1) if m and m.group(1) in columns else None
-
-
 def _plain_group(df: "DataFrame", group: list[tuple[str, frames.Split]]) -> "DataFrame":
     return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
-
-
-def _user(name: str, tmp: dict[str, str]) -> str:
-    return next(u for u, t in tmp.items() if t == name)
 
 
 def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
