@@ -143,31 +143,6 @@ def count_with_work(work_us: float):
     return count
 
 
-class Py4JCalls:
-    """Counts the driver's py4j commands (round trips to the JVM) while installed."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._saved: list = []
-
-    def __enter__(self) -> "Py4JCalls":
-        from py4j import clientserver, java_gateway
-        for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
-            orig = cls.send_command
-
-            def counted(conn, command, *args, _orig=orig, **kw):
-                self.count += 1
-                return _orig(conn, command, *args, **kw)
-
-            self._saved.append((cls, orig))
-            cls.send_command = counted
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for cls, orig in self._saved:
-            cls.send_command = orig
-
-
 def _spark_counts(spark) -> tuple[int, int, int]:
     """(jobs, stages, tasks) the application has run (its status store; stages and tasks
     that ran, not those skipped)."""
@@ -235,7 +210,8 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     workers0 = len(stateful_profile.python_workers()) if profile else 0
     store = (stateful_tws.state_store(spark) if mode == "spark-tws"
              else contextlib.nullcontext())
-    with store, (stateful_profile.PhasedPy4J() if profile else Py4JCalls()) as calls:
+    counter = stateful_profile.PhasedPy4J if profile else stateful_profile.Py4JCalls
+    with store, counter() as calls:
         q = w.start()
         q.processAllAvailable()
     wall, cpu = time.perf_counter() - t0, _tree_cpu_seconds() - cpu0

@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["PhasedPy4J", "jobs_since", "python_workers", "print_timeline"]
+__all__ = ["Py4JCalls", "PhasedPy4J", "jobs_since", "python_workers", "print_timeline"]
 
 _ROOTS = (os.sep + "sparkbalance" + os.sep, os.sep + "benchmarks" + os.sep)
 
@@ -34,24 +34,27 @@ def _phase(command: str) -> str:
     return "other"
 
 
-class PhasedPy4J:
-    """Counts the driver's py4j commands by phase (see module docstring) while installed."""
+class Py4JCalls:
+    """Counts the driver's py4j commands (round trips to the JVM) while installed."""
 
     def __init__(self) -> None:
-        self.batches: list[collections.Counter] = [collections.Counter()]
+        self._n = 0
         self._saved: list = []
 
     @property
     def count(self) -> int:
-        return sum(sum(c.values()) for c in self.batches)
+        return self._n
 
-    def __enter__(self) -> "PhasedPy4J":
+    def _seen(self, command: str) -> None:
+        self._n += 1
+
+    def __enter__(self) -> "Py4JCalls":
         from py4j import clientserver, java_gateway
         for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
             orig = cls.send_command
 
             def counted(conn, command, *args, _orig=orig, **kw):
-                self.batches[-1][_phase(command)] += 1
+                self._seen(command)
                 return _orig(conn, command, *args, **kw)
 
             self._saved.append((cls, orig))
@@ -61,6 +64,21 @@ class PhasedPy4J:
     def __exit__(self, *exc) -> None:
         for cls, orig in self._saved:
             cls.send_command = orig
+
+
+class PhasedPy4J(Py4JCalls):
+    """Counts the driver's py4j commands by phase (see module docstring) while installed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[collections.Counter] = [collections.Counter()]
+
+    @property
+    def count(self) -> int:
+        return sum(sum(c.values()) for c in self.batches)
+
+    def _seen(self, command: str) -> None:
+        self.batches[-1][_phase(command)] += 1
 
 
 def jobs_since(spark: Any, first_job: int) -> list[dict]:
