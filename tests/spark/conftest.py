@@ -82,8 +82,8 @@ def _claim(path) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    if not _CLAIMS or item.path in _mine:
-        return None
+    if not _CLAIMS or item.path in _mine or Path(__file__).parent not in item.path.parents:
+        return None                  # not a tests/spark file (the side lane's unit tests)
     if item.path in _theirs:
         return True                  # the other lane ran this file: not run, not reported here
     (_mine if _claim(item.path) else _theirs).add(item.path)
