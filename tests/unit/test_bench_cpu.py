@@ -13,9 +13,13 @@ from sparkbalance.bench import cpu
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
 
 # A child that starts a grandchild and then both sleep: a tree two deep below this process.
+# The grandchild prints its own pid (through the stdout it inherits), so by the time the
+# fixture reads it the grandchild's exec is done and /proc holds its argv; a pid printed by
+# the child right after Popen could be read while the exec was still under way (empty argv).
+_GRANDCHILD = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
 _PARENT = ("import subprocess, sys, time; "
-           "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', "
-           "'sb-grandchild']); print(g.pid, flush=True); time.sleep(60)")
+           f"subprocess.Popen([sys.executable, '-c', {_GRANDCHILD!r}, 'sb-grandchild']); "
+           "time.sleep(60)")
 
 
 @pytest.fixture
