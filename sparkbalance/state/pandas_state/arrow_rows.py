@@ -9,7 +9,8 @@ rows, and takes the function's frames back through ``PandasToArrowConversion.con
 keeps dtypes, nulls and NaNs identical.
 
 Outputs are converted as Spark's worker converts them: the frames of many keys are
-concatenated (``pd.concat(..., ignore_index=True)``, flushed past ``max_records`` rows) and
+concatenated (``pd.concat(..., ignore_index=True)``, column by column when the frames agree
+on columns and dtypes, :func:`concat_frames`; flushed past ``max_records`` rows) and
 converted once (:meth:`RowConverter.to_arrow`), not frame by frame; the Arrow stream goes to
 the driver as bytes and becomes the batch's output DataFrame without a Python row.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Iterator
 
-__all__ = ["RowConverter", "arrow_table"]
+__all__ = ["RowConverter", "arrow_table", "concat_frames"]
 
 
 class RowConverter:
@@ -130,13 +131,12 @@ class RowConverter:
         ...             ).column("k").to_pylist()
         [1, 2]
         """
-        import pandas as pd
         import pyarrow as pa
         from pyspark.sql.conversion import PandasToArrowConversion
         batches, run, count = [], [], 0
 
         def flush() -> None:
-            merged = run[0] if len(run) == 1 else pd.concat(run, ignore_index=True)
+            merged = run[0] if len(run) == 1 else concat_frames(run)
             batches.append(PandasToArrowConversion.convert(
                 merged, self.out_schema, timezone=self.timezone, safecheck=True,
                 arrow_cast=True, assign_cols_by_name=True))
@@ -168,6 +168,48 @@ def arrow_table(streams: list) -> Any:
     if not streams:
         return None
     return pa.Table.from_batches(batches, schema=pa.ipc.open_stream(streams[0]).schema)
+
+
+def concat_frames(frames: list) -> Any:
+    """``pd.concat(frames, ignore_index=True)``, a column at a time when every frame has
+    the same plain column names (unique) and each column the same numpy dtype in every
+    frame: the usual case of a function yielding one small frame per key, where
+    ``pd.concat`` spends ~25 us a frame aligning and checking what this checks once a
+    column (~2 us a frame). Any other run is left to ``pd.concat``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> a, b = pd.DataFrame({"k": [1], "x": ["u"]}), pd.DataFrame({"k": [2], "x": [None]})
+    >>> concat_frames([a, b]).equals(pd.concat([a, b], ignore_index=True))
+    True
+    >>> concat_frames([a, pd.DataFrame({"x": ["v"], "k": [3]})])["k"].tolist()  # by name
+    [1, 3]
+    """
+    import numpy as np
+    import pandas as pd
+    first = frames[0].columns
+    names = list(first)
+    try:
+        if type(first) is not pd.Index or len(set(names)) != len(names):
+            raise LookupError
+        cols = [[] for _ in names]
+        for f in frames:
+            if f.columns is not first and list(f.columns) != names:
+                raise LookupError
+            mgr = f._mgr
+            for i, col in enumerate(cols):
+                col.append(mgr.iget_values(i))
+        for col in cols:
+            dtype = col[0].dtype
+            if type(col[0]) is not np.ndarray or any(
+                    type(a) is not np.ndarray or a.dtype != dtype for a in col):
+                raise LookupError
+    except (LookupError, AttributeError, TypeError):   # AttributeError: pandas internals
+        return pd.concat(frames, ignore_index=True)
+    out = pd.DataFrame({i: np.concatenate(col) for i, col in enumerate(cols)}, copy=False)
+    out.columns = first
+    return out
 
 
 def _aware(v: Any) -> Any:

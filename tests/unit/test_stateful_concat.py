@@ -1,0 +1,60 @@
+"""The outputs' concatenation (arrow_rows.concat_frames) equals ``pd.concat(...,
+ignore_index=True)`` on any run of frames: same columns and dtypes (its column-wise path),
+columns in another order or of another dtype, None/NaN, object and datetime columns
+(``pd.concat``'s path)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparkbalance.state.pandas_state.arrow_rows import concat_frames
+
+_COLUMNS = {
+    "i": st.lists(st.integers(-2**40, 2**40), min_size=1, max_size=3).map(
+        lambda v: np.array(v, dtype=np.int64)),
+    "f": st.lists(st.one_of(st.floats(allow_nan=True), st.just(float("nan"))),
+                  min_size=1, max_size=3).map(lambda v: np.array(v, dtype=np.float64)),
+    "o": st.lists(st.one_of(st.none(), st.text(max_size=3)), min_size=1, max_size=3),
+    "b": st.lists(st.booleans(), min_size=1, max_size=3),
+    "t": st.lists(st.integers(0, 2**32), min_size=1, max_size=3).map(
+        lambda v: pd.to_datetime(v, unit="s")),
+}
+
+
+@st.composite
+def _frame(draw):
+    kinds = draw(st.sampled_from(["ifo", "ifo", "ifo", "oif", "ib", "it", "iffo"]))
+    n = draw(st.integers(1, 3))
+    cols = {}
+    for i, k in enumerate(kinds):
+        v = list(draw(_COLUMNS[k]))
+        cols[f"c{i}" if kinds != "oif" else ["c1", "c2", "c0"][i]] = (v * n)[:n]
+    if kinds == "iffo":      # a duplicate column name
+        return pd.DataFrame([list(r) for r in zip(*cols.values())],
+                            columns=["c0", "c1", "c1", "c2"][:len(cols)])
+    return pd.DataFrame(cols)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_frame(), min_size=2, max_size=6))
+@pytest.mark.filterwarnings("ignore:The behavior of DataFrame concatenation:FutureWarning")
+def test_concat_frames_equals_pd_concat(frames):
+    try:
+        want = pd.concat(frames, ignore_index=True)
+    except Exception as e:      # e.g. duplicate names in one frame only: the same error
+        with pytest.raises(type(e)):
+            concat_frames(frames)
+        return
+    got = concat_frames(frames)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.columns) == list(want.columns)
+
+
+def test_concat_frames_one_dtype_path():
+    frames = [pd.DataFrame({"k": [i], "n": [float(i)], "s": [str(i)]}) for i in range(50)]
+    got = concat_frames(frames)
+    pd.testing.assert_frame_equal(got, pd.concat(frames, ignore_index=True))
+    assert got.index.equals(pd.RangeIndex(50))
