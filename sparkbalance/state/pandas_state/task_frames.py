@@ -141,6 +141,7 @@ def _run(call: Any, schema: Any, batches: list, counts: list, sliceable: bool) -
         # one conversion, consolidated (a cut then copies one block per dtype)
         big = conv.frame(batch).copy()
         key_cols = [big.iloc[:, i] for i in call.key_index]
+        cut = _cutter(big)
     out = []
     for j in range(n):
         m, e = int(kept[j]), int(ends[j])
@@ -149,18 +150,51 @@ def _run(call: Any, schema: Any, batches: list, counts: list, sliceable: bool) -
             out.append(KeyFrames(counts[j], [], None))
             continue
         if fast:
-            import pandas as pd
-            frames = []
-            for s in range(a, e, step):
-                p = big.iloc[s:min(s + step, e)].copy()
-                p.index = pd.RangeIndex(len(p))
-                frames.append(p)
+            frames = [cut(s, min(s + step, e)) for s in range(a, e, step)]
             key = tuple(col[a] for col in key_cols)
         else:
             frames = [conv.frame(batch.slice(s, min(step, e - s))) for s in range(a, e, step)]
             key = tuple(_first(frames[0].iloc[:, i]) for i in call.key_index)
         out.append(KeyFrames(counts[j], frames, key))
     return out
+
+
+def _cutter(big: Any) -> Any:
+    """``cut(s, e)``: rows ``s:e`` of the frame ``big`` as a frame of their own (a copy,
+    with a fresh ``RangeIndex``), what ``big.iloc[s:e].copy()`` with a new index gives.
+    Sliced from ``big``'s block manager (a copy of its consolidated block): ~22 us a
+    key against ~40 through ``iloc``, and most keys of a skewed batch have a row or two,
+    so this fixed cost is most of the task's; a pandas without these internals cuts by
+    ``iloc``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> p = _cutter(pd.DataFrame({"k": [1, 2, 3], "x": ["a", "b", "c"]}))(1, 3)
+    >>> p.to_dict("list"), list(p.index)
+    ({'k': [2, 3], 'x': ['b', 'c']}, [0, 1])
+    """
+    import pandas as pd
+    mgr = big._mgr
+    columns, manager = mgr.axes[0], type(mgr)
+
+    def cut(s: int, e: int) -> Any:
+        m = mgr.get_slice(slice(s, e), axis=1)
+        m = manager([b.copy(deep=True) for b in m.blocks], [columns, pd.RangeIndex(e - s)],
+                    verify_integrity=False)
+        return pd.DataFrame._from_mgr(m, axes=m.axes)
+
+    def cut_iloc(s: int, e: int) -> Any:
+        p = big.iloc[s:e].copy()
+        p.index = pd.RangeIndex(len(p))
+        return p
+
+    try:
+        if not cut(0, 0).columns.equals(big.columns):
+            raise TypeError
+    except (AttributeError, TypeError, ValueError):    # internals of another pandas
+        return cut_iloc
+    return cut
 
 
 def _first(series: Any) -> Any:
