@@ -75,8 +75,16 @@ def prepare_block(call: Any, block: dict) -> dict:
     import pyarrow as pa
 
     schema = call.arrow_schema()
-    keys, counts, batches = [], [], []
+    keys, counts, nbatches, batches = [], [], [], []
+    read, buf = pa.ipc.read_record_batch, pa.py_buffer
     for k, values in block.items():
+        if len(values) == 1 and type(values[0]) is RowChunk:     # the usual key
+            c = values[0]
+            keys.append(k)
+            counts.append(c.rows)
+            nbatches.append(1)
+            batches.append(read(buf(c.data), schema))
+            continue
         chunks = [v for v in values if type(v) is RowChunk]
         # a key holding Python rows (tuples) keeps its values; a str is the timeout tick
         if not chunks or any(type(v) is not RowChunk and not isinstance(v, str)
@@ -84,8 +92,8 @@ def prepare_block(call: Any, block: dict) -> dict:
             continue
         keys.append(k)
         counts.append(sum(c.rows for c in chunks))
-        batches.extend(pa.ipc.read_record_batch(pa.py_buffer(c.data), schema)
-                       for c in chunks)
+        nbatches.append(len(chunks))
+        batches.extend(read(buf(c.data), schema) for c in chunks)
     if not keys:
         return block
     out = dict(block)
@@ -95,19 +103,17 @@ def prepare_block(call: Any, block: dict) -> dict:
     run_rows = 0
     nb = 0          # batches of the keys so far
     for i, k in enumerate(keys):
-        nb += _batches_of(block[k])
+        nb += nbatches[i]
         run_rows += counts[i]
         if run_rows >= RUN_ROWS or i == len(keys) - 1:
             frames = _run(call, schema, batches[bstart:nb], counts[start:i + 1], sliceable)
             for j, kf in zip(range(start, i + 1), frames):
                 kk = keys[j]
-                out[kk] = [kf] + [v for v in block[kk] if type(v) is not RowChunk]
+                values = block[kk]
+                out[kk] = ([kf] if len(values) == 1 else
+                           [kf] + [v for v in values if type(v) is not RowChunk])
             start, bstart, run_rows = i + 1, nb, 0
     return out
-
-
-def _batches_of(values: list) -> int:
-    return sum(1 for v in values if type(v) is RowChunk)
 
 
 def _sliceable(t: Any) -> bool:
@@ -140,7 +146,7 @@ def _run(call: Any, schema: Any, batches: list, counts: list, sliceable: bool) -
     if fast and batch.num_rows:
         # one conversion, consolidated (a cut then copies one block per dtype)
         big = conv.frame(batch).copy()
-        key_cols = [big.iloc[:, i] for i in call.key_index]
+        key_cols = [_key_column(big.iloc[:, i]) for i in call.key_index]
         cut = _cutter(big)
     out = []
     for j in range(n):
@@ -195,6 +201,14 @@ def _cutter(big: Any) -> Any:
     except (AttributeError, TypeError, ValueError):    # internals of another pandas
         return cut_iloc
     return cut
+
+
+def _key_column(series: Any) -> Any:
+    """What ``series[j]`` reads, indexable at numpy speed: the column's numpy array when
+    its elements are the scalars ``series[j]`` gives (numeric, bool, object), else the
+    series (e.g. datetime64, whose element is a ``Timestamp``, not a ``datetime64``)."""
+    values = series.to_numpy(copy=False)
+    return values if values.dtype.kind in "biufO" else series
 
 
 def _first(series: Any) -> Any:
