@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from sparkbalance.state.pandas_state import stateful
 
 SCHEMA = "k string, v double, ts timestamp"
+#: State partitions of both queries (``spark.sql.shuffle.partitions`` while they start).
+STATE_PARTITIONS = 2
 
 
 # ---------------------------------------------------------------------------- harness
@@ -96,6 +98,10 @@ def run_both(spark: Any, steps: list[list[dict]], func: Callable, out: str, stat
         return df.withWatermark(*watermark) if watermark else df
 
     got: dict[str, list] = {"native": [], "ours": []}
+    # Spark's state partitions and ours: 2 spread the 3-4 keys of a step over partitions
+    # as the session's 4 did, at half the state-store and merge tasks per batch
+    saved = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(STATE_PARTITIONS))
 
     def sink(name: str) -> Callable:
         def fb(df: Any, bid: int) -> None:
@@ -127,6 +133,7 @@ def run_both(spark: Any, steps: list[list[dict]], func: Callable, out: str, stat
         if qn is not None:
             qn.stop()
         qo.stop()
+        spark.conf.set("spark.sql.shuffle.partitions", saved)
     result = {"steps": per_step, "native_state": _native_state(spark, os.path.join(base, "ckn")),
               "our_state": _our_state(w.driver.op), "driver": w.driver}
     w.driver.op.close()
