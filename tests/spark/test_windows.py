@@ -251,7 +251,8 @@ def test_split_runs_plain_when_it_cannot_pay(spark, caplog):
     assert "__sb_pid" not in got._jdf.queryExecution().executedPlan().toString()
     assertDataFrameEqual(got, df.withColumns(cols))
     spark.conf.set(SPLIT_CONF, "nonsense")
-    with pytest.raises(ValueError, match="expected one of auto, always, never"):
+    with pytest.raises(ValueError,
+                       match="window.split='nonsense'; expected one of auto, always, never"):
         with_window_columns(df, 4, **cols)
 
 
@@ -262,7 +263,7 @@ def test_payoff_cores_named_by_the_session_setting(spark):
         spark.conf.set(CORES_CONF, "16")
         assert cores(df, 16) == 16 and cores(df, 8) == 8    # at most the partitions
         spark.conf.set(CORES_CONF, "0")
-        with pytest.raises(ValueError, match="expected an int >= 1"):
+        with pytest.raises(ValueError, match="window.cores='0'; expected an integer >= 1"):
             cores(df, 16)
     finally:
         spark.conf.unset(CORES_CONF)
