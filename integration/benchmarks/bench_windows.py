@@ -177,7 +177,7 @@ def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, fl
 
 def _stages(spark) -> list:
     """Every stage in the status store: (id, tasks, executor CPU s, run s, memory and disk
-    bytes spilled, name, GC s)."""
+    bytes spilled, name, GC s, rows written to and read from the shuffle)."""
     store = spark.sparkContext._jsc.sc().statusStore()
     defaults = [getattr(store, f"stageList$default${i}")() for i in range(2, 6)]
     seq = store.stageList(None, *defaults)
@@ -187,7 +187,8 @@ def _stages(spark) -> list:
         out.append((int(s.stageId()), int(s.numTasks()), s.executorCpuTime() / 1e9,
                     s.executorRunTime() / 1e3, int(s.memoryBytesSpilled()),
                     int(s.diskBytesSpilled()), str(s.name()).split(" at ")[0],
-                    s.jvmGcTime() / 1e3))
+                    s.jvmGcTime() / 1e3, int(s.shuffleWriteRecords()),
+                    int(s.shuffleReadRecords())))
     return sorted(out)
 
 
@@ -208,16 +209,19 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
               f"{len(new)} stages, {sum(s[1] for s in new)} tasks, executor CPU "
               f"{sum(s[2] for s in new):.1f}s, process CPU {cpu:.1f}s, spilled "
               f"{sum(s[4] for s in new) / 2**20:.0f} MiB memory / "
-              f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s",
+              f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s, "
+              f"{sum(s[8] for s in new)} rows written to the shuffle",
               flush=True)
         for s in new:
             print(f"    stage {s[0]:4d} {s[1]:3d} tasks cpu {s[2]:6.2f}s run {s[3]:6.2f}s "
-                  f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB  {s[6]}",
+                  f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB "
+                  f"shuffle rows w {s[8]:8d} r {s[9]:8d}  {s[6]}",
                   flush=True)
         out[method] = {"stages": len(new), "tasks": sum(s[1] for s in new),
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),
-                       "spill_disk": sum(s[5] for s in new)}
+                       "spill_disk": sum(s[5] for s in new),
+                       "shuffle_rows_written": sum(s[8] for s in new)}
     df.unpersist()
     return {"case": case, "rows": rows, "hot_share": share, **out}
 
