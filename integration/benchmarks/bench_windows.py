@@ -21,6 +21,20 @@ A family of cells: one key holds a share (``--shares``, default 10 %, 30 %, 90 %
            slots), as on a cluster: plain Spark's hot task has one executor's memory for the
            whole key, each of the split's tasks one range.
 
+The memory-bound set-up (``--memory-bound``): ``--cases memory --master
+local-cluster[4,1,512] --driver-memory 1g --rows 400000 --shares 0.3,0.9 --cores 16``: four
+executor JVMs of 512 MiB and one task slot each, 16 partitions, Spark's window spill
+thresholds at their defaults. Plain Spark's hot task then spills for real (task metrics
+``memoryBytesSpilled``/``diskBytesSpilled``, printed per cell). One ``--metrics`` run of
+each on a loaded 2-core machine (load average 30-40): 30 % hot, plain Spark spilled 60 MiB
+in memory (0.2 MiB on disk), the split nothing; 90 % hot, plain 424 MiB / 10 MiB, the split
+nothing; executor CPU plain 2.9 s / split 4.2 s (30 %), 3.0 s / 3.7 s (90 %), process CPU
+(four executor JVMs, JIT included) 9.5 s / 20.6 s and 6.6 s / 12.5 s. ``--cores 16`` makes the payoff rule take the 16 partitions as 16 cores (the
+machine has 2, where the rule, rightly, runs plain Spark). In local mode (one JVM, one
+memory pool for every task) the spill is not robust: at 10^6 rows with ``--driver-memory 3g``
+plain Spark spills 92 MiB (2 MiB on disk) at 30 % hot and nothing at 90 % (the hot task has
+the whole pool once the others finish).
+
 Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs each:
   plain    : df.withColumns(cols) with AQE on (partition coalescing off: on this small data
              it would merge the n partitions and measure that instead of skew; AQE has no
@@ -42,7 +56,7 @@ do not hang on the machine's load.
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
        [--driver-memory 3g] [--master local-cluster[4,1,1024]] [--split auto]
-       [--cores 16] [--metrics]
+       [--cores 16] [--metrics] [--memory-bound]
 """
 from __future__ import annotations
 
@@ -163,7 +177,7 @@ def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, fl
 
 def _stages(spark) -> list:
     """Every stage in the status store: (id, tasks, executor CPU s, run s, memory and disk
-    bytes spilled, name, GC s)."""
+    bytes spilled, name, GC s, rows written to and read from the shuffle)."""
     store = spark.sparkContext._jsc.sc().statusStore()
     defaults = [getattr(store, f"stageList$default${i}")() for i in range(2, 6)]
     seq = store.stageList(None, *defaults)
@@ -173,7 +187,8 @@ def _stages(spark) -> list:
         out.append((int(s.stageId()), int(s.numTasks()), s.executorCpuTime() / 1e9,
                     s.executorRunTime() / 1e3, int(s.memoryBytesSpilled()),
                     int(s.diskBytesSpilled()), str(s.name()).split(" at ")[0],
-                    s.jvmGcTime() / 1e3))
+                    s.jvmGcTime() / 1e3, int(s.shuffleWriteRecords()),
+                    int(s.shuffleReadRecords())))
     return sorted(out)
 
 
@@ -194,18 +209,27 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
               f"{len(new)} stages, {sum(s[1] for s in new)} tasks, executor CPU "
               f"{sum(s[2] for s in new):.1f}s, process CPU {cpu:.1f}s, spilled "
               f"{sum(s[4] for s in new) / 2**20:.0f} MiB memory / "
-              f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s",
+              f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s, "
+              f"{sum(s[8] for s in new)} rows written to the shuffle",
               flush=True)
         for s in new:
             print(f"    stage {s[0]:4d} {s[1]:3d} tasks cpu {s[2]:6.2f}s run {s[3]:6.2f}s "
-                  f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB  {s[6]}",
+                  f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB "
+                  f"shuffle rows w {s[8]:8d} r {s[9]:8d}  {s[6]}",
                   flush=True)
         out[method] = {"stages": len(new), "tasks": sum(s[1] for s in new),
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),
-                       "spill_disk": sum(s[5] for s in new)}
+                       "spill_disk": sum(s[5] for s in new),
+                       "shuffle_rows_written": sum(s[8] for s in new)}
     df.unpersist()
     return {"case": case, "rows": rows, "hot_share": share, **out}
+
+
+def _spilled(spark, seen: set) -> tuple[int, int]:
+    """Bytes spilled (memory, disk) by the stages not in ``seen`` (task metrics)."""
+    new = [st for st in _stages(spark) if st[0] not in seen]
+    return sum(st[4] for st in new), sum(st[5] for st in new)
 
 
 def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) -> dict:
@@ -215,9 +239,12 @@ def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) ->
     for method in ("plain", "balanced"):   # warm-up of both, untimed
         run_once(spark, method, df, cols, after, slots)
     times: dict[str, list[tuple[float, float, bool]]] = {"plain": [], "balanced": []}
+    spill: dict[str, list[tuple[int, int]]] = {"plain": [], "balanced": []}
     for _ in range(repeats):
         for method in ("plain", "balanced"):
+            seen = {st[0] for st in _stages(spark)}
             times[method].append(run_once(spark, method, df, cols, after, slots))
+            spill[method].append(_spilled(spark, seen))
     df.unpersist()
     med = {m: (statistics.median(w for w, _, _ in v), statistics.median(c for _, c, _ in v))
            for m, v in times.items()}
@@ -226,7 +253,11 @@ def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) ->
             "plain_wall": med["plain"][0], "plain_cpu": med["plain"][1],
             "balanced_wall": med["balanced"][0], "balanced_cpu": med["balanced"][1],
             "wall_ratio": med["balanced"][0] / med["plain"][0],
-            "cpu_ratio": med["balanced"][1] / med["plain"][1]}
+            "cpu_ratio": med["balanced"][1] / med["plain"][1],
+            # medians of the bytes each method's runs spilled (memory, disk)
+            "plain_spill": [statistics.median(x[i] for x in spill["plain"]) for i in (0, 1)],
+            "balanced_spill": [statistics.median(x[i] for x in spill["balanced"])
+                               for i in (0, 1)]}
 
 
 def main() -> None:
@@ -251,7 +282,18 @@ def main() -> None:
                          "the slots capped by this machine's cores)")
     ap.add_argument("--metrics", action="store_true",
                     help="one run of each method per cell, with per-stage tasks, CPU, spill")
+    ap.add_argument("--memory-bound", action="store_true",
+                    help="the memory-bound set-up (module docstring): the memory case on "
+                         "local-cluster[4,1,512], driver 1g, 4*10^5 rows, 30 %% and 90 %% hot, "
+                         "--cores 16; explicit --rows/--shares/--cores/--master win")
     args = ap.parse_args()
+    if args.memory_bound:
+        args.cases = "memory"
+        args.master = args.master or "local-cluster[4,1,512]"
+        args.driver_memory = "1g" if args.driver_memory == "3g" else args.driver_memory
+        args.rows = args.rows or "400000"
+        args.shares = "0.3,0.9" if args.shares == "0.1,0.3,0.9" else args.shares
+        args.cores = 16 if args.cores is None else args.cores
     sizes = [int(float(r)) for r in (args.rows or ("60000" if args.quick
                                                    else "200000,1000000")).split(",")]
     shares = [float(x) for x in args.shares.split(",")]
@@ -274,7 +316,11 @@ def main() -> None:
                       f"split={'yes' if r['split'] else 'no '}: wall plain "
                       f"{r['plain_wall']:.2f}s balanced {r['balanced_wall']:.2f}s "
                       f"({r['wall_ratio']:.2f}x); cpu plain {r['plain_cpu']:.1f}s balanced "
-                      f"{r['balanced_cpu']:.1f}s ({r['cpu_ratio']:.2f}x)", flush=True)
+                      f"{r['balanced_cpu']:.1f}s ({r['cpu_ratio']:.2f}x); spilled (memory/disk "
+                      f"MiB) plain {r['plain_spill'][0] / 2**20:.0f}/"
+                      f"{r['plain_spill'][1] / 2**20:.0f} balanced "
+                      f"{r['balanced_spill'][0] / 2**20:.0f}/"
+                      f"{r['balanced_spill'][1] / 2**20:.0f}", flush=True)
     print(f"load average {os.getloadavg()}", flush=True)
     print(json.dumps(results))
     spark.stop()

@@ -122,6 +122,12 @@ def test_a_whole_app_splitting_strategy_applies_to_rdds_not_dataframes(spark, pa
     ("spark.sparkbalance.theta", "-1", r"spark.sparkbalance.theta='-1'; expected a number >= 0"),
     ("spark.sparkbalance.maxKeys", "x", r"spark.sparkbalance.maxKeys='x'; expected a number"),
     ("spark.sparkbalance.check.minGain", "abc", r"spark.sparkbalance.check.minGain='abc'"),
+    ("spark.sparkbalance.window.split", "sometimes",
+     r"spark.sparkbalance.window.split='sometimes'; expected one of auto, always, never"),
+    ("spark.sparkbalance.window.cores", "0",
+     r"spark.sparkbalance.window.cores='0'; expected an integer >= 1"),
+    ("spark.sparkbalance.window.cores", "many",
+     r"spark.sparkbalance.window.cores='many'; expected a number"),
 ])
 def test_every_error_from_a_conf_value_names_its_key(spark, key, value, message):
     df = spark.createDataFrame([(1, 2)], "k int, v int")
@@ -133,6 +139,11 @@ def test_every_error_from_a_conf_value_names_its_key(spark, key, value, message)
                 conf.resolve_max_keys(df)
             elif key.endswith("minGain"):
                 conf.resolve(df, "check.min_gain")
+            elif ".window." in key:
+                from pyspark.sql import Window, functions as F
+                from sparkbalance.spark.window.windows import with_window_columns
+                with_window_columns(df, 2, r=F.row_number().over(
+                    Window.partitionBy("k").orderBy("v")))
             else:
                 sbdf.group_by(df, "k", num_partitions=2, strategy=None)
     assert len(tracker.getJobIdsForGroup(None)) == before

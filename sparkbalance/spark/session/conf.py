@@ -21,7 +21,10 @@ adapter (RDD, DataFrame, keyed state) resolves a setting the same way:
 * ``enabled``: ``spark.sparkbalance.enabled``, the session-wide mode of
   :mod:`sparkbalance.spark.enable` (``true``/``false``, read at each intercepted call);
 * ``check.sample_rows`` / ``check.min_gain``: ``spark.sparkbalance.check.sampleRows`` and
-  ``spark.sparkbalance.check.minGain``, the budget and the threshold of its skew check.
+  ``spark.sparkbalance.check.minGain``, the budget and the threshold of its skew check;
+* ``window.split`` / ``window.cores``: ``spark.sparkbalance.window.split`` (``auto``,
+  ``always``, ``never``) and ``spark.sparkbalance.window.cores`` (an int >= 1, unset: the
+  session's slots), the payoff rule of ``with_window_columns``.
 
 **Keys for all APIs and keys for one.** ``spark.sparkbalance.strategy`` applies to every
 adapter that can run its value; the per-API key wins over it. A splitting strategy (``pkg``,
@@ -58,6 +61,7 @@ from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 
 __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
            "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "CONF_ENABLED",
+           "CONF_WINDOW_SPLIT", "CONF_WINDOW_CORES", "WINDOW_MODES",
            "DEFAULT_MAX_KEYS", "APIS", "FROM_CONF", "read", "resolve", "resolve_record",
            "resolve_strategy", "strategy_for", "resolve_sample_fraction", "resolve_max_keys",
            "default_partitions"]
@@ -67,6 +71,8 @@ __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CO
 DEFAULT_MAX_KEYS: int = 100_000
 
 
+#: Values of ``spark.sparkbalance.window.split``: the payoff rule, or the split forced.
+WINDOW_MODES = ("auto", "always", "never")
 #: The APIs a per-API key names: the RDD adapters and the DataFrame adapters.
 APIS = ("rdd", "dataframe")
 _LOG = logging.getLogger("sparkbalance.conf")
@@ -130,6 +136,13 @@ def _known(name: str) -> str:
     except ValueError as exc:           # "strategy='x'; expected one of ...": keep the list
         raise ValueError(str(exc).split("; ", 1)[-1]) from None
     return name
+
+
+def _window_mode(value: str) -> str:
+    text = value.strip().lower()
+    if text not in WINDOW_MODES:
+        raise ValueError(f"expected one of {', '.join(WINDOW_MODES)}")
+    return text
 
 
 def _strategy_name(value: str) -> str:
@@ -200,6 +213,12 @@ KEYS: Mapping[str, ConfKey] = {
     "check.min_gain": ConfKey("spark.sparkbalance.check.minGain", DEFAULT_CHECK_MIN_GAIN,
                               _non_negative, "session-wide mode: balance when the check "
                               "predicts the slowest task cut by at least this fraction"),
+    "window.split": ConfKey("spark.sparkbalance.window.split", "auto", _window_mode,
+                            "with_window_columns: split a hot key's window when the payoff "
+                            "rule says it pays (auto), always, or never"),
+    "window.cores": ConfKey("spark.sparkbalance.window.cores", None, _positive_count,
+                            "with_window_columns: the cores the payoff rule assumes (unset: "
+                            "the session's slots, capped by this machine's on a local master)"),
     "max_keys": ConfKey("spark.sparkbalance.maxKeys", DEFAULT_MAX_KEYS, _max_keys,
                         "statistics: the heaviest keys listed with exact counts, the rest "
                         "summed ('all': every distinct key)"),
@@ -212,6 +231,8 @@ CONF_SAMPLE_FRACTION: str = KEYS["sample_fraction"].key
 CONF_WINDOW: str = KEYS["window"].key
 CONF_MAX_KEYS: str = KEYS["max_keys"].key
 CONF_ENABLED: str = KEYS["enabled"].key
+CONF_WINDOW_SPLIT: str = KEYS["window.split"].key
+CONF_WINDOW_CORES: str = KEYS["window.cores"].key
 
 
 def _raw(spark_or_df: Any, key: str) -> str | None:

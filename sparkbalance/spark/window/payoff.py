@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from sparkbalance.spark.session import conf
+
 __all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "CORES_CONF", "MODES", "split_mode",
            "cores",
            "split_cost", "decide"]
@@ -53,25 +55,20 @@ __all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "CORES_CONF", "MODES"
 OVERHEAD_PER_ROW = 0.8
 #: The split's fixed cost (its statistics job, the summaries' stages), in row-equivalents.
 FIXED_ROWS = 40_000.0
-#: Session setting that overrides the rule.
-SPLIT_CONF = "spark.sparkbalance.window.split"
+#: Session setting that overrides the rule (registered in
+#: :data:`sparkbalance.spark.session.conf.KEYS` as ``window.split``).
+SPLIT_CONF = conf.CONF_WINDOW_SPLIT
 #: Session setting naming the cores the rule assumes (an int >= 1), instead of the slots
 #: the session reports capped by this machine's cores on a local master: e.g. ``16`` on
-#: ``local[16]`` taken as the 16-core cluster it emulates.
-CORES_CONF = "spark.sparkbalance.window.cores"
-MODES = ("auto", "always", "never")
+#: ``local[16]`` taken as the 16-core cluster it emulates (``window.cores``).
+CORES_CONF = conf.CONF_WINDOW_CORES
+MODES = conf.WINDOW_MODES
 
 
 def split_mode(df: Any) -> str:
-    """The session's ``spark.sparkbalance.window.split`` (``auto`` when unset)."""
-    try:
-        mode = df.sparkSession.conf.get(SPLIT_CONF, "auto")
-    except Exception:  # a session without this conf API: the default
-        mode = "auto"
-    mode = str(mode or "auto").strip().lower()
-    if mode not in MODES:
-        raise ValueError(f"{SPLIT_CONF}={mode!r}; expected one of {', '.join(MODES)}")
-    return mode
+    """The session's ``spark.sparkbalance.window.split`` (``auto`` when unset); a bad value
+    is a ValueError naming the key, as every ``spark.sparkbalance.*`` setting's."""
+    return conf.resolve(df, "window.split")
 
 
 def cores(df: Any, num_partitions: int) -> int:
@@ -80,21 +77,14 @@ def cores(df: Any, num_partitions: int) -> int:
     machine's cores for a ``local`` or ``local-cluster`` master (its threads or executors
     share them); ``num_partitions`` when the session does not say (Spark Connect)."""
     n = max(1, int(num_partitions))
+    named = conf.read(df, "window.cores")   # a bad value fails here, naming its key
+    if named is not None:
+        return min(n, named)
     try:
         spark = df.sparkSession
         master = str(spark.conf.get("spark.master", "") or "")
-        named = spark.conf.get(CORES_CONF, None)
     except Exception:
         return n
-    if named is not None and str(named).strip():
-        try:
-            given = int(str(named).strip())
-        except ValueError:
-            given = 0
-        if given < 1:
-            raise ValueError(f"{CORES_CONF}={named!r}; expected an int >= 1 (the cores the "
-                             "window's tasks run on)")
-        return min(n, given)
     try:
         slots = int(spark.sparkContext.defaultParallelism)
     except Exception:  # Spark Connect: no SparkContext
