@@ -49,6 +49,7 @@ import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.connect import is_connect
+from sparkbalance.spark.sql.python_source import python_source
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -69,13 +70,16 @@ HOME_COLUMN = "__sparkbalance_home"
 class SampledKeys:
     """The distinct keys a sample saw (heaviest first, ties in key order), each one's
     sampled rows (``counts``) and partition under Spark's hash placement (``homes``),
-    the rows read in all, and whether the spread ran (else the look was all)."""
+    the rows read in all, and whether the spread ran (else the look was all).
+    ``skipped`` names the Python step that computes the keys when no sample was taken
+    (:mod:`sparkbalance.spark.sql.python_source`: it would run that step again)."""
 
     keys: list
     counts: np.ndarray
     homes: np.ndarray
     rows: int
     spread: bool
+    skipped: str | None = None
 
 
 def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
@@ -84,7 +88,9 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     it, the spread up to ``rows`` rows in all (see the module docstring).
 
     ``cols`` are checked key columns of ``df``; null keys are left out. Jobs: one (the
-    look), plus one when the spread runs.
+    look), plus one when the spread runs; none when a Python step computes the keys
+    (:func:`~sparkbalance.spark.sql.python_source.python_source`: reading even a prefix
+    re-runs it, a whole partition per task): then nothing is read and ``skipped`` says why.
     """
     n = int(num_partitions)
     if n < 1:
@@ -99,6 +105,9 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     width = len(cols)
     if is_connect(keys):
         return _connect_sample(keys, width, rows, look, could_matter)
+    python = python_source(keys)
+    if python is not None:
+        return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False, python)
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     from sparkbalance.spark.session.jobs import sparkbalance_job_group
     with sparkbalance_job_group(keys.sparkSession.sparkContext, STATS_JOB_GROUP,
