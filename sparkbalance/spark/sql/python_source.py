@@ -20,8 +20,10 @@ first Python step it must run:
   maps, Python aggregates, windows and table functions (any node whose name says Python,
   Pandas or Arrow evaluation);
 * ``Scan ExistingRDD`` over a Python RDD (``createDataFrame`` of an RDD: every row converted
-  by a Python worker); an RDD scan without a ``PythonRDD`` in its lineage (a checkpoint)
-  is the JVM's.
+  by a Python worker; on classic PySpark a local list's rows too pass through one, re-pickled
+  by a worker per partition); an RDD scan without a ``PythonRDD`` in its lineage (a
+  checkpoint) is the JVM's. Which Python step is costly cannot be read from the plan: any
+  counts.
 
 A cached relation (``InMemoryRelation``) is read, not computed: the plan below it is skipped.
 
@@ -80,16 +82,18 @@ def python_source_of_text(plan: str) -> str | None:
     return None
 
 
-def python_source(df: "DataFrame") -> str | None:
+def python_source(df: "DataFrame", plan: str | None = None) -> str | None:
     """The Python step computing ``df``'s rows (module docstring), or None when the JVM
-    computes them. Classic DataFrames only (None for Spark Connect: its plan is the
-    server's). One or two driver round trips for the plan's text, three more when it scans
-    an RDD (its lineage)."""
+    computes them; ``plan``: the text of its physical plan when the caller has it.
+    Classic DataFrames only (None for Spark Connect: its plan is the server's). Three
+    driver round trips for the plan's text (none given it), three more when it scans an
+    RDD (its lineage)."""
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
         return None
-    qe = jdf.queryExecution()
-    found = python_source_of_text(qe.executedPlan().toString())
-    if found == RDD_SCAN and "PythonRDD" not in qe.toRdd().toDebugString():
+    if plan is None:
+        plan = jdf.queryExecution().executedPlan().toString()
+    found = python_source_of_text(plan)
+    if found == RDD_SCAN and "PythonRDD" not in jdf.queryExecution().toRdd().toDebugString():
         return None                       # a checkpoint's (or a JVM) RDD
     return found
