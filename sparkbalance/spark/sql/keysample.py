@@ -139,10 +139,11 @@ MEMO_PLANS = 256
 
 
 def _remember(memo: tuple, spread: bool) -> None:
-    _ESCALATED[memo] = spread
-    _ESCALATED.move_to_end(memo)
-    while len(_ESCALATED) > MEMO_PLANS:
-        _ESCALATED.popitem(last=False)
+    with _TAKE_LOCK:              # samples of several threads: one change at a time
+        _ESCALATED[memo] = spread
+        _ESCALATED.move_to_end(memo)
+        while len(_ESCALATED) > MEMO_PLANS:
+            _ESCALATED.popitem(last=False)
 
 
 def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int,
