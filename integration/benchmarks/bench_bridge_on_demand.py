@@ -37,7 +37,8 @@ source read would be. Jobs:
 
 The DataFrame jobs run once per ``--inputs`` kind and ``--df-sizes`` size (default: the
 Python-generated input at ``--records``): ``python`` (an RDD generated in Python, then
-``createDataFrame``: every row the sample reads is computed by a Python worker), ``range``
+``createDataFrame``: every row is computed by a Python worker, so "auto" takes no sample
+and keeps Spark's exchange: ``sparkbalance/spark/sql/python_source.py``), ``range``
 (``spark.range`` and SQL expressions: the JVM computes it), ``parquet`` (the same rows
 written once to a temporary parquet directory, 16 files) and ``cached`` (``range``, cached
 and counted before timing). ``df-skewed`` on ``range``/``parquet``/``cached`` makes one key

@@ -43,7 +43,8 @@ def skewed(spark):
 
 @pytest.fixture(scope="module")
 def uniform(spark):
-    return spark.createDataFrame([(i % 300, i) for i in range(1200)], "k int, v long")
+    # computed by the JVM (a DataFrame of a Python list is a Python RDD scan: not sampled)
+    return spark.range(1200).selectExpr("CAST(id % 300 AS INT) AS k", "id AS v")
 
 
 def _snapshot():

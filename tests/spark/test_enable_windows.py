@@ -67,7 +67,8 @@ def test_several_specs_mixed_with_plain_columns_equal_spark(spark, events):
 
 
 def test_uniform_window_keys_and_plain_columns_stay_spark(spark):
-    df = spark.createDataFrame([(i % 200, i) for i in range(800)], "k int, t long")
+    # computed by the JVM (a DataFrame of a Python list is a Python RDD scan: not sampled)
+    df = spark.range(800).selectExpr("CAST(id % 200 AS INT) AS k", "id AS t")
     col = F.lag("t").over(Window.partitionBy("k").orderBy("t"))
     sb.enable(spark)
     seen = len(decisions())

@@ -179,6 +179,9 @@ class Sample:
     homes: np.ndarray
     rows: int
     stats: KeyStats | None = None
+    #: The Python step computing the keys when nothing was sampled (a sample would re-run
+    #: it: :mod:`sparkbalance.spark.sql.python_source`); None when sampled.
+    skipped: str | None = None
 
     def gain(self, num_partitions: int) -> float:
         """:func:`listed_gain` of this sample."""
@@ -231,7 +234,7 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     stats = KeyStats(key_array([k for k, keep in zip(got.keys, listed) if keep]),
                      counts[listed].astype(np.float64),
                      tail_count=float(total - counts[listed].sum()))
-    return Sample(counts, got.homes, total, stats)
+    return Sample(counts, got.homes, total, stats, got.skipped)
 
 
 def _hot_floor(rows: int, num_partitions: int) -> float:

@@ -24,7 +24,14 @@ scan stops there), and the job runs over the chosen partitions only (``PythonRDD
 over the JVM's pickled rows: no Python worker, the spread's runs in parallel). So uniform
 input pays one job of one task, skewed input two jobs, and no row is read twice (except in
 a one-partition input, whose spread reads on from its start: there is no other partition
-to spread over). A Spark Connect DataFrame has no JVM partitions to
+to spread over). A plan sampled before (the same input, keys and sizes: the physical
+plan's text without expression ids) whose last sample went on to the spread is sampled in
+**one** job: every run's share at once, the look's rows among them (a table re-read with
+the same skewed key pays one job, not two; :data:`MEMO_PLANS` plans are remembered).
+
+Keys computed by a Python step (:mod:`sparkbalance.spark.sql.python_source`) are not
+sampled at all: a Python worker runs ahead of the JVM's limit, so even the look would
+re-run a whole partition of that work; :attr:`SampledKeys.skipped` names the step. A Spark Connect DataFrame has no JVM partitions to
 choose: its spread is the input's first ``rows`` rows (a ``limit`` over
 :data:`CONNECT_TAKE_PARTITIONS` partitions at first), re-reading the look's.
 
@@ -39,8 +46,9 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
@@ -49,6 +57,7 @@ import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.connect import is_connect
+from sparkbalance.spark.sql.python_source import python_source
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -69,13 +78,16 @@ HOME_COLUMN = "__sparkbalance_home"
 class SampledKeys:
     """The distinct keys a sample saw (heaviest first, ties in key order), each one's
     sampled rows (``counts``) and partition under Spark's hash placement (``homes``),
-    the rows read in all, and whether the spread ran (else the look was all)."""
+    the rows read in all, and whether the spread ran (else the look was all).
+    ``skipped`` names the Python step that computes the keys when no sample was taken
+    (:mod:`sparkbalance.spark.sql.python_source`: it would run that step again)."""
 
     keys: list
     counts: np.ndarray
     homes: np.ndarray
     rows: int
     spread: bool
+    skipped: str | None = None
 
 
 def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
@@ -84,7 +96,9 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     it, the spread up to ``rows`` rows in all (see the module docstring).
 
     ``cols`` are checked key columns of ``df``; null keys are left out. Jobs: one (the
-    look), plus one when the spread runs.
+    look), plus one when the spread runs; none when a Python step computes the keys
+    (:func:`~sparkbalance.spark.sql.python_source.python_source`: reading even a prefix
+    re-runs it, a whole partition per task): then nothing is read and ``skipped`` says why.
     """
     n = int(num_partitions)
     if n < 1:
@@ -99,40 +113,73 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     width = len(cols)
     if is_connect(keys):
         return _connect_sample(keys, width, rows, look, could_matter)
+    qe = keys._jdf.queryExecution()
+    plan = qe.executedPlan().toString()
+    python = python_source(keys, plan)
+    if python is not None:
+        return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False, python)
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     from sparkbalance.spark.session.jobs import sparkbalance_job_group
     with sparkbalance_job_group(keys.sparkSession.sparkContext, STATS_JOB_GROUP,
                                 f"sparkbalance: key sample of {', '.join(cols)} (a look "
                                 f"at {look} rows, a spread to {rows} when it shows a "
                                 "heavy key)"):
-        return _classic_sample(df, keys, width, rows, look, could_matter)
+        return _classic_sample(qe, keys, width, rows, look, could_matter,
+                               (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)))
 
 
-def _classic_sample(df: "DataFrame", keys: "DataFrame", width: int, rows: int, look: int,
-                    could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
-    """:func:`sample_keys` of a classic DataFrame (the JVM's partitions chosen).
+#: Expression ids in a plan's text (``k#155L``): a new DataFrame over the same input has
+#: new ones.
+_PLAN_IDS = re.compile(r"#\d+")
+#: Sampled plans (text without expression ids, n, width, rows, look) whose last sample
+#: escalated to the spread: their next sample runs look and spread as one job.
+_ESCALATED: "OrderedDict[tuple, bool]" = OrderedDict()
+#: Plans remembered at most (the oldest forgotten first).
+MEMO_PLANS = 256
+
+
+def _remember(memo: tuple, spread: bool) -> None:
+    with _TAKE_LOCK:              # samples of several threads: one change at a time
+        _ESCALATED[memo] = spread
+        _ESCALATED.move_to_end(memo)
+        while len(_ESCALATED) > MEMO_PLANS:
+            _ESCALATED.popitem(last=False)
+
+
+def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int,
+                    could_matter: Callable[[np.ndarray, int], bool], memo: tuple
+                    ) -> SampledKeys:
+    """:func:`sample_keys` of a classic DataFrame (``qe``: the query execution of its key
+    projection ``keys``; the JVM's partitions chosen).
 
     When the spread's share of a run, ``rows / runs``, is at least the look, the look is
     run 0's share of the *same* planned query (one query planned for both jobs, the look
-    then reads that share)."""
-    # df's partitions (the key projection keeps them); its plan is the caller's, often
-    # planned already (enable's check asked whether it has a shuffle)
-    sc = df.sparkSession.sparkContext
-    inputs = int(df._jdf.queryExecution().toRdd().getNumPartitions())
+    then reads that share). When the last sample of the same plan (same input, keys and
+    sizes: ``memo``) escalated to the spread, look and spread run as **one** job over every
+    run, each reading its share (the same rows in all, one job fewer); its outcome is
+    remembered for the next one."""
+    sc = keys.sparkSession.sparkContext
+    inputs = int(qe.toRdd().getNumPartitions())   # the projection keeps df's partitions
     tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
     runs = keys.coalesce(tasks) if inputs > tasks else keys
     share = max(1, int(rows) // tasks)
-    both = _limited(runs, share) if share >= look else None
-    with _arrow_batch(keys, max(look, share)):   # a pandas step upstream: small batches
-        got = _prefixes(sc, both if both is not None else _limited(keys, look), [0], width)
+    if tasks > 1 and _ESCALATED.get(memo):
+        got = _prefixes(sc, _limited(runs, share), list(range(tasks)), width)
         read = sum(got.values())
-        # a short partition 0 (the look read all it has) says little when there are others
-        if tasks == 1 or rows <= read or not (_could(got, read, could_matter)
-                                               or read < look // 4):
-            return _sampled(got, read, False)
-        if both is None:
-            both = _limited(runs, max(1, (int(rows) - read) // (tasks - 1)))
-        more = _prefixes(sc, both, list(range(1, tasks)), width)
+        _remember(memo, _could(got, read, could_matter))
+        return _sampled(got, read, True)
+    both = _limited(runs, share) if share >= look else None
+    got = _prefixes(sc, both if both is not None else _limited(keys, look), [0], width)
+    read = sum(got.values())
+    # a short partition 0 (the look read all it has) says little when there are others
+    if tasks == 1 or rows <= read or not (_could(got, read, could_matter)
+                                           or read < look // 4):
+        _remember(memo, False)
+        return _sampled(got, read, False)
+    if both is None:
+        both = _limited(runs, max(1, (int(rows) - read) // (tasks - 1)))
+    more = _prefixes(sc, both, list(range(1, tasks)), width)
+    _remember(memo, True)
     got.update(more)
     return _sampled(got, read + sum(more.values()), True)
 
@@ -236,12 +283,34 @@ def _prefixes(sc: Any, jrdd: Any, parts: list[int], width: int) -> Counter:
     """(key, home) counts of partitions ``parts`` of ``jrdd`` (:func:`_limited`): one job of
     one task per partition, in the JVM (``PythonRDD.runJob`` over those partitions only)."""
     from pyspark.rdd import _load_from_socket
-    sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, parts)
+    sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, _java_ints(sc, parts))
     stream = _load_from_socket(sock, _tuple_serializer())
     if hasattr(stream, "__enter__"):     # PySpark 4: a context manager closing the socket
         with stream as rows:
             return Counter(_pairs(rows, width))
     return Counter(_pairs(stream, width))  # PySpark 3.5: the rows
+
+
+def _java_ints(sc: Any, parts: list[int]) -> Any:
+    """``parts`` as a JVM ``ArrayList<Integer>``, built once per JVM and kept (``runJob``
+    only reads it; py4j's conversion costs a round trip per element each time): a run
+    ``a..b-1`` in four (``IntStream.range(a, b).boxed().collect(toList())``)."""
+    jvm = sc._jvm
+    key = (id(jvm), tuple(parts))
+    got = _INT_LISTS.get(key)
+    if got is not None and got[0] is jvm:
+        return got[1]
+    a = parts[0] if parts else 0
+    if len(parts) > 2 and parts == list(range(a, a + len(parts))):
+        streams_range, to_list = _jvm_classes(jvm)[1:]
+        java = streams_range(a, a + len(parts)).boxed().collect(to_list())
+    else:
+        from py4j.java_collections import ListConverter
+        java = ListConverter().convert(parts, sc._gateway._gateway_client)
+    if len(_INT_LISTS) >= 4 * MAX_SPREAD_TASKS:
+        _INT_LISTS.clear()
+    _INT_LISTS[key] = (jvm, java)
+    return java
 
 
 def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
@@ -252,52 +321,36 @@ def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
     local = df.limit(int(per))._jdf.queryExecution().logical().child()   # LocalLimit
     if local.nodeName() != "LocalLimit":  # pragma: no cover - not seen
         return df.limit(int(per))         # one prefix: still a sample
-    jdf = _dataset_class(df.sparkSession).ofRows(df.sparkSession._jsparkSession, local)
+    jdf = _jvm_classes(df.sparkSession._jvm)[0].ofRows(df.sparkSession._jsparkSession, local)
     return DataFrame(jdf, df.sparkSession)
 
 
-#: id(JVM view) -> (it, Spark's Dataset class): looked up once (each package of a class
-#: name py4j resolves is a round trip of its own).
-_DATASET: dict[int, tuple[Any, Any]] = {}
+#: id(JVM view) -> (it, Spark's Dataset class, ``IntStream.range``, ``Collectors.toList``):
+#: looked up once (each package of a class name and each static member py4j resolves is a
+#: round trip of its own).
+_CLASSES: dict[int, tuple[Any, Any, Any, Any]] = {}
+#: (id(JVM view), partition ids) -> (that view, the ids as a JVM ArrayList) (:func:`_java_ints`).
+_INT_LISTS: dict[tuple[int, tuple[int, ...]], tuple[Any, Any]] = {}
 
 
-def _dataset_class(spark: Any) -> Any:
-    jvm = spark._jvm
-    got = _DATASET.get(id(jvm))
+def _jvm_classes(jvm: Any) -> tuple[Any, Any, Any]:
+    got = _CLASSES.get(id(jvm))
     if got is None or got[0] is not jvm:
         from py4j.java_gateway import JavaClass
         cls = jvm.org.apache.spark.sql.classic.Dataset     # Spark 4
         if not isinstance(cls, JavaClass):                 # Spark 3.5: the sql package
             cls = jvm.org.apache.spark.sql.Dataset
-        got = _DATASET[id(jvm)] = (jvm, cls)
-    return got[1]
+        got = _CLASSES[id(jvm)] = (jvm, cls, jvm.java.util.stream.IntStream.range,
+                                   jvm.java.util.stream.Collectors.toList)
+    return got[1:]
 
 
 #: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).
 _TAKE_CONF = "spark.sql.limit.initialNumPartitions"
-#: Rows per Arrow batch a Python (pandas) step upstream computes at once (default 10,000).
+#: Rows per Arrow batch a Python (pandas) step upstream computes at once (default 10,000;
+#: the Spark Connect sample sets it: its plan is not read for Python steps).
 _BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _TAKE_LOCK = threading.Lock()
-
-
-@contextmanager
-def _arrow_batch(df: "DataFrame", rows: int) -> Iterator[None]:
-    """Within the block, an Arrow-fed Python step upstream computes batches of at most
-    ``rows`` rows (the session's setting when it is smaller; restored after)."""
-    conf = df.sparkSession.conf
-    with _TAKE_LOCK:
-        session = conf.get(_BATCH_CONF, None)
-        if session is not None and 0 < int(session) <= rows:   # <= 0: unbounded
-            yield
-            return
-        conf.set(_BATCH_CONF, str(rows))
-        try:
-            yield
-        finally:
-            if session is None:
-                conf.unset(_BATCH_CONF)
-            else:
-                conf.set(_BATCH_CONF, session)
 
 
 @contextmanager

@@ -173,6 +173,11 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     look and then the spread (one more job, no row read twice), which the balancing they
     enable earns back.
 
+    Keys computed in Python (a Python RDD under ``createDataFrame``, ``mapInPandas``, a
+    Python UDF below the key: :mod:`sparkbalance.spark.sql.python_source`) are not sampled:
+    a prefix of them re-runs the Python work of whole partitions, which plain hashing does
+    not pay; "auto" keeps Spark's own exchange and logs which step it saw.
+
     A bounded cost whatever the input's size, and DataFrame operations only (the spread
     reads the JVM's rows of the chosen partitions: classic Spark). A shuffle upstream of
     ``df`` is run in full.
@@ -193,7 +198,13 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     got = sample_keys(df, cols, n, rows=limit, look=look,
                       could_matter=lambda c, rows: c.max() >= look_floor(rows, n, theta))
     stats = _listed(got, n, theta)
-    if len(stats) == 0:
+    if got.skipped is not None:
+        from sparkbalance.spark.report.log_line import log_info
+        log_info(_LOG, "sparkbalance: auto: the key columns %s are computed in Python (%s): "
+                 "a sample would run that Python work again, so no sample: plain hashing, "
+                 "Spark's own exchange (give stats= or a named strategy to balance them)",
+                 ", ".join(cols), got.skipped)
+    elif len(stats) == 0:
         from sparkbalance.spark.report.log_line import log_info
         log_info(_LOG, "sparkbalance: auto: no key of %d sampled rows (%s) is heavy enough "
                  "to unbalance one of %d partitions: plain hashing, Spark's own exchange",
