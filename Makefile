@@ -62,7 +62,7 @@ demo: setup
 # end-to-end benchmark's smoke run in its own child JVM), then the multi-executor integration
 # tests (one local-cluster per process), run in a second process alongside the single-session
 # Spark tests: one local[2] session leaves a core idle much of the time, and the side tests
-# are mostly waiting (pip, JVM starts), so this takes ~31 min on 2 cores where one after the
+# are mostly waiting (pip, JVM starts), so this takes ~25 min on 2 cores (fresh clone, 27 Nov) where one after the
 # other took ~37. When the side process is done it takes tests/spark files from the last one
 # backwards (each file claimed by the first process to reach it, tests/spark/conftest.py), so
 # the two finish together. That process's output is printed whole after the Spark tests', and
