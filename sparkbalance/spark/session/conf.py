@@ -33,8 +33,7 @@ DataFrame adapters (which need one partition per key) then use the default, ``au
 say so once in the log. The same value in ``spark.sparkbalance.dataframe.strategy`` is an
 error. Every error about a value read from the conf names its key, before any job runs.
 
-Long because: the one table of keys with a parser per key (each error naming its key) and
-the per-API rule sit together, so no adapter reads a key another way.
+The parsers of the values are :mod:`sparkbalance.spark.session.conf_values`.
 
 ``theta`` and ``max_table`` apply to strategies of kind ``"table"`` (Fang et al.'s
 routing-table planners) and to the keyed state; :func:`resolve_record` adds them to those
@@ -51,13 +50,14 @@ True
 from __future__ import annotations
 
 import logging
-import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from sparkbalance import strategies
 from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
+from sparkbalance.spark.session import conf_values as values
+from sparkbalance.spark.session.conf_values import WINDOW_MODES
 
 __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
            "CONF_SAMPLE_FRACTION", "CONF_WINDOW", "CONF_MAX_KEYS", "CONF_ENABLED",
@@ -71,87 +71,9 @@ __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CO
 DEFAULT_MAX_KEYS: int = 100_000
 
 
-#: Values of ``spark.sparkbalance.window.split``: the payoff rule, or the split forced.
-WINDOW_MODES = ("auto", "always", "never")
 #: The APIs a per-API key names: the RDD adapters and the DataFrame adapters.
 APIS = ("rdd", "dataframe")
 _LOG = logging.getLogger("sparkbalance.conf")
-
-
-def _number(value: str) -> float:
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError("expected a finite number")
-    return x
-
-
-def _fraction(value: str) -> float:
-    x = _number(value)
-    if not 0.0 < x <= 1.0:
-        raise ValueError("expected a number with 0 < f <= 1")
-    return x
-
-
-def _non_negative(value: str) -> float:
-    x = _number(value)
-    if x < 0:
-        raise ValueError("expected a number >= 0")
-    return x
-
-
-def _count(value: str) -> int:
-    # "3000" and "3e3" both mean 3000 entries
-    return int(_number(value))
-
-
-def _positive_count(value: str) -> int:
-    x = _count(value)
-    if x < 1:
-        raise ValueError("expected an integer >= 1")
-    return x
-
-
-def _non_negative_count(value: str) -> int:
-    x = _count(value)
-    if x < 0:
-        raise ValueError("expected an integer >= 0")
-    return x
-
-
-def _max_keys(value: str) -> int:
-    # "all" (or 0): every distinct key (0 here, as None would read as "unset")
-    return 0 if value.strip().lower() == "all" else _non_negative_count(value)
-
-
-def _boolean(value: str) -> bool:
-    text = value.strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError("expected true or false")
-    return text == "true"
-
-
-def _known(name: str) -> str:
-    try:
-        strategies.get(name)            # an unknown name fails here, before any job
-    except ValueError as exc:           # "strategy='x'; expected one of ...": keep the list
-        raise ValueError(str(exc).split("; ", 1)[-1]) from None
-    return name
-
-
-def _window_mode(value: str) -> str:
-    text = value.strip().lower()
-    if text not in WINDOW_MODES:
-        raise ValueError(f"expected one of {', '.join(WINDOW_MODES)}")
-    return text
-
-
-def _strategy_name(value: str) -> str:
-    return _known(value.strip())
-
-
-def _planner_name(value: str) -> str:
-    name = value.strip()
-    return name if name.lower() == "none" else _known(name)
 
 
 class _FromConf:
@@ -185,41 +107,42 @@ DEFAULT_CHECK_MIN_GAIN: float = 0.25
 
 KEYS: Mapping[str, ConfKey] = {
     "strategy": ConfKey("spark.sparkbalance.strategy", lambda: strategies.DEFAULT_STRATEGY,
-                        _strategy_name, "strategy of every adapter that can run it when the "
+                        values.strategy_name, "strategy of every adapter that can run it when the "
                         "caller names none (a splitting one: the RDD adapters only)"),
-    "rdd.strategy": ConfKey("spark.sparkbalance.rdd.strategy", None, _strategy_name,
+    "rdd.strategy": ConfKey("spark.sparkbalance.rdd.strategy", None, values.strategy_name,
                             "strategy of the RDD adapters (wins over spark.sparkbalance."
                             "strategy)"),
     "dataframe.strategy": ConfKey("spark.sparkbalance.dataframe.strategy", None,
-                                  _strategy_name, "key-grouping strategy of the DataFrame "
+                                  values.strategy_name, "key-grouping strategy of the DataFrame "
                                   "adapters (wins over spark.sparkbalance.strategy)"),
-    "planner": ConfKey("spark.sparkbalance.planner", "mixed", _planner_name,
+    "planner": ConfKey("spark.sparkbalance.planner", "mixed", values.planner_name,
                        "planner of the keyed state (KeyedStateOperator) when not given"),
-    "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, _non_negative,
+    "theta": ConfKey("spark.sparkbalance.theta", DEFAULT_THETA, values.non_negative,
                      "θ_max, the imbalance tolerated before re-planning (Fang et al. §3)"),
-    "max_table": ConfKey("spark.sparkbalance.maxTable", DEFAULT_MAX_TABLE, _non_negative_count,
+    "max_table": ConfKey("spark.sparkbalance.maxTable", DEFAULT_MAX_TABLE,
+                         values.non_negative_count,
                          "A_max, the routing-table size bound (Fang et al. §4)"),
-    "sample_fraction": ConfKey("spark.sparkbalance.sampleFraction", None, _fraction,
+    "sample_fraction": ConfKey("spark.sparkbalance.sampleFraction", None, values.fraction,
                                "statistics on a Bernoulli sample of this fraction "
                                "(unset: exact)"),
-    "window": ConfKey("spark.sparkbalance.window", None, _positive_count,
+    "window": ConfKey("spark.sparkbalance.window", None, values.positive_count,
                       "keyed state: batches of state kept per key (unset: all batches)"),
-    "enabled": ConfKey("spark.sparkbalance.enabled", False, _boolean,
+    "enabled": ConfKey("spark.sparkbalance.enabled", False, values.boolean,
                        "the session-wide mode (sb.enable): the DataFrame and RDD calls users "
                        "write go through sparkbalance when the skew check says it pays"),
     "check.sample_rows": ConfKey("spark.sparkbalance.check.sampleRows", DEFAULT_CHECK_ROWS,
-                                 _positive_count, "session-wide mode: input rows the skew "
+                                 values.positive_count, "session-wide mode: input rows the skew "
                                  "check reads at most"),
     "check.min_gain": ConfKey("spark.sparkbalance.check.minGain", DEFAULT_CHECK_MIN_GAIN,
-                              _non_negative, "session-wide mode: balance when the check "
+                              values.non_negative, "session-wide mode: balance when the check "
                               "predicts the slowest task cut by at least this fraction"),
-    "window.split": ConfKey("spark.sparkbalance.window.split", "auto", _window_mode,
+    "window.split": ConfKey("spark.sparkbalance.window.split", "auto", values.window_mode,
                             "with_window_columns: split a hot key's window when the payoff "
                             "rule says it pays (auto), always, or never"),
-    "window.cores": ConfKey("spark.sparkbalance.window.cores", None, _positive_count,
+    "window.cores": ConfKey("spark.sparkbalance.window.cores", None, values.positive_count,
                             "with_window_columns: the cores the payoff rule assumes (unset: "
                             "the session's slots, capped by this machine's on a local master)"),
-    "max_keys": ConfKey("spark.sparkbalance.maxKeys", DEFAULT_MAX_KEYS, _max_keys,
+    "max_keys": ConfKey("spark.sparkbalance.maxKeys", DEFAULT_MAX_KEYS, values.max_keys,
                         "statistics: the heaviest keys listed with exact counts, the rest "
                         "summed ('all': every distinct key)"),
 }
@@ -262,10 +185,6 @@ def _raw(spark_or_df: Any, key: str) -> str | None:
     return None if value in (None, "") else value
 
 
-_NUMERIC = (_number, _fraction, _non_negative, _count, _positive_count, _non_negative_count,
-            _max_keys)
-
-
 def _entry(name: str) -> ConfKey:
     try:
         return KEYS[name]
@@ -291,7 +210,7 @@ def read(spark_or_df: Any, name: str) -> Any:
     except ValueError as exc:
         why = str(exc)
         if not why.startswith("expected"):   # float("abc"), or the registry's own words
-            why = "expected a number" if entry.parse in _NUMERIC else why
+            why = "expected a number" if entry.parse in values.NUMERIC else why
         raise ValueError(f"{entry.key}={text!r}; {why}") from None
 
 
