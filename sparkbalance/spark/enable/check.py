@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["predicted_gain", "listed_gain", "split_gain", "Sample", "sample_dataframe",
            "sample_rdd",
            "has_shuffle", "MAX_CHECK_PARTITIONS", "MIN_HOT_SAMPLES", "HOT_SHARE_DIVISOR",
-           "MIN_SAMPLE_ROWS", "MIN_LISTED_HITS"]
+           "MIN_SAMPLE_ROWS", "MIN_LISTED_HITS", "skipped_reason"]
 
 #: Input partitions an RDD check reads from at most (evenly spaced over the input).
 MAX_CHECK_PARTITIONS = 16
@@ -235,6 +235,12 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
                      counts[listed].astype(np.float64),
                      tail_count=float(total - counts[listed].sum()))
     return Sample(counts, got.homes, total, stats, got.skipped)
+
+
+def skipped_reason(step: str) -> str:
+    """A decision's reason when the keys were not sampled because the Python ``step``
+    computes them (:attr:`Sample.skipped`)."""
+    return f"keys computed in Python ({step}): a sample would run that Python work again"
 
 
 def _hot_floor(rows: int, num_partitions: int) -> float:

@@ -137,10 +137,8 @@ def _decide(data: Any, call: str, cols: Sequence[Any], n: int,
         _record(EnableDecision(call, keys, n, False, None, 0, f"check failed: {exc!r:.200}"))
         _LOG.warning("%s: the skew check failed (%r); running plain Spark", call, exc)
         return plain()
-    if getattr(got, "skipped", None) is not None:
-        _record(EnableDecision(call, keys, n, False, None, 0,
-                               f"keys computed in Python ({got.skipped}): a sample would run "
-                               "that Python work again"))
+    if got.skipped is not None:
+        _record(EnableDecision(call, keys, n, False, None, 0, check.skipped_reason(got.skipped)))
         return plain()
     if got.rows < check.MIN_SAMPLE_ROWS:
         _record(EnableDecision(call, keys, n, False, gain, got.rows, "too few rows to judge"))

@@ -102,8 +102,7 @@ def _window_call(df: Any, call: str, columns: dict[str, Any], plain: Any) -> Any
             return plain
         if got.skipped is not None:   # one input: every window's keys come from it
             _record(EnableDecision(call, keys, n, False, None, 0,
-                                   f"keys computed in Python ({got.skipped}): a sample "
-                                   "would run that Python work again"))
+                                   check.skipped_reason(got.skipped)))
             return plain
         if got.rows < check.MIN_SAMPLE_ROWS:
             continue

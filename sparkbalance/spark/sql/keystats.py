@@ -198,14 +198,13 @@ def bounded_key_stats(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     got = sample_keys(df, cols, n, rows=limit, look=look,
                       could_matter=lambda c, rows: c.max() >= look_floor(rows, n, theta))
     stats = _listed(got, n, theta)
+    from sparkbalance.spark.report.log_line import log_info
     if got.skipped is not None:
-        from sparkbalance.spark.report.log_line import log_info
         log_info(_LOG, "sparkbalance: auto: the key columns %s are computed in Python (%s): "
                  "a sample would run that Python work again, so no sample: plain hashing, "
                  "Spark's own exchange (give stats= or a named strategy to balance them)",
                  ", ".join(cols), got.skipped)
     elif len(stats) == 0:
-        from sparkbalance.spark.report.log_line import log_info
         log_info(_LOG, "sparkbalance: auto: no key of %d sampled rows (%s) is heavy enough "
                  "to unbalance one of %d partitions: plain hashing, Spark's own exchange",
                  got.rows, "spread over the input" if got.spread else
