@@ -134,13 +134,10 @@ def parse_stream(spec: str, interval: int) -> tuple[float | None, int]:
     """
     named = {"skewed": "z1.0", "uniform": "z0"}
     z, _, i = named.get(spec, spec).partition("/")
-    if z == "flights":
-        z = "z-1"
     try:
-        if not z.startswith("z") or (i and not i.startswith("i")):
+        if not (z == "flights" or z.startswith("z")) or (i and not i.startswith("i")):
             raise ValueError
-        zf = None if z == "z-1" else float(z[1:])
-        return zf, int(i[1:]) if i else interval
+        return (None if z == "flights" else float(z[1:])), int(i[1:]) if i else interval
     except ValueError:
         raise ValueError(f"stream {spec!r}; expected skewed, uniform, z<z>[/i<interval>] "
                          "(e.g. z1.2/i2) or flights[/i<interval>]") from None
