@@ -125,7 +125,7 @@ class Forecasting:
         if merged.routed is not None:
             with sparkbalance_job_group(pairs.context, f"{group}-map",
                                         f"sparkbalance: map stage of batch {at.seq}"):
-                run_map_stage(merged.routed)
+                run_map_stage(merged.routed, at.state.ops)
             counts = read_tally(acc)
         else:
             read_tally(acc)

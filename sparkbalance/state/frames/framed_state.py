@@ -130,7 +130,7 @@ class FramedState:
                 # listing their key groups): no Python pass groups the batch first, which
                 # on local[8] was a second Python worker per merge task (~0.1 s a batch).
                 batch_frames = routed = shuffle_chunks([batch_chunks(pairs, fn, G, tally, fold.weight)],
-                                                       P, fn)
+                                                       P, fn, self.ops)
                 chunked = True
             else:
                 batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
@@ -163,9 +163,9 @@ class FramedState:
                 # the batch's shuffle by the old layout is written: route only what moves
                 misplaced = Misplaced(src, layout, G, candidates)
                 batch_frames = self.ops.concat(reused, shuffle_chunks(
-                    [batch_chunks(misplaced.select(pairs), fn, G), carried], P, fn))
+                    [batch_chunks(misplaced.select(pairs), fn, G), carried], P, fn, self.ops))
             elif chunked:   # batch and carried chunks as R frames: one Python pass to merge
-                batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G), carried], P, fn)
+                batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G), carried], P, fn, self.ops)
             else:
                 routed = (shuffle_keyed([keyed_by_function(pairs, fn), carried], P, id(fn))
                           if keyed else pairs.union(carried).partitionBy(

@@ -29,7 +29,10 @@ from sparkbalance.spark.session.bridge import STATE_FRAMES_CLASS
 from sparkbalance.spark.session.jvm_loader import bridge_has
 from sparkbalance.state.frames import format as fr
 
-__all__ = ["FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
+#: The bridge class that builds and runs the keyed state's routing shuffle.
+STATE_SHUFFLE_CLASS: str = "io.sparkbalance.bridge.StateShuffle"
+
+__all__ = ["STATE_SHUFFLE_CLASS", "FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -77,6 +80,9 @@ class FrameOps:
         #: The JVM reads ``R`` frames (protocol 2): a batch reaches the merge as its routing
         #: shuffle's chunks, with no Python pass grouping it first.
         self.chunks = jvm and _protocol(self._cls) >= 2
+        #: The JVM builds the routing shuffle and runs its map stage in one call each
+        #: (``StateShuffle``; a jar before it: the same shuffle built step by step).
+        self.routes = jvm and bridge_has(sc, STATE_SHUFFLE_CLASS)
 
     def static(self, cls: str, name: str) -> Any:
         """The static method ``name`` of the bridge's class ``io.sparkbalance.bridge.<cls>``,
@@ -93,6 +99,36 @@ class FrameOps:
         from pyspark import RDD
         from pyspark.serializers import NoOpSerializer
         return RDD(jrdd, self.sc, NoOpSerializer())
+
+    def route(self, keyed: list, num_partitions: int, partitioner_id: int) -> Any:
+        """The routing shuffle of the map sides ``keyed`` (one or two, each as
+        :func:`~sparkbalance.spark.rdd.shuffle.keyed_by_function` writes) to
+        ``num_partitions`` partitions, read as its chunks (one ``bytes`` each): one call
+        into the JVM (``StateShuffle.route``) where PySpark's steps are about ten py4j
+        round trips, each leaving a reference to release; those steps without it."""
+        if not self.routes or len(keyed) > 2:
+            from pyspark.serializers import NoOpSerializer
+            from sparkbalance.spark.rdd.shuffle import shuffle_keyed
+            return shuffle_keyed(keyed, num_partitions, partitioner_id, NoOpSerializer())
+        args = [k._jrdd for k in keyed]
+        return self.wrap(self.static("StateShuffle", "route")(*args, int(num_partitions),
+                                                             int(partitioner_id)))
+
+    def run_map_stage(self, routed: Any) -> None:
+        """Run only the map stage of the shuffle ``routed`` (:meth:`route`'s result)
+        reads, as adaptive execution does: a later job over it skips the stage. One call
+        into the JVM (``StateShuffle.runMapStage``), else the lineage walked from Python
+        (``SparkContext.submitMapStage``, public in the bytecode). An empty batch has no
+        map stage to run (Spark refuses to submit one)."""
+        if self.routes:
+            self.static("StateShuffle", "runMapStage")(routed._jrdd)
+            return
+        values = routed._jrdd.rdd()                        # the shuffle's values
+        shuffled = values.dependencies().head().rdd()      # the ShuffledRDD
+        dep = shuffled.dependencies().head()
+        if dep.rdd().getNumPartitions() == 0:
+            return
+        routed.context._jsc.sc().submitMapStage(dep).get()
 
     def select(self, rdd: Any, tag: int, mask: bytes | None = None, num_groups: int = 0,
                member: bool = True) -> Any:

@@ -58,22 +58,24 @@ def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None,
     return keyed_by_function(pairs, fn, wrap)
 
 
-def run_map_stage(routed: Any) -> None:
+def run_map_stage(routed: Any, ops: Any = None) -> None:
     """Run only the map stage of the routing shuffle read by ``routed`` (the RDD
     :func:`shuffle_chunks` returns), as adaptive execution does: a later job over the
-    same shuffle skips it (``SparkContext.submitMapStage``, public in the bytecode)."""
-    values = routed._jrdd.rdd()                        # the shuffle's values
-    shuffled = values.dependencies().head().rdd()      # the ShuffledRDD
-    dep = shuffled.dependencies().head()
-    if dep.rdd().getNumPartitions() == 0:              # an empty batch: no map stage to run
-        return                                         # (Spark refuses to submit one)
-    routed.context._jsc.sc().submitMapStage(dep).get()
+    same shuffle skips it (:meth:`~sparkbalance.state.frames.rdds.FrameOps.run_map_stage`;
+    ``ops`` the state's, None: its context's)."""
+    if ops is None:
+        from sparkbalance.state.frames.rdds import frame_ops
+        ops = frame_ops(routed.context)
+    ops.run_map_stage(routed)
 
 
-def shuffle_chunks(keyed: list, num_partitions: int, fn: Any) -> Any:
+def shuffle_chunks(keyed: list, num_partitions: int, fn: Any, ops: Any = None) -> Any:
     """The routing shuffle of the map sides ``keyed`` (:func:`batch_chunks`, and
     :func:`carried_chunks` when a migration rides), read as frames: one ``bytes`` per
-    chunk, as the map side wrote it."""
+    chunk, as the map side wrote it (built in one bridge call where ``ops``, the state's
+    :class:`~sparkbalance.state.frames.rdds.FrameOps`, can: :meth:`~.rdds.FrameOps.route`)."""
+    if ops is not None:
+        return ops.route(keyed, num_partitions, id(fn))
     from pyspark.serializers import NoOpSerializer
     return shuffle_keyed(keyed, num_partitions, id(fn), NoOpSerializer())
 

@@ -1,0 +1,76 @@
+"""The keyed state's routing shuffle built and its map stage run in one bridge call each
+(``StateShuffle``): the same chunks in the same partitions as PySpark's step-by-step
+shuffle, in a handful of py4j round trips instead of dozens."""
+from __future__ import annotations
+
+import pytest
+
+from sparkbalance.routing.hash import HashPartitioner
+from sparkbalance.state.frames import format as fr
+from sparkbalance.state.frames.rdds import FrameOps, frame_ops
+from sparkbalance.state.frames.route_chunks import batch_chunks, run_map_stage, shuffle_chunks
+
+P, G = 4, 16
+
+
+class _Calls:
+    """py4j commands sent while counting (reference releases apart)."""
+
+    def __init__(self, monkeypatch) -> None:
+        from py4j import clientserver, java_gateway
+        self.n = 0
+        for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
+            orig = cls.send_command
+
+            def counted(conn, command, *a, _orig=orig, **kw):
+                self.n += not command.startswith("m\nd\n")   # releases come with GC
+                return _orig(conn, command, *a, **kw)
+            monkeypatch.setattr(cls, "send_command", counted)
+
+
+def _records(rdd) -> list:
+    """Per partition, the sorted records of its ``R`` chunks."""
+    parts = rdd.mapPartitions(
+        lambda it: [sorted(r for f in it for r in fr.chunk_records(f))]).collect()
+    return parts
+
+
+@pytest.fixture(scope="module")
+def ops(sc) -> FrameOps:
+    ops = frame_ops(sc)
+    if not ops.routes:
+        pytest.skip("the bridge jar is not loadable or predates StateShuffle")
+    return ops
+
+
+def test_bridge_route_equals_pyspark_steps(sc, ops, monkeypatch) -> None:
+    fn = HashPartitioner(P)
+    pairs = sc.parallelize([(k % 37, k) for k in range(500)], 3)
+    run_map_stage(shuffle_chunks([batch_chunks(pairs, fn, G)], P, fn, ops), ops)  # lookups
+    one = batch_chunks(pairs, fn, G)
+    one._jrdd                               # the Python map side, built either way
+    calls = _Calls(monkeypatch)
+    routed = shuffle_chunks([one], P, fn, ops)
+    run_map_stage(routed, ops)
+    assert calls.n == 3                     # route, the RDD's id, the map stage
+    monkeypatch.undo()
+    plain = FrameOps(sc, True)
+    plain.routes = False                    # PySpark's steps, as without the class
+    two = plain.route([batch_chunks(pairs, fn, G)], P, id(fn))
+    plain.run_map_stage(two)
+    assert _records(routed) == _records(two)
+    expected = [sorted((k % 37, k) for k in range(500) if fn.assign([k % 37])[0] == p)
+                for p in range(P)]
+    assert _records(routed) == expected
+
+
+def test_bridge_route_of_two_map_sides_and_empty_batch(sc, ops) -> None:
+    fn = HashPartitioner(P)
+    a = batch_chunks(sc.parallelize([(k, 1) for k in range(40)], 2), fn, G)
+    b = batch_chunks(sc.parallelize([(k, 2) for k in range(40, 60)], 1), fn, G)
+    routed = shuffle_chunks([a, b], P, fn, ops)
+    got = sorted(r for part in _records(routed) for r in part)
+    assert got == sorted([(k, 1) for k in range(40)] + [(k, 2) for k in range(40, 60)])
+    empty = shuffle_chunks([batch_chunks(sc.emptyRDD(), fn, G)], P, fn, ops)
+    run_map_stage(empty, ops)               # no map stage to run: returns, runs nothing
+    assert _records(empty) == [[] for _ in range(P)]
