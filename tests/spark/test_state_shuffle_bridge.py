@@ -74,3 +74,33 @@ def test_bridge_route_of_two_map_sides_and_empty_batch(sc, ops) -> None:
     empty = shuffle_chunks([batch_chunks(sc.emptyRDD(), fn, G)], P, fn, ops)
     run_map_stage(empty, ops)               # no map stage to run: returns, runs nothing
     assert _records(empty) == [[] for _ in range(P)]
+
+
+def test_python_pass_built_in_one_call(sc, ops, monkeypatch) -> None:
+    passes = ops.passes
+    if passes._pass is None:
+        pytest.skip("the bridge jar predates PythonPasses")
+    base = sc.parallelize(range(100), 4)
+    passes.built(base.map(lambda x: x))               # the template, made once
+    rdd = base.mapPartitionsWithIndex(lambda i, it: ((i, x * 2) for x in it),
+                                      preservesPartitioning=True)
+    calls = _Calls(monkeypatch)
+    before = passes.built_here
+    passes.built(rdd)
+    assert calls.n == 1 and passes.built_here == before + 1
+    monkeypatch.undo()
+    plain = base.mapPartitionsWithIndex(lambda i, it: ((i, x * 2) for x in it))
+    assert rdd.glom().collect() == plain.glom().collect()
+    assert passes.built(rdd) is rdd._jrdd            # built once, as PySpark's property
+
+
+def test_python_pass_with_a_broadcast_is_left_to_pyspark(sc, ops) -> None:
+    passes = ops.passes
+    if passes._pass is None:
+        pytest.skip("the bridge jar predates PythonPasses")
+    b = sc.broadcast({1: "a"})
+    rdd = sc.parallelize([1, 2], 2).map(lambda x: b.value.get(x))
+    before = passes.built_here
+    passes.built(rdd)
+    assert passes.built_here == before                # PySpark built it
+    assert rdd.collect() == ["a", None]

@@ -309,7 +309,8 @@ def rebased(state: "FramedState", store: Any, man: Manifest) -> "FramedState | N
     # cache locality the scheduler sees on Spark 3.5; on 4.x Rebased also names them)
     files = read_parts(ops.sc, store, man.state_dir, man.state_files, man.num_physical,
                        near=anchor)
-    jrdd = ops.static("StateFiles", "rebase")(anchor._jrdd, fr.TAG_STATE, files._jrdd)
+    jrdd = ops.static("StateFiles", "rebase")(anchor._jrdd, fr.TAG_STATE,
+                                              ops.passes.built(files))
     return FramedState(ops, ops.wrap(jrdd), state.layout, state.num_groups, state.cached,
                        anchor=anchor)
 

@@ -120,7 +120,12 @@ def _write(store: Any, name: str, rdd: Any, tag: int | None,
         digest, n = _combine(hashes)
         acc.add([(pid, digest, n, back)])
 
-    rdd.mapPartitionsWithIndex(_tagged).saveAsPickleFile(store.uri(name))
+    # saveAsPickleFile's own steps (batches of 10 pickled pairs, saveAsObjectFile), the
+    # Python pass built in one bridge call where it can be (frames.passes)
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+    tagged = rdd.mapPartitionsWithIndex(_tagged)._reserialize(
+        BatchedSerializer(CPickleSerializer(), 10))
+    frame_ops(sc).passes.built(tagged).saveAsObjectFile(store.uri(name))
     digests: dict[int, tuple[str, int]] = {}
     frames: dict[int, list[bytes]] = {}
     for pid, digest, n, back in acc.value:

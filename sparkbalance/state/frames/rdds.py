@@ -28,6 +28,7 @@ import numpy as np
 from sparkbalance.spark.session.bridge import STATE_FRAMES_CLASS
 from sparkbalance.spark.session.jvm_loader import bridge_has
 from sparkbalance.state.frames import format as fr
+from sparkbalance.state.frames.passes import PYTHON_PASSES_CLASS, Passes
 
 #: The bridge class that builds and runs the keyed state's routing shuffle.
 STATE_SHUFFLE_CLASS: str = "io.sparkbalance.bridge.StateShuffle"
@@ -83,6 +84,9 @@ class FrameOps:
         #: The JVM builds the routing shuffle and runs its map stage in one call each
         #: (``StateShuffle``; a jar before it: the same shuffle built step by step).
         self.routes = jvm and bridge_has(sc, STATE_SHUFFLE_CLASS)
+        #: Python passes' Java RDDs built in one bridge call each (:mod:`.passes`).
+        self.passes = Passes(sc, self.static("PythonPasses", "pass")
+                             if jvm and bridge_has(sc, PYTHON_PASSES_CLASS) else None)
 
     def static(self, cls: str, name: str) -> Any:
         """The static method ``name`` of the bridge's class ``io.sparkbalance.bridge.<cls>``,
@@ -110,7 +114,7 @@ class FrameOps:
             from pyspark.serializers import NoOpSerializer
             from sparkbalance.spark.rdd.shuffle import shuffle_keyed
             return shuffle_keyed(keyed, num_partitions, partitioner_id, NoOpSerializer())
-        args = [k._jrdd for k in keyed]
+        args = [self.passes.built(k) for k in keyed]
         return self.wrap(self.static("StateShuffle", "route")(*args, int(num_partitions),
                                                              int(partitioner_id)))
 
@@ -183,7 +187,8 @@ class FrameOps:
         low = -(2 ** 63) if expire_before is None else int(expire_before)
         diverted = self.wrap(self.static("StateFrames", "divert")(self.concat(batch, state)._jrdd, mask,
                                               int(num_groups), low, tag))
-        return self.wrap(self.static("StateFrames", "rejoin")(self.map_frames(diverted, merge)._jrdd, tag))
+        merged = self.passes.built(self.map_frames(diverted, merge))
+        return self.wrap(self.static("StateFrames", "rejoin")(merged, tag))
 
     def shuffle_frames(self, moving: Any, num_partitions: int
                        ) -> tuple[Any, Callable[[], tuple[int, float]]]:
