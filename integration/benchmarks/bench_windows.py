@@ -163,15 +163,30 @@ def cases(df_costly, df_memory):
     }
 
 
-def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, float, bool]:
+def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None = None
+             ) -> tuple[float, float, bool]:
+    """(wall, CPU, split?) of one run; ``plan`` (when given) receives the size of the plan
+    the action ran: its physical operators, joins and exchanges before adaptive execution,
+    and the driver JVM's JIT compilation milliseconds during the run."""
     from sparkbalance.spark.window.windows import with_window_columns
-    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    jvm = spark.sparkContext._jvm
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    jit = jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+    j0 = jit.getTotalCompilationTime()
     c0, t0 = _proc_cpu(pid), time.perf_counter()
     out = with_window_columns(df, slots, **cols) if method == "balanced" else df.withColumns(cols)
     q = after(out)
     q.write.format("noop").mode("overwrite").save()
     wall, cpu = time.perf_counter() - t0, _proc_cpu(pid) - c0
-    split = "__sb_pid" in q._jdf.queryExecution().executedPlan().toString()
+    qe = q._jdf.queryExecution()
+    split = "__sb_pid" in qe.executedPlan().toString()
+    if plan is not None:
+        ops = [ln.strip(" :+-") for ln in str(qe.sparkPlan().treeString()).splitlines()]
+        ops = [o for o in ops if o]
+        plan.update(operators=len(ops), joins=sum("Join" in o.split(" ")[0] for o in ops),
+                    exchanges=sum(o.startswith(("Exchange", "BroadcastExchange"))
+                                  for o in ops),
+                    jit_ms=int(jit.getTotalCompilationTime() - j0))
     return wall, cpu, split
 
 
@@ -203,15 +218,18 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
     out = {}
     for method in ("plain", "balanced"):
         seen = {s[0] for s in _stages(spark)}
-        _, cpu, split = run_once(spark, method, df, cols, after, slots)
+        plan: dict = {}
+        _, cpu, split = run_once(spark, method, df, cols, after, slots, plan)
         new = [s for s in _stages(spark) if s[0] not in seen]
         print(f"{case} rows={rows} hot={share:.0%} {method} split={split}: "
               f"{len(new)} stages, {sum(s[1] for s in new)} tasks, executor CPU "
               f"{sum(s[2] for s in new):.1f}s, process CPU {cpu:.1f}s, spilled "
               f"{sum(s[4] for s in new) / 2**20:.0f} MiB memory / "
               f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s, "
-              f"{sum(s[8] for s in new)} rows written to the shuffle",
-              flush=True)
+              f"{sum(s[8] for s in new)} rows written to the shuffle; the action's physical "
+              f"plan {plan['operators']} operators ({plan['joins']} joins, "
+              f"{plan['exchanges']} exchanges), JIT {plan['jit_ms'] / 1e3:.1f}s, CPU outside "
+              f"the tasks {cpu - sum(s[2] for s in new):.1f}s", flush=True)
         for s in new:
             print(f"    stage {s[0]:4d} {s[1]:3d} tasks cpu {s[2]:6.2f}s run {s[3]:6.2f}s "
                   f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB "
@@ -221,7 +239,7 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),
                        "spill_disk": sum(s[5] for s in new),
-                       "shuffle_rows_written": sum(s[8] for s in new)}
+                       "shuffle_rows_written": sum(s[8] for s in new), **plan}
     df.unpersist()
     return {"case": case, "rows": rows, "hot_share": share, **out}
 
