@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from sparkbalance.spark.window.memory import parse_bytes, spill_rows, task_memory
+from sparkbalance.spark.window.memory import BUFFERS, parse_bytes, spill_rows, task_memory
 from sparkbalance.spark.window.payoff import SPILL_PER_ROW, decide
 
 totals = st.floats(1e3, 1e9)
@@ -60,7 +60,8 @@ def test_a_heavier_hot_key_never_turns_a_split_into_plain(total, a, b, n, p, mem
 @given(st.floats(0.0, 1e9), st.one_of(st.none(), widths), st.one_of(st.none(), mems))
 def test_spilled_rows_are_at_most_the_hot_rows(rows, width, mem):
     s = spill_rows(rows, width, mem)
-    assert 0.0 <= s <= rows
+    assert s in (0.0, BUFFERS * rows)   # the sort's and the window's buffer, or none
+    assert (s > 0) == (width is not None and mem is not None and rows * width > mem)
     if width is None or mem is None:
         assert s == 0.0
 
@@ -69,10 +70,12 @@ def test_the_spill_is_charged_to_plain_spark_and_named():
     # 90 % of 10^6 rows on 2 cores does not pay when it fits (the split's work cannot spread)
     rows = 1_000_000.0
     assert not _split(0.9 * rows, rows, 16, 2)
-    # rows of 500 bytes in a task of 128 MiB: ~630,000 of the 900,000 spill, which pays
+    # rows of 500 bytes in a task of 128 MiB: the key's 430 MiB spill (twice), which pays
     ok, why = decide(np.array([0.9 * rows]), rows, 16, "auto", cores=2, bytes_per_row=500.0,
                      memory=128 * 2 ** 20)
-    assert ok and "spilling ~631565 of them" in why
+    assert ok and "spilling ~1800000 rows" in why
+    # ... but not a key that fits
+    assert not _split(0.9 * rows, rows, 16, 2, 100.0, 128 * 2 ** 20)
     assert SPILL_PER_ROW > 0
 
 

@@ -10,14 +10,18 @@ runs at once; one task may take up to the whole pool when it runs alone, at leas
 window is the last one running, so on a local master (one JVM, every task one pool) it ends
 with the whole pool, on a cluster with its executor's pool over the executor's cores.
 
-:func:`spill_rows` counts the hot key's rows past that memory, which
-:func:`sparkbalance.spark.window.payoff.decide` charges plain Spark (the split's ranges are a
-quarter of a mean partition each and fit where the hot key did not).
+:func:`spill_rows` counts the rows plain Spark's hot task writes out when the key does not
+fit: :data:`BUFFERS` times the key's rows, as the sort before the window and the window's
+own buffer each fill the memory, write their rows to a spill file and merge them back
+(``bench_windows.py --memory-bound --metrics``: a key of 1.8*10^5 rows of ~1.1 KiB in a
+127 MiB pool spilled 500 MiB, ~2.4 times its bytes). It is charged to plain Spark by
+:func:`sparkbalance.spark.window.payoff.decide`; the split's ranges are a quarter of a mean
+partition each and fit where the hot key did not.
 
 Examples
 --------
 >>> spill_rows(1_000_000.0, 400.0, 200 * 2**20)
-475712.0
+2000000.0
 >>> spill_rows(1_000.0, 400.0, 200 * 2**20)
 0.0
 """
@@ -26,10 +30,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["RESERVED_BYTES", "task_memory", "row_bytes", "spill_rows", "parse_bytes"]
+__all__ = ["RESERVED_BYTES", "BUFFERS", "task_memory", "row_bytes", "spill_rows",
+           "parse_bytes"]
 
 #: Heap the unified memory manager keeps out of its pool (Spark's ``RESERVED_SYSTEM_MEMORY``).
 RESERVED_BYTES = 300 * 2 ** 20
+#: Buffers of a window task that spill a key past memory: the sort's and the window's.
+BUFFERS = 2
 _UNITS = {"": 1, "b": 1, "k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30, "t": 2 ** 40}
 
 
@@ -90,8 +97,8 @@ def row_bytes(d: Any) -> float | None:
 
 
 def spill_rows(hot_rows: float, bytes_per_row: float | None, memory: float | None) -> float:
-    """Rows of a hot key's window past ``memory`` bytes: written to disk and read back by
-    plain Spark's hot task (0 when either is unknown)."""
+    """Rows plain Spark's hot task writes to disk and reads back: :data:`BUFFERS` times the
+    key's rows when its bytes exceed ``memory``, else none (none when either is unknown)."""
     if not bytes_per_row or memory is None:
         return 0.0
-    return max(0.0, float(hot_rows) - max(0.0, float(memory)) / float(bytes_per_row))
+    return BUFFERS * float(hot_rows) if float(hot_rows) * bytes_per_row > memory else 0.0

@@ -21,9 +21,9 @@ the time plain Spark spends on one row: exchange, sort, window):
 When the hot key's rows do not fit the execution memory of the task holding them
 (:mod:`sparkbalance.spark.window.memory`: its rows times their estimated bytes against the
 executor's memory pool over the tasks it runs at once), plain Spark's hot task also writes
-the rows past that memory to a spill file and reads them back: ``SPILL_PER_ROW`` row-
-equivalents each are added to the excess (the split's ranges are a quarter of a mean
-partition each and fit).
+its rows to spill files and reads them back (its sort's and its window's buffer):
+``SPILL_PER_ROW`` row-equivalents a spilled row are added to the excess (the split's ranges
+are a quarter of a mean partition each and fit).
 
 The split is taken when ``excess >= cost``. What the query does per row after the window
 (a UDF, a write, a wait on I/O) runs in the same task: CPU work there raises plain Spark's
@@ -156,7 +156,7 @@ def decide(hot_counts: np.ndarray, total: float, num_partitions: int, mode: str,
     excess = top + (total - top) / n - total / p + SPILL_PER_ROW * spill
     cost = split_cost(total, p)
     holds = "holds at most" if bound else "holds"
-    spills = f" (spilling ~{spill:.0f} of them)" if spill > 0 else ""
+    spills = f" (spilling ~{spill:.0f} rows)" if spill > 0 else ""
     why = (f"hot key {holds} {top:.0f} rows{spills}, its task {excess:.0f} more than an even "
            f"share of {p} core{'s' if p > 1 else ''}; the split costs ~{cost:.0f} "
            "row-equivalents")
