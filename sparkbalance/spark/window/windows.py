@@ -30,6 +30,7 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 
 from sparkbalance.routing.base import check_num_partitions
 from sparkbalance.routing.hash import HashPartitioner
@@ -38,7 +39,6 @@ from sparkbalance.spark.sql.placement import place
 from sparkbalance.spark.sql.route import PID_COL, with_partition_id
 from sparkbalance.spark.window import cold, decide, frames, segments as sg
 from sparkbalance.spark.window.halo import halo_targets
-from sparkbalance.spark.window.summary import numbered, summary_literals
 from sparkbalance.spark.window.spec import UNBOUNDED, WindowColumn, window_column
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["with_window_columns", "explain_split"]
 
 _LOG = logging.getLogger("sparkbalance.window")
-_HIDX, _SEG, _TSEG, _HALO = "__sb_hidx", "__sb_seg", "__sb_tseg", "__sb_halo"
+_HIDX, _SEG, _TSEG, _HALO, _HOT = "__sb_hidx", "__sb_seg", "__sb_tseg", "__sb_halo", "__sb_hot"
 
 
 def _F():
@@ -212,12 +212,14 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         d = d.withColumn(_TSEG, F.col(_SEG))
     d, pid = _cold_pid(d, pcols, ptypes, warm, n)
     if hot:
-        # the target segment numbered across every hot key (-1 on a cold row): one SQL
-        # expression (one py4j round trip); the segment's partition and, below, its
-        # summaries are looked up by it in arrays of literals
-        d = d.withColumn(_TSEG, F.expr(numbered(_HIDX, _TSEG, hot)))
+        # one SQL expression (one py4j round trip): the segment's partition, looked up
+        # in one array of every hot segment's partition
         flat = ", ".join(str(int(p)) for h in hot for p in h.pids)
-        pid = f"CASE WHEN {_TSEG} >= 0 THEN element_at(array({flat}), {_TSEG} + 1) ELSE {pid} END"
+        offsets = np.cumsum([0] + [h.segments for h in hot])[:-1].tolist()
+        at = (f"element_at(array({', '.join(str(int(o)) for o in offsets)}), {_HIDX} + 1)"
+              if len(hot) > 1 else "0")
+        pid = (f"CASE WHEN {_HIDX} >= 0 THEN element_at(array({flat}), {at} + {_TSEG} + 1) "
+               f"ELSE {pid} END")
     d = d.withColumn(PID_COL, F.expr(f"CAST({pid} AS INT)"))
     # what the exchange and the sort carry: the row, its key, order, target segment, the
     # halo flag where copies exist, and the partition (not the hot index or own segment)
@@ -239,21 +241,22 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     if other_local:
         win = win.withColumns(other_local)
     summaries = [(name, s) for name, s in group if s.summaries]
-    looked: dict[str, "Column"] = {}
     if hot and summaries:
-        # the per-segment summaries: one small exact job before the action, its values
-        # looked up as literals (a broadcast join of the summaries made the action's plan
-        # a second branch over the input, with its own exchanges, for Spark to analyse,
-        # optimise and compile on every call)
-        looked = summary_literals(counted, _HIDX, _SEG, summaries, hot, _TSEG)
-    hot_flag = F.col(_TSEG) >= 0
+        # a small aggregation of the hot keys' rows before the exchange (summaries taken
+        # from the placed rows would not reuse the exchange: Spark prunes and filters
+        # below it, making it another one)
+        win = win.join(F.broadcast(_summary(counted, pcols, summaries)), on=[*pcols, _TSEG],
+                       how="left")
+    else:
+        win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
+    hot_flag = F.col(_HOT).isNotNull()
     final = {}
     for name, s in group:
         def before(a: str, _n: str = name) -> "Column":
-            return looked.get(f"{_n}_b_{a}", F.lit(None))
+            return F.col(f"{_n}_b_{a}")
 
         def total_(a: str, _n: str = name) -> "Column":
-            return looked.get(f"{_n}_t_{a}", F.lit(None))
+            return F.col(f"{_n}_t_{a}")
         final[name] = frames.final_column(s, name, before, total_, hot_flag).cast(
             result_types[name])
     win = win.withColumns(final)
@@ -276,6 +279,31 @@ def _cold_pid(d: "DataFrame", pcols: list[str], ptypes: list, warm: list, n: int
 
 def _plain_group(df: "DataFrame", group: list[tuple[str, frames.Split]]) -> "DataFrame":
     return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
+
+
+def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
+    """Per (hot key, segment): each summary over the earlier segments and over all
+    (``d``: the rows with their segment, before any halo copy)."""
+    from pyspark.sql import Window
+    F = _F()
+    aggs, ops = [], {}
+    for name, s in summaries:
+        for a, (agg, op) in s.summaries.items():
+            aggs.append(agg.alias(f"{name}_{a}"))
+            ops[f"{name}_{a}"] = (name, a, op)
+    # the rows before the halo copies (each counted once, by its own segment); one task
+    # combines the few per-segment rows, so the window below needs no exchange of its own
+    seg = (d.where(F.col(_HIDX) >= 0).groupBy(*pcols, F.col(_SEG).alias(_TSEG)).agg(*aggs)
+           .coalesce(1))
+    w = Window.partitionBy(*pcols).orderBy(_TSEG)
+    earlier = w.rowsBetween(Window.unboundedPreceding, -1)
+    whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    fn = {"sum": F.sum, "min": F.min, "max": F.max}
+    cols = [*pcols, F.col(_TSEG), F.lit(True).alias(_HOT)]
+    for c, (name, a, op) in ops.items():
+        cols.append(fn[op](c).over(earlier).alias(f"{name}_b_{a}"))
+        cols.append(fn[op](c).over(whole).alias(f"{name}_t_{a}"))
+    return seg.select(*cols)
 
 
 def _spec(wc: WindowColumn, partition: list | None = None, frame: Any = "own") -> Any:
