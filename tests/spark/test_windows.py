@@ -118,8 +118,8 @@ def test_several_hot_keys_and_ties(spark):
 def test_replaced_column_keeps_its_place(spark):
     df = spark.createDataFrame(_rows(3, 0.8, 200, 5), "k string, j int, t int, u int, x int")
     w = Window.partitionBy("k").orderBy("t", "u")
-    # (also summaries of other types, looked up as literals: a running max of timestamps,
-    # carried as microseconds, and a whole-partition min of decimals)
+    # (also per-segment summaries of other types: a running max of timestamps and a
+    # whole-partition min of decimals)
     cols = {"x": F.sum("x").over(w), "y": F.col("u") + 1, "r": F.rank().over(w),
             "late": F.max(F.timestamp_seconds(F.col("u") * 3601 + 7)).over(w),
             "low": F.min(F.col("u").cast("decimal(12,2)") / 7).over(Window.partitionBy("k"))}
