@@ -22,18 +22,22 @@ A family of cells: one key holds a share (``--shares``, default 10 %, 30 %, 90 %
            whole key, each of the split's tasks one range.
 
 The memory-bound set-up (``--memory-bound``): ``--cases memory --master
-local-cluster[4,1,512] --driver-memory 1g --rows 400000 --shares 0.3,0.9 --cores 16``: four
-executor JVMs of 512 MiB and one task slot each, 16 partitions, Spark's window spill
-thresholds at their defaults. Plain Spark's hot task then spills for real (task metrics
-``memoryBytesSpilled``/``diskBytesSpilled``, printed per cell). One ``--metrics`` run of
-each on a loaded 2-core machine (load average 30-40): 30 % hot, plain Spark spilled 60 MiB
-in memory (0.2 MiB on disk), the split nothing; 90 % hot, plain 424 MiB / 10 MiB, the split
-nothing; executor CPU plain 2.9 s / split 4.2 s (30 %), 3.0 s / 3.7 s (90 %), process CPU
-(four executor JVMs, JIT included) 9.5 s / 20.6 s and 6.6 s / 12.5 s. ``--cores 16`` makes the payoff rule take the 16 partitions as 16 cores (the
-machine has 2, where the rule, rightly, runs plain Spark). In local mode (one JVM, one
-memory pool for every task) the spill is not robust: at 10^6 rows with ``--driver-memory 3g``
-plain Spark spills 92 MiB (2 MiB on disk) at 30 % hot and nothing at 90 % (the hot task has
-the whole pool once the others finish).
+local-cluster[4,1,512] --driver-memory 1g --rows 600000 --pad 1024 --shares 0.3,0.9``:
+four executor JVMs of 512 MiB and one task slot each (an execution pool of
+(512 - 300) * 0.6 = 127 MiB a task), 16 partitions, rows of about 1.1 KiB (hex digests of
+the id, which compress to about half: the spill reaches the disk), the table cached on disk
+only (its cache takes none of the pool), Spark's window spill thresholds at their defaults,
+and the payoff rule told the truth: no ``--cores``, so it counts this machine's cores (two
+here) and the spill its memory model predicts for plain Spark's hot task
+(:mod:`sparkbalance.spark.window.memory`). Plain Spark's hot task then spills for real (task
+metrics ``memoryBytesSpilled``/``diskBytesSpilled``, printed per cell). The earlier set-up
+(4*10^5 rows of 400 repeated letters, ``--cores 16``) spilled 60 MiB (0.2 MiB to disk) at
+30 % and 384 MiB (9 MiB to disk) at 90 %: cheap, while the split's extra CPU could not
+spread over two real cores that ``--cores 16`` told the rule it could (1.84x and 1.33x
+plain Spark's wall on a quiet machine). In local mode (one JVM, one memory pool for every
+task) the spill is not robust: at 10^6 rows with ``--driver-memory 3g`` plain Spark spills
+92 MiB (2 MiB on disk) at 30 % hot and nothing at 90 % (the hot task has the whole pool
+once the others finish).
 
 Methods, run interleaved (plain, balanced, plain, ...), medians of REPEATS runs each:
   plain    : df.withColumns(cols) with AQE on (partition coalescing off: on this small data
@@ -56,7 +60,7 @@ do not hang on the machine's load.
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
        [--driver-memory 3g] [--master local-cluster[4,1,1024]] [--split auto]
-       [--cores 16] [--metrics] [--memory-bound]
+       [--cores 16] [--pad 400] [--metrics] [--memory-bound]
 """
 from __future__ import annotations
 
@@ -130,13 +134,21 @@ def build_session(slots: int, memory: str = "3g", master: str | None = None):
 
 
 def data(spark, rows: int, pad: int, share: float = HOT):
+    """The cell's table, cached. A padded one (the memory case) is padded with hex digests
+    of the row's id (about half of it survives compression, unlike a repeated letter) and
+    cached on disk only: its cache then takes none of the executors' memory pool, all of
+    which is the windows' execution memory."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
     hot = F.col("id") % 1000 < int(share * 1000)
+    digests = [F.sha2(F.concat(F.col("id").cast("string"), F.lit(f"-{j}")), 512)
+               for j in range(-(-pad // 128))]
     df = spark.range(rows).select(
         F.when(hot, F.lit(0)).otherwise(F.col("id") % KEYS + 1).alias("k"),
         F.col("id").alias("ts"), (F.col("id") * 7 % 13).alias("x"),
-        *([F.repeat(F.lit("p"), pad).alias("pad")] if pad else []))
-    return df.repartition(8).cache()
+        *([F.substring(F.concat(*digests), 1, pad).alias("pad")] if pad else []))
+    df = df.repartition(8)
+    return df.persist(StorageLevel.DISK_ONLY) if pad else df.cache()
 
 
 def _per_row_step(x: pd.Series, n: pd.Series) -> pd.Series:
@@ -163,15 +175,30 @@ def cases(df_costly, df_memory):
     }
 
 
-def run_once(spark, method: str, df, cols, after, slots: int) -> tuple[float, float, bool]:
+def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None = None
+             ) -> tuple[float, float, bool]:
+    """(wall, CPU, split?) of one run; ``plan`` (when given) receives the size of the plan
+    the action ran: its physical operators, joins and exchanges before adaptive execution,
+    and the driver JVM's JIT compilation milliseconds during the run."""
     from sparkbalance.spark.window.windows import with_window_columns
-    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    jvm = spark.sparkContext._jvm
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    jit = jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+    j0 = jit.getTotalCompilationTime()
     c0, t0 = _proc_cpu(pid), time.perf_counter()
     out = with_window_columns(df, slots, **cols) if method == "balanced" else df.withColumns(cols)
     q = after(out)
     q.write.format("noop").mode("overwrite").save()
     wall, cpu = time.perf_counter() - t0, _proc_cpu(pid) - c0
-    split = "__sb_pid" in q._jdf.queryExecution().executedPlan().toString()
+    qe = q._jdf.queryExecution()
+    split = "__sb_pid" in qe.executedPlan().toString()
+    if plan is not None:
+        ops = [ln.strip(" :+-") for ln in str(qe.sparkPlan().treeString()).splitlines()]
+        ops = [o for o in ops if o]
+        plan.update(operators=len(ops), joins=sum("Join" in o.split(" ")[0] for o in ops),
+                    exchanges=sum(o.startswith(("Exchange", "BroadcastExchange"))
+                                  for o in ops),
+                    jit_ms=int(jit.getTotalCompilationTime() - j0))
     return wall, cpu, split
 
 
@@ -192,10 +219,10 @@ def _stages(spark) -> list:
     return sorted(out)
 
 
-def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
+def metrics(spark, case: str, rows: int, share: float, slots: int, pad: int = PAD) -> dict:
     """One run of each method with its stages' load-independent figures: tasks, executor
     CPU seconds (JVM threads), bytes spilled."""
-    df = data(spark, rows, PAD if case == "memory" else 0, share)
+    df = data(spark, rows, pad if case == "memory" else 0, share)
     df.count()
     _, cols, after = cases(df, df)[case]
     for method in ("plain", "balanced"):   # warm-up (Python workers, codegen, JIT)
@@ -203,15 +230,18 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
     out = {}
     for method in ("plain", "balanced"):
         seen = {s[0] for s in _stages(spark)}
-        _, cpu, split = run_once(spark, method, df, cols, after, slots)
+        plan: dict = {}
+        _, cpu, split = run_once(spark, method, df, cols, after, slots, plan)
         new = [s for s in _stages(spark) if s[0] not in seen]
         print(f"{case} rows={rows} hot={share:.0%} {method} split={split}: "
               f"{len(new)} stages, {sum(s[1] for s in new)} tasks, executor CPU "
               f"{sum(s[2] for s in new):.1f}s, process CPU {cpu:.1f}s, spilled "
               f"{sum(s[4] for s in new) / 2**20:.0f} MiB memory / "
               f"{sum(s[5] for s in new) / 2**20:.0f} MiB disk, GC {sum(s[7] for s in new):.1f}s, "
-              f"{sum(s[8] for s in new)} rows written to the shuffle",
-              flush=True)
+              f"{sum(s[8] for s in new)} rows written to the shuffle; the action's physical "
+              f"plan {plan['operators']} operators ({plan['joins']} joins, "
+              f"{plan['exchanges']} exchanges), JIT {plan['jit_ms'] / 1e3:.1f}s, CPU outside "
+              f"the tasks {cpu - sum(s[2] for s in new):.1f}s", flush=True)
         for s in new:
             print(f"    stage {s[0]:4d} {s[1]:3d} tasks cpu {s[2]:6.2f}s run {s[3]:6.2f}s "
                   f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB "
@@ -221,7 +251,7 @@ def metrics(spark, case: str, rows: int, share: float, slots: int) -> dict:
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),
                        "spill_disk": sum(s[5] for s in new),
-                       "shuffle_rows_written": sum(s[8] for s in new)}
+                       "shuffle_rows_written": sum(s[8] for s in new), **plan}
     df.unpersist()
     return {"case": case, "rows": rows, "hot_share": share, **out}
 
@@ -232,8 +262,9 @@ def _spilled(spark, seen: set) -> tuple[int, int]:
     return sum(st[4] for st in new), sum(st[5] for st in new)
 
 
-def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int) -> dict:
-    df = data(spark, rows, PAD if case == "memory" else 0, share)
+def cell(spark, case: str, rows: int, share: float, slots: int, repeats: int,
+         pad: int = PAD) -> dict:
+    df = data(spark, rows, pad if case == "memory" else 0, share)
     df.count()
     _, cols, after = cases(df, df)[case]
     for method in ("plain", "balanced"):   # warm-up of both, untimed
@@ -282,18 +313,23 @@ def main() -> None:
                          "the slots capped by this machine's cores)")
     ap.add_argument("--metrics", action="store_true",
                     help="one run of each method per cell, with per-stage tasks, CPU, spill")
+    ap.add_argument("--pad", type=int, default=None,
+                    help=f"bytes of padding per row in the memory case (default {PAD}; "
+                         "1024 with --memory-bound)")
     ap.add_argument("--memory-bound", action="store_true",
                     help="the memory-bound set-up (module docstring): the memory case on "
-                         "local-cluster[4,1,512], driver 1g, 4*10^5 rows, 30 %% and 90 %% hot, "
-                         "--cores 16; explicit --rows/--shares/--cores/--master win")
+                         "local-cluster[4,1,512], driver 1g, 6*10^5 rows of 1 KiB padding, "
+                         "30 %% and 90 %% hot, the payoff rule told the machine's real cores; "
+                         "explicit --rows/--shares/--cores/--master/--pad win")
     args = ap.parse_args()
     if args.memory_bound:
         args.cases = "memory"
         args.master = args.master or "local-cluster[4,1,512]"
         args.driver_memory = "1g" if args.driver_memory == "3g" else args.driver_memory
-        args.rows = args.rows or "400000"
+        args.rows = args.rows or "600000"
         args.shares = "0.3,0.9" if args.shares == "0.1,0.3,0.9" else args.shares
-        args.cores = 16 if args.cores is None else args.cores
+        args.pad = 1024 if args.pad is None else args.pad
+    args.pad = PAD if args.pad is None else args.pad
     sizes = [int(float(r)) for r in (args.rows or ("60000" if args.quick
                                                    else "200000,1000000")).split(",")]
     shares = [float(x) for x in args.shares.split(",")]
@@ -307,9 +343,9 @@ def main() -> None:
         for share in shares:
             for case in args.cases.split(","):
                 if args.metrics:
-                    results.append(metrics(spark, case, rows, share, args.slots))
+                    results.append(metrics(spark, case, rows, share, args.slots, args.pad))
                     continue
-                r = cell(spark, case, rows, share, args.slots, args.repeats)
+                r = cell(spark, case, rows, share, args.slots, args.repeats, args.pad)
                 results.append(r)
                 print(f"{case:7s} rows={rows} hot={share:.0%} "
                       f"{args.master or f'local[{args.slots}]'} n={args.slots} "

@@ -118,9 +118,13 @@ def test_several_hot_keys_and_ties(spark):
 def test_replaced_column_keeps_its_place(spark):
     df = spark.createDataFrame(_rows(3, 0.8, 200, 5), "k string, j int, t int, u int, x int")
     w = Window.partitionBy("k").orderBy("t", "u")
-    cols = {"x": F.sum("x").over(w), "y": F.col("u") + 1, "r": F.rank().over(w)}
+    # (also per-segment summaries of other types: a running max of timestamps and a
+    # whole-partition min of decimals)
+    cols = {"x": F.sum("x").over(w), "y": F.col("u") + 1, "r": F.rank().over(w),
+            "late": F.max(F.timestamp_seconds(F.col("u") * 3601 + 7)).over(w),
+            "low": F.min(F.col("u").cast("decimal(12,2)") / 7).over(Window.partitionBy("k"))}
     got = with_window_columns(df, 4, **cols)
-    assert got.columns == ["k", "j", "t", "u", "x", "y", "r"]
+    assert got.columns == ["k", "j", "t", "u", "x", "y", "r", "late", "low"]
     assertDataFrameEqual(got, df.withColumns(cols))
 
 

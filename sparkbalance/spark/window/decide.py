@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
-from sparkbalance.spark.window import frames, payoff, sample, segments as sg
+from sparkbalance.spark.window import frames, memory, payoff, sample, segments as sg
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -74,6 +74,9 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         return None
     mode = payoff.split_mode(df)
     p_cores = payoff.cores(df, n) if mode == "auto" else n
+    # what a task can hold and a row takes: plain Spark's hot task spills the rest
+    mem = ({"memory": memory.task_memory(df), "bytes_per_row": memory.row_bytes(d)}
+           if mode == "auto" else {})
     split, why, guess = True, "", None
     if mode == "never":
         split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
@@ -81,11 +84,11 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         guess = sample.plan_rows(d)
         if guess is not None:   # not even a key holding every row could pay: no job at all
             split, why = payoff.decide(np.array([guess]), guess, n, mode, cores=p_cores,
-                                       bound=True)
+                                       bound=True, **mem)
         if split:
             def could_pay(rows: float, total: float) -> bool:
                 return rows > sg.HOT_SHARE * total / n and payoff.decide(
-                    np.array([rows]), total, n, mode, cores=p_cores, bound=True)[0]
+                    np.array([rows]), total, n, mode, cores=p_cores, bound=True, **mem)[0]
             # a bounded look at a few thousand keys: the full pass only when a key might pay
             look = (sample.bounded_look(d, pcols, n, could_pay, guess)
                     if guess is not None else sample.first_look(d, pcols))
@@ -93,7 +96,7 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
             hot_bound = (np.array([bound]) if bound > sg.HOT_SHARE * look.total / n
                          else np.zeros(0))
             split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
-                                       bound=not look.exact)
+                                       bound=not look.exact, **mem)
             guess = look.total
     else:   # always: no first look
         guess = sample.plan_rows(d)
@@ -103,7 +106,8 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
         # lengthen the query; the rest are placed whole like the cold keys)
         hot_count = min(4 * n, int(np.count_nonzero(ks.counts > sg.HOT_SHARE * total / n)))
-        split, why = payoff.decide(ks.counts[:hot_count], total, n, mode, cores=p_cores)
+        split, why = payoff.decide(ks.counts[:hot_count], total, n, mode, cores=p_cores,
+                                   **mem)
     if not split:
         _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
                   ", ".join(repr(user(name, tmp)) for name, _ in group), why)

@@ -18,6 +18,13 @@ the time plain Spark spends on one row: exchange, sort, window):
   case: row_number, a running sum and lag, and the memory case: a whole-partition sum, lag
   and a bounded average), plus the statistics jobs' and the summaries' stages' latency.
 
+When the hot key's rows do not fit the execution memory of the task holding them
+(:mod:`sparkbalance.spark.window.memory`: its rows times their estimated bytes against the
+executor's memory pool over the tasks it runs at once), plain Spark's hot task also writes
+its rows to spill files and reads them back (its sort's and its window's buffer):
+``SPILL_PER_ROW`` row-equivalents a spilled row are added to the excess (the split's ranges
+are a quarter of a mean partition each and fit).
+
 The split is taken when ``excess >= cost``. What the query does per row after the window
 (a UDF, a write, a wait on I/O) runs in the same task: CPU work there raises plain Spark's
 and the split's work alike, but time the task spends waiting is paid serially by plain
@@ -35,6 +42,9 @@ Examples
 True
 >>> decide(np.array([900_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=2)
 (False, 'hot key holds 900000 rows, its task 406250 more than an even share of 2 cores; the split costs ~440000 row-equivalents')
+>>> decide(np.array([900_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=2,
+...        bytes_per_row=500.0, memory=128 * 2**20)[0]
+True
 """
 from __future__ import annotations
 
@@ -45,8 +55,9 @@ from typing import Any
 import numpy as np
 
 from sparkbalance.spark.session import conf
+from sparkbalance.spark.window.memory import spill_rows
 
-__all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "CORES_CONF", "MODES", "split_mode",
+__all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPILL_PER_ROW", "SPLIT_CONF", "CORES_CONF", "MODES", "split_mode",
            "cores",
            "split_cost", "decide"]
 
@@ -55,6 +66,10 @@ __all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPLIT_CONF", "CORES_CONF", "MODES"
 OVERHEAD_PER_ROW = 0.8
 #: The split's fixed cost (its statistics job, the summaries' stages), in row-equivalents.
 FIXED_ROWS = 40_000.0
+#: Plain Spark's extra work per hot row its task cannot hold in memory, in row-equivalents:
+#: the row serialised, compressed and written to a spill file, then read back (about what
+#: its shuffle write and read cost it, a share of the one row-equivalent).
+SPILL_PER_ROW = 1.0
 #: Session setting that overrides the rule (registered in
 #: :data:`sparkbalance.spark.session.conf.KEYS` as ``window.split``).
 SPLIT_CONF = conf.CONF_WINDOW_SPLIT
@@ -123,10 +138,12 @@ def split_cost(total: float, num_cores: int) -> float:
 
 
 def decide(hot_counts: np.ndarray, total: float, num_partitions: int, mode: str,
-           cores: int | None = None, bound: bool = False) -> tuple[bool, str]:
+           cores: int | None = None, bound: bool = False, bytes_per_row: float | None = None,
+           memory: float | None = None) -> tuple[bool, str]:
     """(split?, why): ``hot_counts`` the rows of the hot keys, heaviest first (with
     ``bound``, upper bounds of them: the first look's); ``cores`` the cores the tasks run
-    on (default ``num_partitions``)."""
+    on (default ``num_partitions``); ``bytes_per_row`` and ``memory`` (the bytes a task can
+    hold), when known, charge plain Spark the hot key's spill."""
     if mode == "never":
         return False, f"{SPLIT_CONF}=never"
     if len(hot_counts) == 0:
@@ -135,11 +152,14 @@ def decide(hot_counts: np.ndarray, total: float, num_partitions: int, mode: str,
     n = max(1, int(num_partitions))
     p = max(1, min(n, n if cores is None else int(cores)))
     top, total = float(hot_counts[0]), float(total)
-    excess = top + (total - top) / n - total / p
+    spill = spill_rows(top, bytes_per_row, memory)
+    excess = top + (total - top) / n - total / p + SPILL_PER_ROW * spill
     cost = split_cost(total, p)
     holds = "holds at most" if bound else "holds"
-    why = (f"hot key {holds} {top:.0f} rows, its task {excess:.0f} more than an even share "
-           f"of {p} core{'s' if p > 1 else ''}; the split costs ~{cost:.0f} row-equivalents")
+    spills = f" (spilling ~{spill:.0f} rows)" if spill > 0 else ""
+    why = (f"hot key {holds} {top:.0f} rows{spills}, its task {excess:.0f} more than an even "
+           f"share of {p} core{'s' if p > 1 else ''}; the split costs ~{cost:.0f} "
+           "row-equivalents")
     if mode == "always" or excess >= cost:
         return True, why
     return False, why
