@@ -92,11 +92,12 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
             # a bounded look at a few thousand keys: the full pass only when a key might pay
             look = (sample.bounded_look(d, pcols, n, could_pay, guess)
                     if guess is not None else sample.first_look(d, pcols))
-            bound = sample.top_bound(look)
-            hot_bound = (np.array([bound]) if bound > sg.HOT_SHARE * look.total / n
-                         else np.zeros(0))
-            split, why = payoff.decide(hot_bound, look.total, n, mode, cores=p_cores,
-                                       bound=not look.exact, **mem)
+            # the full pass is paid only when the look's own estimate of the hottest key
+            # pays: its upper bound (which decided the spread above) would send every
+            # marginal key to a pass that costs a read of every row and then runs plain
+            top = float(np.max(look.counts)) if len(look.counts) else 0.0
+            hot = np.array([top]) if top > sg.HOT_SHARE * look.total / n else np.zeros(0)
+            split, why = payoff.decide(hot, look.total, n, mode, cores=p_cores, **mem)
             guess = look.total
     else:   # always: no first look
         guess = sample.plan_rows(d)

@@ -24,9 +24,11 @@ worth splitting, and plain Spark is then all the user should pay for):
   :data:`LOOK_ROWS` of input partition 0, spread over the other partitions (up to
   :data:`SPREAD_ROWS`) only when a key there could pay
   (:func:`sparkbalance.spark.sql.keysample.sample_keys`), the total the plan's estimate.
-  It bounds the hottest key's rows from above (:func:`top_bound`); when even that bound
-  cannot pay for the split (:mod:`sparkbalance.spark.window.payoff`) the columns run as
-  plain Spark runs them. Without a plan estimate (Spark Connect), :func:`first_look`:
+  It bounds the hottest key's rows from above (:func:`top_bound`), which decides whether
+  the look spreads; the statistics pass runs only when the look's estimate of the hottest
+  key pays for the split (:mod:`sparkbalance.spark.window.payoff`), else the columns run as
+  plain Spark runs them (a marginal key would otherwise pay a read of every row and still
+  run plain). Without a plan estimate (Spark Connect), :func:`first_look`:
   :data:`LOOK_ROWS` keys drawn uniformly as above (it reads every row).
 * :func:`draw`: :data:`~sparkbalance.spark.window.segments.SAMPLE_PER_SEGMENT` rows per
   planned segment with their order values (a segment holds
