@@ -19,9 +19,11 @@ each):
    A table whose first partitions are unlike the rest (sorted, clustered by time) is not
    judged by them alone.
 
-Each task is cut to its first rows in the JVM (Spark's per-partition ``LocalLimit``: the
-scan stops there), and the job runs over the chosen partitions only (``PythonRDD.runJob``
-over the JVM's pickled rows: no Python worker, the spread's runs in parallel). So uniform
+Each task is cut to its first rows in the JVM (the scan stops there), and the job runs over
+the chosen partitions only, no Python worker, the spread's runs in parallel
+(:mod:`.prefixes`: with the bridge, the projection's own planned query counted in the JVM
+and returned as one array, in one driver call; without it, Spark's per-partition
+``LocalLimit`` and ``PythonRDD.runJob`` over the JVM's pickled rows). So uniform
 input pays one job of one task, skewed input two jobs, and no row is read twice (except in
 a one-partition input, whose spread reads on from its start: there is no other partition
 to spread over). A plan sampled before (the same input, keys and sizes: the physical
@@ -44,8 +46,6 @@ Examples
 """
 from __future__ import annotations
 
-import io
-import pickle
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -57,6 +57,7 @@ import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.connect import is_connect
+from sparkbalance.spark.sql.keysample.prefixes import PrefixReader, _pairs, py_value
 from sparkbalance.spark.sql.python_source import python_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,27 +159,25 @@ def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int
     sizes: ``memo``) escalated to the spread, look and spread run as **one** job over every
     run, each reading its share (the same rows in all, one job fewer); its outcome is
     remembered for the next one."""
-    sc = keys.sparkSession.sparkContext
     inputs = int(qe.toRdd().getNumPartitions())   # the projection keeps df's partitions
     tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
-    runs = keys.coalesce(tasks) if inputs > tasks else keys
+    reader = PrefixReader(keys, width, inputs, tasks)
     share = max(1, int(rows) // tasks)
     if tasks > 1 and _ESCALATED.get(memo):
-        got = _prefixes(sc, _limited(runs, share), list(range(tasks)), width)
+        got = reader.counts(True, share, range(tasks))
         read = sum(got.values())
         _remember(memo, _could(got, read, could_matter))
         return _sampled(got, read, True)
-    both = _limited(runs, share) if share >= look else None
-    got = _prefixes(sc, both if both is not None else _limited(keys, look), [0], width)
+    both = share >= look          # the look is run 0's share of the spread's runs
+    got = (reader.counts(True, share, [0]) if both else reader.counts(False, look, [0]))
     read = sum(got.values())
     # a short partition 0 (the look read all it has) says little when there are others
     if tasks == 1 or rows <= read or not (_could(got, read, could_matter)
                                            or read < look // 4):
         _remember(memo, False)
         return _sampled(got, read, False)
-    if both is None:
-        both = _limited(runs, max(1, (int(rows) - read) // (tasks - 1)))
-    more = _prefixes(sc, both, list(range(1, tasks)), width)
+    more = reader.counts(True, share if both else max(1, (int(rows) - read) // (tasks - 1)),
+                         range(1, tasks))
     _remember(memo, True)
     got.update(more)
     return _sampled(got, read + sum(more.values()), True)
@@ -208,141 +207,10 @@ def _sampled(got: Counter, read: int, spread: bool) -> SampledKeys:
                        int(read), spread)
 
 
-def py_value(v: Any) -> Any:
-    """A collected key value as a hashable Python key: ARRAY values come back as lists
-    (tuples here, as the routing takes them), BINARY as bytearray (bytes).
-
-    Examples
-    --------
-    >>> py_value([1, bytearray(b"x")]), py_value("a")
-    ((1, b'x'), 'a')
-    """
-    if isinstance(v, bytearray):
-        return bytes(v)
-    if isinstance(v, list):
-        return tuple(py_value(x) for x in v)
-    if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
-        return tuple(py_value(x) for x in v)  # a struct (Row) holding arrays
-    return v
-
-
 def _could(got: Counter, read: int, could_matter: Callable[[np.ndarray, int], bool]) -> bool:
     if not got:
         return False
     return bool(could_matter(np.fromiter(got.values(), dtype=np.int64, count=len(got)), read))
-
-
-def _pairs(rows: Any, width: int) -> Iterator[tuple]:
-    """(key, home) of each sampled row (a Row or a plain tuple): one column a bare value,
-    more a tuple."""
-    if width == 1:
-        return ((py_value(r[0]), int(r[1])) for r in rows)
-    return ((tuple(py_value(v) for v in r[:width]), int(r[width])) for r in rows)
-
-
-def _tuple(*values: Any) -> tuple:
-    return values
-
-
-class _RowTuples(pickle.Unpickler):
-    """An unpickler of the JVM's pickled rows that builds plain tuples where PySpark would
-    build a ``Row`` holding the same values (a row type none of whose fields needs
-    converting: integers, strings, booleans, binary); other rows come as PySpark builds
-    them. A Row per sampled row was most of the driver's time over the sample."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "pyspark.sql.types" and name == "_create_row_inbound_converter":
-            return _inbound
-        return super().find_class(module, name)
-
-
-def _inbound(data_type: Any) -> Callable:
-    if getattr(data_type, "_needSerializeAnyField", True):
-        from pyspark.sql.types import _create_row_inbound_converter
-        return _create_row_inbound_converter(data_type)
-    return _tuple
-
-
-def _tuple_serializer() -> Any:
-    """PySpark's batched pickle serializer, reading rows with :class:`_RowTuples`."""
-    from pyspark.serializers import BatchedSerializer, CPickleSerializer
-
-    class _Tuples(CPickleSerializer):
-        def loads(self, obj: bytes, encoding: str = "bytes") -> Any:
-            return _RowTuples(io.BytesIO(obj), encoding=encoding).load()
-    return BatchedSerializer(_Tuples())
-
-
-def _limited(df: "DataFrame", per: int) -> Any:
-    """The JVM's pickled rows of ``df``, each partition cut to its first ``per`` rows (Spark's
-    per-partition limit: the scan stops there); planned once, run by :func:`_prefixes`."""
-    return _local_limit(df, per)._jdf.javaToPython()
-
-
-def _prefixes(sc: Any, jrdd: Any, parts: list[int], width: int) -> Counter:
-    """(key, home) counts of partitions ``parts`` of ``jrdd`` (:func:`_limited`): one job of
-    one task per partition, in the JVM (``PythonRDD.runJob`` over those partitions only)."""
-    from pyspark.rdd import _load_from_socket
-    sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, _java_ints(sc, parts))
-    stream = _load_from_socket(sock, _tuple_serializer())
-    if hasattr(stream, "__enter__"):     # PySpark 4: a context manager closing the socket
-        with stream as rows:
-            return Counter(_pairs(rows, width))
-    return Counter(_pairs(stream, width))  # PySpark 3.5: the rows
-
-
-def _java_ints(sc: Any, parts: list[int]) -> Any:
-    """``parts`` as a JVM ``ArrayList<Integer>``, built once per JVM and kept (``runJob``
-    only reads it; py4j's conversion costs a round trip per element each time): a run
-    ``a..b-1`` in four (``IntStream.range(a, b).boxed().collect(toList())``)."""
-    jvm = sc._jvm
-    key = (id(jvm), tuple(parts))
-    got = _INT_LISTS.get(key)
-    if got is not None and got[0] is jvm:
-        return got[1]
-    a = parts[0] if parts else 0
-    if len(parts) > 2 and parts == list(range(a, a + len(parts))):
-        streams_range, to_list = _jvm_classes(jvm)[1:]
-        java = streams_range(a, a + len(parts)).boxed().collect(to_list())
-    else:
-        from py4j.java_collections import ListConverter
-        java = ListConverter().convert(parts, sc._gateway._gateway_client)
-    if len(_INT_LISTS) >= 4 * MAX_SPREAD_TASKS:
-        _INT_LISTS.clear()
-    _INT_LISTS[key] = (jvm, java)
-    return java
-
-
-def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
-    """``df`` with each partition cut to its first ``per`` rows (Spark's ``LocalLimit``,
-    the per-partition half of ``limit``, which the DataFrame API does not offer alone: it
-    is taken from ``df.limit(per)``'s plan)."""
-    from pyspark.sql import DataFrame
-    local = df.limit(int(per))._jdf.queryExecution().logical().child()   # LocalLimit
-    if local.nodeName() != "LocalLimit":  # pragma: no cover - not seen
-        return df.limit(int(per))         # one prefix: still a sample
-    jdf = _jvm_classes(df.sparkSession._jvm)[0].ofRows(df.sparkSession._jsparkSession, local)
-    return DataFrame(jdf, df.sparkSession)
-
-
-#: id(JVM view) -> (it, Spark's Dataset class, ``IntStream.range``, ``Collectors.toList``):
-#: looked up once (each package of a class name and each static member py4j resolves is a
-#: round trip of its own).
-_CLASSES: dict[int, tuple[Any, Any, Any, Any]] = {}
-#: (id(JVM view), partition ids) -> (that view, the ids as a JVM ArrayList) (:func:`_java_ints`).
-_INT_LISTS: dict[tuple[int, tuple[int, ...]], tuple[Any, Any]] = {}
-
-
-def _jvm_classes(jvm: Any) -> tuple[Any, Any, Any]:
-    got = _CLASSES.get(id(jvm))
-    if got is None or got[0] is not jvm:
-        from py4j.java_gateway import JavaClass
-        cls = jvm.org.apache.spark.sql.classic.Dataset     # Spark 4
-        if not isinstance(cls, JavaClass):                 # Spark 3.5: the sql package
-            cls = jvm.org.apache.spark.sql.Dataset
-        got = _CLASSES[id(jvm)] = (jvm, cls, jvm.java.util.stream.IntStream.range,
-                                   jvm.java.util.stream.Collectors.toList)
-    return got[1:]
 
 
 #: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).
