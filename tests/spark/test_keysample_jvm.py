@@ -82,3 +82,20 @@ def test_decoding_a_multi_column_array():
     data = (struct.pack(">ii", 2, 1) + struct.pack(">ii", 2, 3)
             + b"\x01" + struct.pack(">q", -4) + b"\x04\x01" + b"\x03" + struct.pack(">i", 2) + b"\x00\xff")
     assert prefixes.decode_counts(data, 3) == Counter({((-4, True, b"\x00\xff"), 3): 2})
+
+
+def test_the_jvm_sample_runs_in_its_job_group_and_restores_the_callers(spark, sc,
+                                                                        has_key_look):
+    from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
+    df = spark.range(0, ROWS + 29, numPartitions=PARTS).selectExpr("id % 13 AS k")
+    before = set(sc.statusTracker().getJobIdsForGroup(STATS_JOB_GROUP))
+    sc.setJobGroup("callers-group", "the caller's jobs")
+    try:
+        sample_keys(df, ["k"], 4, rows=600, look=100, could_matter=lambda c, rows: False)
+        assert sc.getLocalProperty("spark.jobGroup.id") == "callers-group"
+        assert sc.getLocalProperty("spark.job.description") == "the caller's jobs"
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+        sc.setLocalProperty("spark.job.interruptOnCancel", None)
+    assert len(set(sc.statusTracker().getJobIdsForGroup(STATS_JOB_GROUP)) - before) == 1

@@ -120,13 +120,10 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     if python is not None:
         return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False, python)
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
-    from sparkbalance.spark.session.jobs import sparkbalance_job_group
-    with sparkbalance_job_group(keys.sparkSession.sparkContext, STATS_JOB_GROUP,
-                                f"sparkbalance: key sample of {', '.join(cols)} (a look "
-                                f"at {look} rows, a spread to {rows} when it shows a "
-                                "heavy key)"):
-        return _classic_sample(qe, keys, width, rows, look, could_matter,
-                               (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)))
+    group = (STATS_JOB_GROUP, f"sparkbalance: key sample of {', '.join(cols)} (a look at "
+             f"{look} rows, a spread to {rows} when it shows a heavy key)")
+    return _classic_sample(qe, keys, width, rows, look, could_matter,
+                           (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)), group)
 
 
 #: Expression ids in a plan's text (``k#155L``): a new DataFrame over the same input has
@@ -148,8 +145,8 @@ def _remember(memo: tuple, spread: bool) -> None:
 
 
 def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int,
-                    could_matter: Callable[[np.ndarray, int], bool], memo: tuple
-                    ) -> SampledKeys:
+                    could_matter: Callable[[np.ndarray, int], bool], memo: tuple,
+                    group: tuple[str, str]) -> SampledKeys:
     """:func:`sample_keys` of a classic DataFrame (``qe``: the query execution of its key
     projection ``keys``; the JVM's partitions chosen).
 
@@ -158,10 +155,10 @@ def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int
     then reads that share). When the last sample of the same plan (same input, keys and
     sizes: ``memo``) escalated to the spread, look and spread run as **one** job over every
     run, each reading its share (the same rows in all, one job fewer); its outcome is
-    remembered for the next one."""
+    remembered for the next one. Its jobs run in job group ``group`` (id, description)."""
     inputs = int(qe.toRdd().getNumPartitions())   # the projection keeps df's partitions
     tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
-    reader = PrefixReader(keys, width, inputs, tasks)
+    reader = PrefixReader(keys, width, inputs, tasks, group)
     share = max(1, int(rows) // tasks)
     if tasks > 1 and _ESCALATED.get(memo):
         got = reader.counts(True, share, range(tasks))

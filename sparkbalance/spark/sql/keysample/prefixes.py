@@ -44,7 +44,9 @@ _MAX_PARTITION_RUNS = 16
 class PrefixReader:
     """(key, home) counts of the first rows of chosen partitions of the key projection
     ``keys`` (``width`` key columns, then the home), whose input has ``inputs`` partitions
-    and whose spread reads ``tasks`` runs of them (see the module docstring).
+    and whose spread reads ``tasks`` runs of them (see the module docstring); ``group``:
+    the job group and description its jobs run in (set in the JVM on the JVM path: no
+    round trips of its own).
 
     Examples
     --------
@@ -53,8 +55,10 @@ class PrefixReader:
     Counter({(3, 5): 120, ...})
     """
 
-    def __init__(self, keys: "DataFrame", width: int, inputs: int, tasks: int) -> None:
+    def __init__(self, keys: "DataFrame", width: int, inputs: int, tasks: int,
+                 group: tuple[str, str] | None = None) -> None:
         self._keys = keys
+        self._group = group
         self._width = int(width)
         self._inputs = int(inputs)
         self._tasks = int(tasks)
@@ -74,9 +78,12 @@ class PrefixReader:
         if parts != list(range(parts[0], parts[0] + len(parts))):
             raise ValueError(f"parts={parts!r}; expected consecutive partition ids")
         if self._look is not None:
+            from sparkbalance.spark.session.jobs import job_description
+            group, description = self._group or (None, None)
             data = self._look.counts(self._keys._jdf, self._width,
                                      self._tasks if runs else self._inputs, int(per),
-                                     parts[0], parts[-1] + 1)
+                                     parts[0], parts[-1] + 1, group,
+                                     None if group is None else job_description(description))
             if data is not None:
                 return decode_counts(data, self._width)
             self._look = None             # a key type the encoding does not hold
@@ -85,7 +92,12 @@ class PrefixReader:
             df = (self._keys.coalesce(self._tasks) if runs and self._inputs > self._tasks
                   else self._keys)
             jrdd = self._planned[(runs, int(per))] = _limited(df, int(per))
-        return _prefixes(self._keys.sparkSession.sparkContext, jrdd, parts, self._width)
+        sc = self._keys.sparkSession.sparkContext
+        if self._group is None:
+            return _prefixes(sc, jrdd, parts, self._width)
+        from sparkbalance.spark.session.jobs import sparkbalance_job_group
+        with sparkbalance_job_group(sc, *self._group):
+            return _prefixes(sc, jrdd, parts, self._width)
 
 
 def _key_look(keys: "DataFrame") -> Any:
