@@ -169,16 +169,13 @@ def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Callable[[],
     except (TypeError, ValueError) as exc:
         _record(EnableDecision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
         return plain()
-    if check.has_shuffle(df):
-        _record(EnableDecision(call, keys, n, False, None, 0,
-                         "input is a shuffle's output: even a sample would cost a full pass"))
-        return plain()
     auto = conf.strategy_for(df, "dataframe")[0] in (None, "auto")
 
     def run(got: check.Sample) -> Any:
         return balanced({"stats": got.stats} if auto and got.stats is not None else {})
     return _decide(df, call, cols, n,
-                   lambda rows: check.sample_dataframe(kc.df, kc.names, n, rows), plain, run)
+                   lambda rows: check.sample_dataframe(kc.df, kc.names, n, rows,
+                                                       refuse_shuffle=True), plain, run)
 
 
 # --------------------------------------------------------------------------- DataFrame

@@ -64,13 +64,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["SampledKeys", "sample_keys", "first_take_partitions", "py_value",
-           "MAX_SPREAD_TASKS", "HOME_COLUMN"]
+           "MAX_SPREAD_TASKS", "HOME_COLUMN", "SHUFFLE_INPUT", "runs_shuffle"]
 
 #: Runs of input partitions the spread reads from at most (one task each).
 MAX_SPREAD_TASKS: int = 16
 #: Input partitions the first job of a Spark Connect sample reads (it cannot choose the
 #: partitions: its sample is the input's first rows, the look's among them).
 CONNECT_TAKE_PARTITIONS: int = 2
+#: :attr:`SampledKeys.skipped` of an input a shuffle computes (``refuse_shuffle``).
+SHUFFLE_INPUT = "a shuffle's output"
 #: The sampled rows' column holding Spark's partition of their key.
 HOME_COLUMN = "__sparkbalance_home"
 
@@ -92,7 +94,8 @@ class SampledKeys:
 
 
 def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
-                look: int, could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+                look: int, could_matter: Callable[[np.ndarray, int], bool],
+                refuse_shuffle: bool = False) -> SampledKeys:
     """The look of ``look`` rows and, when ``could_matter(counts, rows_read)`` is true of
     it, the spread up to ``rows`` rows in all (see the module docstring).
 
@@ -100,6 +103,10 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     look), plus one when the spread runs; none when a Python step computes the keys
     (:func:`~sparkbalance.spark.sql.python_source.python_source`: reading even a prefix
     re-runs it, a whole partition per task): then nothing is read and ``skipped`` says why.
+    With ``refuse_shuffle``, none either when reading the input runs a shuffle first (even a
+    prefix would cost the shuffle's full pass; :func:`runs_shuffle` of the projection's
+    plan, the one the sample reads: the input is not planned apart): ``skipped`` is then
+    :data:`SHUFFLE_INPUT`.
     """
     n = int(num_partitions)
     if n < 1:
@@ -115,7 +122,11 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     if is_connect(keys):
         return _connect_sample(keys, width, rows, look, could_matter)
     qe = keys._jdf.queryExecution()
-    plan = qe.executedPlan().toString()
+    executed = qe.executedPlan()
+    plan = executed.toString()
+    if refuse_shuffle and runs_shuffle(executed, plan):
+        return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False,
+                           SHUFFLE_INPUT)
     python = python_source(keys, plan)
     if python is not None:
         return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False, python)
@@ -124,6 +135,31 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
              f"{look} rows, a spread to {rows} when it shows a heavy key)")
     return _classic_sample(qe, keys, width, rows, look, could_matter,
                            (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)), group)
+
+
+def runs_shuffle(plan: Any, text: str | None = None) -> bool:
+    """Whether running the JVM physical plan ``plan`` (``text``: its text, when the caller
+    has it) runs a shuffle first.
+
+    Walks the plan down to its leaves (under adaptive execution its current plan, the one
+    with the exchanges: AQE's *input* plan has none yet, ``EnsureRequirements`` adds them
+    after); a cached relation is a leaf (its shuffles, if any, already ran or run once for
+    every reader). A plan whose text names no exchange and no cached relation has none:
+    that answer takes no round trip beyond the text instead of several per node.
+    """
+    text = plan.toString() if text is None else text
+    if "Exchange" not in text and "InMemoryTableScan" not in text:
+        return False
+    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        plan = plan.executedPlan()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if node.getClass().getSimpleName() == "ShuffleExchangeExec":
+            return True
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return False
 
 
 #: Expression ids in a plan's text (``k#155L``): a new DataFrame over the same input has

@@ -1,5 +1,7 @@
-"""One call's conf reads from one snapshot (:mod:`sparkbalance.spark.session.conf_snapshot`):
-the same values as key-by-key reads, a change between two calls seen, a few round trips."""
+"""The fixed cost of an enabled call: its conf reads from one snapshot
+(:mod:`sparkbalance.spark.session.conf_snapshot`: the same values as key-by-key reads, a
+change between two calls seen, a few round trips), and an input a shuffle computes decided
+from the sample's plan alone (no job)."""
 from __future__ import annotations
 
 from sparkbalance.spark.session import conf
@@ -42,3 +44,25 @@ def test_a_snapshot_reads_what_each_key_reads(spark, sc):
     finally:
         spark.conf.unset("spark.sparkbalance.check.sampleRows")
         spark.conf.unset("spark.sparkbalance.strategy")
+
+
+def test_an_input_a_shuffle_computes_stays_plain_without_a_sample_job(spark, sc):
+    import sparkbalance as sb
+    from pyspark.testing import assertDataFrameEqual
+    from sparkbalance.spark.enable import decisions
+    from sparkbalance.spark.session.jobs import next_job_id
+    shuffled = (spark.range(2_000).selectExpr("IF(id % 2 = 0, 0, id % 50) AS k", "id AS v")
+                .groupBy("k").count())
+    expected = shuffled.repartition(4, "k").collect()
+    sb.enable(spark)
+    try:
+        shuffled.repartition(4, "k")                     # the session's first-use checks
+        j0 = next_job_id(sc)
+        got = shuffled.repartition(4, "k")
+        assert next_job_id(sc) == j0                     # decided from the plan alone
+        d = decisions()[-1]
+        assert (d.balanced, d.sampled_rows) == (False, 0)
+        assert d.reason.startswith("input is a shuffle's output")
+        assertDataFrameEqual(got, expected)
+    finally:
+        sb.disable(spark)
