@@ -57,7 +57,7 @@ def test_the_jvm_counts_what_the_socket_path_counts(spark, has_key_look, monkeyp
     assert jvm.in_jvm == (kind != "double (socket path)")   # refused once: the socket path
 
 
-def test_the_sample_through_the_jvm_costs_one_round_trip_per_job(spark, sc, has_key_look):
+def test_the_sample_through_the_jvm_costs_one_driver_call_per_job(spark, sc, has_key_look):
     df = spark.range(0, ROWS + 17, numPartitions=PARTS).selectExpr("id % 13 AS k")
     sample_keys(df, ["k"], 4, rows=600, look=100, could_matter=lambda c, rows: False)
     client = sc._gateway._gateway_client
@@ -72,6 +72,8 @@ def test_the_sample_through_the_jvm_costs_one_round_trip_per_job(spark, sc, has_
     finally:
         client.send_command = real
     assert sum("KeyLook" in c and "counts" in c for c in sent) == 1
+    # the projection built, planned and sized, and the look: four driver calls in all
+    assert len([c for c in sent if not c.startswith("m\nd\n")]) <= 4, sent
     assert got.rows == 100 and not got.spread
     assert Counter(dict(zip(got.keys, got.counts.tolist()))) == Counter(
         {k: c for k, c in Counter(i % 13 for i in range(100)).items()})

@@ -57,7 +57,8 @@ import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.connect import is_connect
-from sparkbalance.spark.sql.keysample.prefixes import PrefixReader, _pairs, py_value
+from sparkbalance.spark.sql.keysample.prefixes import (FIELD_SEP, PrefixReader, _pairs,
+                                                       key_look, py_value)
 from sparkbalance.spark.sql.python_source import python_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,16 +116,28 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
         raise ValueError(f"look={look!r}, rows={rows!r}; expected ints >= 1")
     refs = [sqlhash.quoted(c) for c in cols]
     # one projection and one filter as SQL text: a Column per key costs a round trip each
-    keys = (df.selectExpr(*[f"{r} AS `__sb_c{j}`" for j, r in enumerate(refs)],
-                          f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`")
-            .where(" AND ".join(f"{r} IS NOT NULL" for r in refs)))
+    exprs = [*[f"{r} AS `__sb_c{j}`" for j, r in enumerate(refs)],
+             f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`"]
+    where = " AND ".join(f"{r} IS NOT NULL" for r in refs)
     width = len(cols)
-    if is_connect(keys):
-        return _connect_sample(keys, width, rows, look, could_matter)
-    qe = keys._jdf.queryExecution()
-    executed = qe.executedPlan()
-    plan = executed.toString()
-    if refuse_shuffle and runs_shuffle(executed, plan):
+    jvm = None if is_connect(df) else key_look(df)
+    executed = None
+    if jvm is not None and FIELD_SEP not in "".join(exprs) + where:
+        # built and planned by the bridge: two driver calls instead of twelve
+        from pyspark.sql import DataFrame
+        keys = DataFrame(jvm.projection(df._jdf, FIELD_SEP.join(exprs), FIELD_SEP, where),
+                         df.sparkSession)
+        plan = jvm.planText(keys._jdf)
+    else:
+        jvm = None
+        keys = df.selectExpr(*exprs).where(where)
+        if is_connect(keys):
+            return _connect_sample(keys, width, rows, look, could_matter)
+        executed = keys._jdf.queryExecution().executedPlan()
+        plan = executed.toString()
+    if refuse_shuffle and may_shuffle(plan) and runs_shuffle(
+            executed if executed is not None else keys._jdf.queryExecution().executedPlan(),
+            plan):
         return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False,
                            SHUFFLE_INPUT)
     python = python_source(keys, plan)
@@ -133,8 +146,16 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     group = (STATS_JOB_GROUP, f"sparkbalance: key sample of {', '.join(cols)} (a look at "
              f"{look} rows, a spread to {rows} when it shows a heavy key)")
-    return _classic_sample(qe, keys, width, rows, look, could_matter,
+    inputs = (int(jvm.partitions(keys._jdf)) if jvm is not None      # df's partitions
+              else int(keys._jdf.queryExecution().toRdd().getNumPartitions()))
+    return _classic_sample(inputs, keys, width, rows, look, could_matter,
                            (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)), group)
+
+
+def may_shuffle(text: str) -> bool:
+    """Whether a physical plan's text names an exchange or a cached relation (else it runs
+    no shuffle, and :func:`runs_shuffle` need not walk it)."""
+    return "Exchange" in text or "InMemoryTableScan" in text
 
 
 def runs_shuffle(plan: Any, text: str | None = None) -> bool:
@@ -147,8 +168,7 @@ def runs_shuffle(plan: Any, text: str | None = None) -> bool:
     every reader). A plan whose text names no exchange and no cached relation has none:
     that answer takes no round trip beyond the text instead of several per node.
     """
-    text = plan.toString() if text is None else text
-    if "Exchange" not in text and "InMemoryTableScan" not in text:
+    if not may_shuffle(plan.toString() if text is None else text):
         return False
     if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
         plan = plan.executedPlan()
@@ -180,11 +200,11 @@ def _remember(memo: tuple, spread: bool) -> None:
             _ESCALATED.popitem(last=False)
 
 
-def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int,
+def _classic_sample(inputs: int, keys: "DataFrame", width: int, rows: int, look: int,
                     could_matter: Callable[[np.ndarray, int], bool], memo: tuple,
                     group: tuple[str, str]) -> SampledKeys:
-    """:func:`sample_keys` of a classic DataFrame (``qe``: the query execution of its key
-    projection ``keys``; the JVM's partitions chosen).
+    """:func:`sample_keys` of a classic DataFrame (``keys``: its key projection, of
+    ``inputs`` partitions; the JVM's partitions chosen).
 
     When the spread's share of a run, ``rows / runs``, is at least the look, the look is
     run 0's share of the *same* planned query (one query planned for both jobs, the look
@@ -192,7 +212,6 @@ def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int
     sizes: ``memo``) escalated to the spread, look and spread run as **one** job over every
     run, each reading its share (the same rows in all, one job fewer); its outcome is
     remembered for the next one. Its jobs run in job group ``group`` (id, description)."""
-    inputs = int(qe.toRdd().getNumPartitions())   # the projection keeps df's partitions
     tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
     reader = PrefixReader(keys, width, inputs, tasks, group)
     share = max(1, int(rows) // tasks)

@@ -31,10 +31,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["PrefixReader", "py_value", "decode_counts", "KEY_LOOK_CLASS"]
+__all__ = ["PrefixReader", "key_look", "py_value", "decode_counts", "KEY_LOOK_CLASS",
+           "FIELD_SEP"]
 
 #: The bridge class counting prefixes in the JVM.
 KEY_LOOK_CLASS = "io.sparkbalance.bridge.KeyLook"
+#: Between the expressions of one ``KeyLook.projection`` string (none of them holds it).
+FIELD_SEP = "\u241e"
 #: Version of KeyLook's encoding read here (``KeyLook.protocol()``).
 KEY_LOOK_PROTOCOL = 1
 #: Partition-id lists kept per JVM at most, over 4 (the sample's runs: look, spread, both).
@@ -110,15 +113,25 @@ def _key_look(keys: "DataFrame") -> Any:
         return None
     got = _LOOKS.get(id(b))
     if got is None or got[0] is not b:
-        got = _LOOKS[id(b)] = (b, _Look(b.cls(KEY_LOOK_CLASS).counts))
+        got = _LOOKS[id(b)] = (b, _Look(b.cls(KEY_LOOK_CLASS)))
     return got[1]
 
 
-class _Look:
-    """KeyLook's ``counts``, resolved."""
+def key_look(df: "DataFrame") -> Any:
+    """The bridge's ``KeyLook`` in ``df``'s session, its static methods resolved
+    (``projection``, ``planText``, ``partitions``, ``counts``), or None without the bridge
+    (Spark Connect, no jar)."""
+    return _key_look(df)
 
-    def __init__(self, counts: Callable) -> None:
-        self.counts = counts
+
+class _Look:
+    """KeyLook's static methods, each resolved once."""
+
+    def __init__(self, cls: Any) -> None:
+        self.counts = cls.counts
+        self.projection = cls.projection
+        self.planText = cls.planText
+        self.partitions = cls.partitions
 
 
 #: id(bridge) -> (that bridge, its resolved KeyLook).
