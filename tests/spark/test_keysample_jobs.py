@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sparkbalance.spark.session.jobs import next_job_id
-from sparkbalance.spark.sql import keysample
+from sparkbalance.spark.sql.keysample import prefixes
 from sparkbalance.spark.sql.keysample import sample_keys
 
 N = 4
@@ -65,10 +65,10 @@ def test_partition_lists_are_built_once(spark, sc, parts):
     def counting(*a, **k):
         calls[0] += 1
         return real(*a, **k)
-    keysample._java_ints(sc, parts)
+    prefixes._java_ints(sc, parts)
     client.send_command = counting
     try:
-        java = keysample._java_ints(sc, parts)
+        java = prefixes._java_ints(sc, parts)
     finally:
         client.send_command = real
     assert calls[0] == 0

@@ -201,7 +201,7 @@ def sample_rdd(rdd: Any, num_partitions: int, rows: int) -> Sample:
 
 
 def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
-                     rows: int) -> Sample:
+                     rows: int, refuse_shuffle: bool = False) -> Sample:
     """The bounded key sample of ``df`` over ``cols``
     (:func:`sparkbalance.spark.sql.keysample.sample_keys`, the sampler strategy "auto"
     uses too) with Spark's partition of each key, ``pmod(hash(cols), n)``, and the
@@ -220,6 +220,10 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     to the even spread, and the plan then errs by how unevenly few of them fall into key
     groups (slowest/mean 1.08 on the NYC flights' destinations however large the sample;
     1.02 listing every key seen twice in 16k rows, 1.002 on exact counts).
+
+    With ``refuse_shuffle`` an input a shuffle computes is not sampled
+    (:attr:`Sample.skipped` is :data:`~sparkbalance.spark.sql.keysample.SHUFFLE_INPUT`;
+    decided from the sample's own plan, as :func:`has_shuffle` decides from the input's).
     """
     from sparkbalance.spark.sql import hash_columns as sqlhash
     from sparkbalance.spark.sql.keysample import sample_keys
@@ -228,7 +232,8 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     cols = sqlhash.check_key_columns(df, list(cols))
     look = min(first_look_records(n), int(rows))
     got = sample_keys(df, cols, n, rows=int(rows), look=look,
-                      could_matter=lambda c, read: c.max() >= _hot_floor(read, n))
+                      could_matter=lambda c, read: c.max() >= _hot_floor(read, n),
+                      refuse_shuffle=refuse_shuffle)
     counts, total = got.counts, got.rows
     listed = counts >= MIN_LISTED_HITS
     stats = KeyStats(key_array([k for k, keep in zip(got.keys, listed) if keep]),
@@ -239,7 +244,10 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
 
 def skipped_reason(step: str) -> str:
     """A decision's reason when the keys were not sampled because the Python ``step``
-    computes them (:attr:`Sample.skipped`)."""
+    computes them, or a shuffle does (:attr:`Sample.skipped`)."""
+    from sparkbalance.spark.sql.keysample import SHUFFLE_INPUT
+    if step == SHUFFLE_INPUT:
+        return "input is a shuffle's output: even a sample would cost a full pass"
     return f"keys computed in Python ({step}): a sample would run that Python work again"
 
 
@@ -252,22 +260,7 @@ def has_shuffle(df: "DataFrame") -> bool:
     """Whether computing any partition of ``df`` runs a shuffle first (then even a prefix
     costs a full pass over the shuffle's input, and the check is not cheap).
 
-    Walks the physical plan (AQE's input plan) down to its leaves; a cached relation is a
-    leaf (its shuffles, if any, already ran or run once for every reader). A plan whose
-    text names no exchange and no cached relation has none: that answer takes one round
-    trip instead of several per node.
+    :func:`sparkbalance.spark.sql.keysample.runs_shuffle` of its physical plan.
     """
-    plan = df._jdf.queryExecution().executedPlan()
-    text = plan.toString()
-    if "Exchange" not in text and "InMemoryTableScan" not in text:
-        return False
-    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
-        plan = plan.inputPlan()
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if node.getClass().getSimpleName() == "ShuffleExchangeExec":
-            return True
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return False
+    from sparkbalance.spark.sql.keysample import runs_shuffle
+    return runs_shuffle(df._jdf.queryExecution().executedPlan())

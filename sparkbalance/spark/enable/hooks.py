@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator, Sequence
 from sparkbalance.spark.enable import check
 from sparkbalance.spark.report.log_line import log_info
 from sparkbalance.spark.session import conf
+from sparkbalance.spark.session.conf_snapshot import kept_reads
 
 __all__ = ["EnableDecision", "decisions", "dataframe_hooks", "grouped_hooks", "rdd_hooks",
            "KEYS_ATTR"]
@@ -168,16 +169,13 @@ def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Callable[[],
     except (TypeError, ValueError) as exc:
         _record(EnableDecision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
         return plain()
-    if check.has_shuffle(df):
-        _record(EnableDecision(call, keys, n, False, None, 0,
-                         "input is a shuffle's output: even a sample would cost a full pass"))
-        return plain()
     auto = conf.strategy_for(df, "dataframe")[0] in (None, "auto")
 
     def run(got: check.Sample) -> Any:
         return balanced({"stats": got.stats} if auto and got.stats is not None else {})
     return _decide(df, call, cols, n,
-                   lambda rows: check.sample_dataframe(kc.df, kc.names, n, rows), plain, run)
+                   lambda rows: check.sample_dataframe(kc.df, kc.names, n, rows,
+                                                       refuse_shuffle=True), plain, run)
 
 
 # --------------------------------------------------------------------------- DataFrame
@@ -190,14 +188,15 @@ def dataframe_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
         if not (isinstance(numPartitions, int) and not isinstance(numPartitions, bool)
                 and cols and _from_user() and _on(self)):
             return plain
-        keys = _key_list(cols)
-        if keys is None:
-            return plain
-        from sparkbalance.spark.sql.dataframe import repartition as sb_repartition
-        with _busy():
-            return _dataframe_call(
-                self, "DataFrame.repartition", keys, numPartitions, lambda: plain,
-                lambda kw: sb_repartition(self, numPartitions, *keys, **kw))
+        with kept_reads():    # the call's other settings: one read of the session's conf
+            keys = _key_list(cols)
+            if keys is None:
+                return plain
+            from sparkbalance.spark.sql.dataframe import repartition as sb_repartition
+            with _busy():
+                return _dataframe_call(
+                    self, "DataFrame.repartition", keys, numPartitions, lambda: plain,
+                    lambda kw: sb_repartition(self, numPartitions, *keys, **kw))
 
     def groupBy(self: Any, *cols: Any) -> Any:
         grouped = orig_group_by(self, *cols)
@@ -221,26 +220,33 @@ def _grouped_hook(name: str, original: Callable) -> Callable:
         keys = getattr(self, KEYS_ATTR, None)
         if keys is None or not _from_user():
             return original(self, *args, **kwargs)
-        df = self._df
-        if name in _GROUPED_MAP and _grouped_map_checked(name, args, kwargs):
-            if not _on(df):
-                return original(self, *args, **kwargs)
-            plain: Callable[[], Any] = lambda: original(self, *args, **kwargs)   # noqa: E731
-        else:
-            out = original(self, *args, **kwargs)   # Spark's analysis (and errors) first
-            if not _on(df):
-                return out
-            plain = lambda: out                                                  # noqa: E731
-        from sparkbalance.spark.sql.dataframe import group_by
+        return _grouped_call(self, name, original, keys, args, kwargs)
+    hook.__name__ = name
+    hook.__doc__ = original.__doc__
+    return hook
+
+
+def _grouped_call(self: Any, name: str, original: Callable, keys: tuple, args: tuple,
+                  kwargs: dict[str, Any]) -> Any:
+    """The grouped hook's body for a call from user code."""
+    df = self._df
+    if name in _GROUPED_MAP and _grouped_map_checked(name, args, kwargs):
+        if not _on(df):
+            return original(self, *args, **kwargs)
+        plain: Callable[[], Any] = lambda: original(self, *args, **kwargs)   # noqa: E731
+    else:
+        out = original(self, *args, **kwargs)   # Spark's analysis (and errors) first
+        if not _on(df):
+            return out
+        plain = lambda: out                                                  # noqa: E731
+    from sparkbalance.spark.sql.dataframe import group_by
+    with kept_reads():    # the call's other settings: one read of the session's conf
         n = conf.default_partitions(df)
 
         def balanced(kw: dict[str, Any]) -> Any:
             return getattr(group_by(df, *keys, num_partitions=n, **kw), name)(*args, **kwargs)
         with _busy():
             return _dataframe_call(df, f"GroupedData.{name}", keys, n, plain, balanced)
-    hook.__name__ = name
-    hook.__doc__ = original.__doc__
-    return hook
 
 
 #: Grouped-map methods and the UDF type Spark builds for their function: Spark's own result
@@ -287,12 +293,13 @@ def rdd_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
             balanced: Callable[[int], Any]) -> Any:
         if pf is not portable_hash or not _from_user(3) or not _on(rdd):
             return plain()
-        n = _n(rdd, num_partitions)
-        out = plain()        # PySpark's own checks first (lazy: no job runs)
-        with _busy():
-            return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(
-                               rdd, n, min(rows, check.RDD_DECISION_ROWS)),
-                           lambda: out, lambda _sample: balanced(n))
+        with kept_reads():    # the call's other settings: one read of the session's conf
+            n = _n(rdd, num_partitions)
+            out = plain()        # PySpark's own checks first (lazy: no job runs)
+            with _busy():
+                return _decide(rdd, call, ("key",), n, lambda rows: check.sample_rdd(
+                                   rdd, n, min(rows, check.RDD_DECISION_ROWS)),
+                               lambda: out, lambda _sample: balanced(n))
 
     def partitionBy(self: Any, numPartitions: Any, partitionFunc: Any = portable_hash) -> Any:
         return _go(self, "RDD.partitionBy", partitionFunc, numPartitions,

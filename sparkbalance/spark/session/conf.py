@@ -57,6 +57,7 @@ from typing import Any, Callable, Mapping
 from sparkbalance import strategies
 from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 from sparkbalance.spark.session import conf_values as values
+from sparkbalance.spark.session.conf_snapshot import NOT_KEPT, kept_value
 from sparkbalance.spark.session.conf_values import WINDOW_MODES
 
 __all__ = ["ConfKey", "KEYS", "CONF_STRATEGY", "CONF_PLANNER", "CONF_THETA", "CONF_MAX_TABLE",
@@ -176,7 +177,9 @@ def _raw(spark_or_df: Any, key: str) -> str | None:
             from pyspark.sql import SparkSession
             session = SparkSession.getActiveSession()
         if session is not None:
-            value = session.conf.get(key, None)
+            value = kept_value(session, key)           # one call's snapshot, if any
+            if value is NOT_KEPT:
+                value = session.conf.get(key, None)
         else:
             sc = getattr(obj, "context", obj)  # RDD -> SparkContext
             value = sc.getConf().get(key, None)

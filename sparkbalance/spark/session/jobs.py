@@ -26,7 +26,8 @@ from sparkbalance.spark.session.bridge import spark_context
 from sparkbalance.spark.session.executor_python import ensure_executor_python
 
 __all__ = ["JOB_GROUP_PROPERTY", "JOB_DESCRIPTION_PROPERTY", "DESCRIPTION_PREFIX",
-           "sparkbalance_job_group", "operation_jobs", "current_operation", "next_job_id"]
+           "sparkbalance_job_group", "operation_jobs", "current_operation", "next_job_id",
+           "job_description"]
 
 #: Local property Spark uses for ``SparkContext.setJobGroup`` (SparkContext.SPARK_JOB_GROUP_ID).
 JOB_GROUP_PROPERTY = "spark.jobGroup.id"
@@ -53,8 +54,15 @@ def current_operation() -> str | None:
     return _OPERATION.get()
 
 
-def _describe(description: str) -> str:
-    """``description``, followed by "for <operation>" when one is running."""
+def job_description(description: str) -> str:
+    """``description``, followed by "for <operation>" when one is running: the description
+    :func:`sparkbalance_job_group` gives its jobs (for a group set in the JVM instead).
+
+    Examples
+    --------
+    >>> job_description("sparkbalance: key sample")
+    'sparkbalance: key sample'
+    """
     op = _OPERATION.get()
     return description if op is None or op in description else f"{description} for {op}"
 
@@ -117,7 +125,7 @@ def operation_jobs(sc: Any, label: str, description: str) -> Iterator[str]:
         ensure_executor_python(sc)
     try:
         if sc is not None:
-            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, _describe(description))
+            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, job_description(description))
         yield label
     finally:
         _OPERATION.reset(token)
@@ -161,7 +169,7 @@ def sparkbalance_job_group(sc: Any, name: str, description: str | None = None) -
     ensure_executor_python(sc)
     keys = (JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY, _JOB_INTERRUPT_PROPERTY)
     old = {k: sc.getLocalProperty(k) for k in keys}
-    sc.setJobGroup(name, _describe(description if description is not None else name))
+    sc.setJobGroup(name, job_description(description if description is not None else name))
     try:
         yield name
     finally:

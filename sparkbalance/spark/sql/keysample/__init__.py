@@ -19,9 +19,11 @@ each):
    A table whose first partitions are unlike the rest (sorted, clustered by time) is not
    judged by them alone.
 
-Each task is cut to its first rows in the JVM (Spark's per-partition ``LocalLimit``: the
-scan stops there), and the job runs over the chosen partitions only (``PythonRDD.runJob``
-over the JVM's pickled rows: no Python worker, the spread's runs in parallel). So uniform
+Each task is cut to its first rows in the JVM (the scan stops there), and the job runs over
+the chosen partitions only, no Python worker, the spread's runs in parallel
+(:mod:`.prefixes`: with the bridge, the projection's own planned query counted in the JVM
+and returned as one array, in one driver call; without it, Spark's per-partition
+``LocalLimit`` and ``PythonRDD.runJob`` over the JVM's pickled rows). So uniform
 input pays one job of one task, skewed input two jobs, and no row is read twice (except in
 a one-partition input, whose spread reads on from its start: there is no other partition
 to spread over). A plan sampled before (the same input, keys and sizes: the physical
@@ -44,8 +46,6 @@ Examples
 """
 from __future__ import annotations
 
-import io
-import pickle
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -57,19 +57,23 @@ import numpy as np
 
 from sparkbalance.spark.sql import hash_columns as sqlhash
 from sparkbalance.spark.sql.connect import is_connect
+from sparkbalance.spark.sql.keysample.prefixes import (FIELD_SEP, PrefixReader, _pairs,
+                                                       key_look, py_value)
 from sparkbalance.spark.sql.python_source import python_source
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["SampledKeys", "sample_keys", "first_take_partitions", "py_value",
-           "MAX_SPREAD_TASKS", "HOME_COLUMN"]
+           "MAX_SPREAD_TASKS", "HOME_COLUMN", "SHUFFLE_INPUT", "runs_shuffle"]
 
 #: Runs of input partitions the spread reads from at most (one task each).
 MAX_SPREAD_TASKS: int = 16
 #: Input partitions the first job of a Spark Connect sample reads (it cannot choose the
 #: partitions: its sample is the input's first rows, the look's among them).
 CONNECT_TAKE_PARTITIONS: int = 2
+#: :attr:`SampledKeys.skipped` of an input a shuffle computes (``refuse_shuffle``).
+SHUFFLE_INPUT = "a shuffle's output"
 #: The sampled rows' column holding Spark's partition of their key.
 HOME_COLUMN = "__sparkbalance_home"
 
@@ -91,7 +95,8 @@ class SampledKeys:
 
 
 def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
-                look: int, could_matter: Callable[[np.ndarray, int], bool]) -> SampledKeys:
+                look: int, could_matter: Callable[[np.ndarray, int], bool],
+                refuse_shuffle: bool = False) -> SampledKeys:
     """The look of ``look`` rows and, when ``could_matter(counts, rows_read)`` is true of
     it, the spread up to ``rows`` rows in all (see the module docstring).
 
@@ -99,6 +104,10 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     look), plus one when the spread runs; none when a Python step computes the keys
     (:func:`~sparkbalance.spark.sql.python_source.python_source`: reading even a prefix
     re-runs it, a whole partition per task): then nothing is read and ``skipped`` says why.
+    With ``refuse_shuffle``, none either when reading the input runs a shuffle first (even a
+    prefix would cost the shuffle's full pass; :func:`runs_shuffle` of the projection's
+    plan, the one the sample reads: the input is not planned apart): ``skipped`` is then
+    :data:`SHUFFLE_INPUT`.
     """
     n = int(num_partitions)
     if n < 1:
@@ -107,25 +116,70 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
         raise ValueError(f"look={look!r}, rows={rows!r}; expected ints >= 1")
     refs = [sqlhash.quoted(c) for c in cols]
     # one projection and one filter as SQL text: a Column per key costs a round trip each
-    keys = (df.selectExpr(*[f"{r} AS `__sb_c{j}`" for j, r in enumerate(refs)],
-                          f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`")
-            .where(" AND ".join(f"{r} IS NOT NULL" for r in refs)))
+    exprs = [*[f"{r} AS `__sb_c{j}`" for j, r in enumerate(refs)],
+             f"pmod(hash({', '.join(refs)}), {n}) AS `{HOME_COLUMN}`"]
+    where = " AND ".join(f"{r} IS NOT NULL" for r in refs)
     width = len(cols)
-    if is_connect(keys):
-        return _connect_sample(keys, width, rows, look, could_matter)
-    qe = keys._jdf.queryExecution()
-    plan = qe.executedPlan().toString()
+    jvm = None if is_connect(df) else key_look(df)
+    executed = None
+    if jvm is not None and FIELD_SEP not in "".join(exprs) + where:
+        # built and planned by the bridge: two driver calls instead of twelve
+        from pyspark.sql import DataFrame
+        keys = DataFrame(jvm.projection(df._jdf, FIELD_SEP.join(exprs), FIELD_SEP, where),
+                         df.sparkSession)
+        plan = jvm.planText(keys._jdf)
+    else:
+        jvm = None
+        keys = df.selectExpr(*exprs).where(where)
+        if is_connect(keys):
+            return _connect_sample(keys, width, rows, look, could_matter)
+        executed = keys._jdf.queryExecution().executedPlan()
+        plan = executed.toString()
+    if refuse_shuffle and may_shuffle(plan) and runs_shuffle(
+            executed if executed is not None else keys._jdf.queryExecution().executedPlan(),
+            plan):
+        return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False,
+                           SHUFFLE_INPUT)
     python = python_source(keys, plan)
     if python is not None:
         return SampledKeys([], np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False, python)
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
-    from sparkbalance.spark.session.jobs import sparkbalance_job_group
-    with sparkbalance_job_group(keys.sparkSession.sparkContext, STATS_JOB_GROUP,
-                                f"sparkbalance: key sample of {', '.join(cols)} (a look "
-                                f"at {look} rows, a spread to {rows} when it shows a "
-                                "heavy key)"):
-        return _classic_sample(qe, keys, width, rows, look, could_matter,
-                               (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)))
+    group = (STATS_JOB_GROUP, f"sparkbalance: key sample of {', '.join(cols)} (a look at "
+             f"{look} rows, a spread to {rows} when it shows a heavy key)")
+    inputs = (int(jvm.partitions(keys._jdf)) if jvm is not None      # df's partitions
+              else int(keys._jdf.queryExecution().toRdd().getNumPartitions()))
+    return _classic_sample(inputs, keys, width, rows, look, could_matter,
+                           (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)), group)
+
+
+def may_shuffle(text: str) -> bool:
+    """Whether a physical plan's text names an exchange or a cached relation (else it runs
+    no shuffle, and :func:`runs_shuffle` need not walk it)."""
+    return "Exchange" in text or "InMemoryTableScan" in text
+
+
+def runs_shuffle(plan: Any, text: str | None = None) -> bool:
+    """Whether running the JVM physical plan ``plan`` (``text``: its text, when the caller
+    has it) runs a shuffle first.
+
+    Walks the plan down to its leaves (under adaptive execution its current plan, the one
+    with the exchanges: AQE's *input* plan has none yet, ``EnsureRequirements`` adds them
+    after); a cached relation is a leaf (its shuffles, if any, already ran or run once for
+    every reader). A plan whose text names no exchange and no cached relation has none:
+    that answer takes no round trip beyond the text instead of several per node.
+    """
+    if not may_shuffle(plan.toString() if text is None else text):
+        return False
+    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        plan = plan.executedPlan()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if node.getClass().getSimpleName() == "ShuffleExchangeExec":
+            return True
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return False
 
 
 #: Expression ids in a plan's text (``k#155L``): a new DataFrame over the same input has
@@ -146,39 +200,36 @@ def _remember(memo: tuple, spread: bool) -> None:
             _ESCALATED.popitem(last=False)
 
 
-def _classic_sample(qe: Any, keys: "DataFrame", width: int, rows: int, look: int,
-                    could_matter: Callable[[np.ndarray, int], bool], memo: tuple
-                    ) -> SampledKeys:
-    """:func:`sample_keys` of a classic DataFrame (``qe``: the query execution of its key
-    projection ``keys``; the JVM's partitions chosen).
+def _classic_sample(inputs: int, keys: "DataFrame", width: int, rows: int, look: int,
+                    could_matter: Callable[[np.ndarray, int], bool], memo: tuple,
+                    group: tuple[str, str]) -> SampledKeys:
+    """:func:`sample_keys` of a classic DataFrame (``keys``: its key projection, of
+    ``inputs`` partitions; the JVM's partitions chosen).
 
     When the spread's share of a run, ``rows / runs``, is at least the look, the look is
     run 0's share of the *same* planned query (one query planned for both jobs, the look
     then reads that share). When the last sample of the same plan (same input, keys and
     sizes: ``memo``) escalated to the spread, look and spread run as **one** job over every
     run, each reading its share (the same rows in all, one job fewer); its outcome is
-    remembered for the next one."""
-    sc = keys.sparkSession.sparkContext
-    inputs = int(qe.toRdd().getNumPartitions())   # the projection keeps df's partitions
+    remembered for the next one. Its jobs run in job group ``group`` (id, description)."""
     tasks = max(1, min(inputs, MAX_SPREAD_TASKS))
-    runs = keys.coalesce(tasks) if inputs > tasks else keys
+    reader = PrefixReader(keys, width, inputs, tasks, group)
     share = max(1, int(rows) // tasks)
     if tasks > 1 and _ESCALATED.get(memo):
-        got = _prefixes(sc, _limited(runs, share), list(range(tasks)), width)
+        got = reader.counts(True, share, range(tasks))
         read = sum(got.values())
         _remember(memo, _could(got, read, could_matter))
         return _sampled(got, read, True)
-    both = _limited(runs, share) if share >= look else None
-    got = _prefixes(sc, both if both is not None else _limited(keys, look), [0], width)
+    both = share >= look          # the look is run 0's share of the spread's runs
+    got = (reader.counts(True, share, [0]) if both else reader.counts(False, look, [0]))
     read = sum(got.values())
     # a short partition 0 (the look read all it has) says little when there are others
     if tasks == 1 or rows <= read or not (_could(got, read, could_matter)
                                            or read < look // 4):
         _remember(memo, False)
         return _sampled(got, read, False)
-    if both is None:
-        both = _limited(runs, max(1, (int(rows) - read) // (tasks - 1)))
-    more = _prefixes(sc, both, list(range(1, tasks)), width)
+    more = reader.counts(True, share if both else max(1, (int(rows) - read) // (tasks - 1)),
+                         range(1, tasks))
     _remember(memo, True)
     got.update(more)
     return _sampled(got, read + sum(more.values()), True)
@@ -208,141 +259,10 @@ def _sampled(got: Counter, read: int, spread: bool) -> SampledKeys:
                        int(read), spread)
 
 
-def py_value(v: Any) -> Any:
-    """A collected key value as a hashable Python key: ARRAY values come back as lists
-    (tuples here, as the routing takes them), BINARY as bytearray (bytes).
-
-    Examples
-    --------
-    >>> py_value([1, bytearray(b"x")]), py_value("a")
-    ((1, b'x'), 'a')
-    """
-    if isinstance(v, bytearray):
-        return bytes(v)
-    if isinstance(v, list):
-        return tuple(py_value(x) for x in v)
-    if isinstance(v, tuple) and any(isinstance(x, (list, bytearray, tuple)) for x in v):
-        return tuple(py_value(x) for x in v)  # a struct (Row) holding arrays
-    return v
-
-
 def _could(got: Counter, read: int, could_matter: Callable[[np.ndarray, int], bool]) -> bool:
     if not got:
         return False
     return bool(could_matter(np.fromiter(got.values(), dtype=np.int64, count=len(got)), read))
-
-
-def _pairs(rows: Any, width: int) -> Iterator[tuple]:
-    """(key, home) of each sampled row (a Row or a plain tuple): one column a bare value,
-    more a tuple."""
-    if width == 1:
-        return ((py_value(r[0]), int(r[1])) for r in rows)
-    return ((tuple(py_value(v) for v in r[:width]), int(r[width])) for r in rows)
-
-
-def _tuple(*values: Any) -> tuple:
-    return values
-
-
-class _RowTuples(pickle.Unpickler):
-    """An unpickler of the JVM's pickled rows that builds plain tuples where PySpark would
-    build a ``Row`` holding the same values (a row type none of whose fields needs
-    converting: integers, strings, booleans, binary); other rows come as PySpark builds
-    them. A Row per sampled row was most of the driver's time over the sample."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "pyspark.sql.types" and name == "_create_row_inbound_converter":
-            return _inbound
-        return super().find_class(module, name)
-
-
-def _inbound(data_type: Any) -> Callable:
-    if getattr(data_type, "_needSerializeAnyField", True):
-        from pyspark.sql.types import _create_row_inbound_converter
-        return _create_row_inbound_converter(data_type)
-    return _tuple
-
-
-def _tuple_serializer() -> Any:
-    """PySpark's batched pickle serializer, reading rows with :class:`_RowTuples`."""
-    from pyspark.serializers import BatchedSerializer, CPickleSerializer
-
-    class _Tuples(CPickleSerializer):
-        def loads(self, obj: bytes, encoding: str = "bytes") -> Any:
-            return _RowTuples(io.BytesIO(obj), encoding=encoding).load()
-    return BatchedSerializer(_Tuples())
-
-
-def _limited(df: "DataFrame", per: int) -> Any:
-    """The JVM's pickled rows of ``df``, each partition cut to its first ``per`` rows (Spark's
-    per-partition limit: the scan stops there); planned once, run by :func:`_prefixes`."""
-    return _local_limit(df, per)._jdf.javaToPython()
-
-
-def _prefixes(sc: Any, jrdd: Any, parts: list[int], width: int) -> Counter:
-    """(key, home) counts of partitions ``parts`` of ``jrdd`` (:func:`_limited`): one job of
-    one task per partition, in the JVM (``PythonRDD.runJob`` over those partitions only)."""
-    from pyspark.rdd import _load_from_socket
-    sock = sc._jvm.PythonRDD.runJob(sc._jsc.sc(), jrdd, _java_ints(sc, parts))
-    stream = _load_from_socket(sock, _tuple_serializer())
-    if hasattr(stream, "__enter__"):     # PySpark 4: a context manager closing the socket
-        with stream as rows:
-            return Counter(_pairs(rows, width))
-    return Counter(_pairs(stream, width))  # PySpark 3.5: the rows
-
-
-def _java_ints(sc: Any, parts: list[int]) -> Any:
-    """``parts`` as a JVM ``ArrayList<Integer>``, built once per JVM and kept (``runJob``
-    only reads it; py4j's conversion costs a round trip per element each time): a run
-    ``a..b-1`` in four (``IntStream.range(a, b).boxed().collect(toList())``)."""
-    jvm = sc._jvm
-    key = (id(jvm), tuple(parts))
-    got = _INT_LISTS.get(key)
-    if got is not None and got[0] is jvm:
-        return got[1]
-    a = parts[0] if parts else 0
-    if len(parts) > 2 and parts == list(range(a, a + len(parts))):
-        streams_range, to_list = _jvm_classes(jvm)[1:]
-        java = streams_range(a, a + len(parts)).boxed().collect(to_list())
-    else:
-        from py4j.java_collections import ListConverter
-        java = ListConverter().convert(parts, sc._gateway._gateway_client)
-    if len(_INT_LISTS) >= 4 * MAX_SPREAD_TASKS:
-        _INT_LISTS.clear()
-    _INT_LISTS[key] = (jvm, java)
-    return java
-
-
-def _local_limit(df: "DataFrame", per: int) -> "DataFrame":
-    """``df`` with each partition cut to its first ``per`` rows (Spark's ``LocalLimit``,
-    the per-partition half of ``limit``, which the DataFrame API does not offer alone: it
-    is taken from ``df.limit(per)``'s plan)."""
-    from pyspark.sql import DataFrame
-    local = df.limit(int(per))._jdf.queryExecution().logical().child()   # LocalLimit
-    if local.nodeName() != "LocalLimit":  # pragma: no cover - not seen
-        return df.limit(int(per))         # one prefix: still a sample
-    jdf = _jvm_classes(df.sparkSession._jvm)[0].ofRows(df.sparkSession._jsparkSession, local)
-    return DataFrame(jdf, df.sparkSession)
-
-
-#: id(JVM view) -> (it, Spark's Dataset class, ``IntStream.range``, ``Collectors.toList``):
-#: looked up once (each package of a class name and each static member py4j resolves is a
-#: round trip of its own).
-_CLASSES: dict[int, tuple[Any, Any, Any, Any]] = {}
-#: (id(JVM view), partition ids) -> (that view, the ids as a JVM ArrayList) (:func:`_java_ints`).
-_INT_LISTS: dict[tuple[int, tuple[int, ...]], tuple[Any, Any]] = {}
-
-
-def _jvm_classes(jvm: Any) -> tuple[Any, Any, Any]:
-    got = _CLASSES.get(id(jvm))
-    if got is None or got[0] is not jvm:
-        from py4j.java_gateway import JavaClass
-        cls = jvm.org.apache.spark.sql.classic.Dataset     # Spark 4
-        if not isinstance(cls, JavaClass):                 # Spark 3.5: the sql package
-            cls = jvm.org.apache.spark.sql.Dataset
-        got = _CLASSES[id(jvm)] = (jvm, cls, jvm.java.util.stream.IntStream.range,
-                                   jvm.java.util.stream.Collectors.toList)
-    return got[1:]
 
 
 #: Spark's number of partitions the first job of a ``limit`` collect reads (default 1).

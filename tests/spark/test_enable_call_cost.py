@@ -1,0 +1,68 @@
+"""The fixed cost of an enabled call: its conf reads from one snapshot
+(:mod:`sparkbalance.spark.session.conf_snapshot`: the same values as key-by-key reads, a
+change between two calls seen, a few round trips), and an input a shuffle computes decided
+from the sample's plan alone (no job)."""
+from __future__ import annotations
+
+from sparkbalance.spark.session import conf
+from sparkbalance.spark.session.conf_snapshot import kept_reads
+
+KEYS = [e.key for e in conf.KEYS.values()] + ["spark.sql.shuffle.partitions", "spark.master"]
+
+
+def _count(sc, fn):
+    client = sc._gateway._gateway_client
+    real, calls = client.send_command, [0]
+
+    def counting(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+    client.send_command = counting
+    try:
+        return fn(), calls[0]
+    finally:
+        client.send_command = real
+
+
+def test_a_snapshot_reads_what_each_key_reads(spark, sc):
+    df = spark.range(3)
+    spark.conf.set("spark.sparkbalance.check.sampleRows", "4096")
+    spark.conf.set("spark.sparkbalance.strategy", "odd, value -> (with) arrows")
+    try:
+        each, _ = _count(sc, lambda: {k: conf._raw(df, k) for k in KEYS})
+
+        def kept():
+            with kept_reads():
+                return {k: conf._raw(df, k) for k in KEYS}
+        got, trips = _count(sc, kept)
+        assert got == each
+        assert got["spark.sparkbalance.strategy"] == "odd, value -> (with) arrows"
+        assert trips <= 3 < len(KEYS)
+        spark.conf.set("spark.sparkbalance.check.sampleRows", "512")   # seen by the next call
+        with kept_reads():
+            assert conf._raw(df, "spark.sparkbalance.check.sampleRows") == "512"
+    finally:
+        spark.conf.unset("spark.sparkbalance.check.sampleRows")
+        spark.conf.unset("spark.sparkbalance.strategy")
+
+
+def test_an_input_a_shuffle_computes_stays_plain_without_a_sample_job(spark, sc):
+    import sparkbalance as sb
+    from pyspark.testing import assertDataFrameEqual
+    from sparkbalance.spark.enable import decisions
+    from sparkbalance.spark.session.jobs import next_job_id
+    shuffled = (spark.range(2_000).selectExpr("IF(id % 2 = 0, 0, id % 50) AS k", "id AS v")
+                .groupBy("k").count())
+    expected = shuffled.repartition(4, "k").collect()
+    sb.enable(spark)
+    try:
+        shuffled.repartition(4, "k")                     # the session's first-use checks
+        j0 = next_job_id(sc)
+        got = shuffled.repartition(4, "k")
+        assert next_job_id(sc) == j0                     # decided from the plan alone
+        d = decisions()[-1]
+        assert (d.balanced, d.sampled_rows) == (False, 0)
+        assert d.reason.startswith("input is a shuffle's output")
+        assertDataFrameEqual(got, expected)
+    finally:
+        sb.disable(spark)
