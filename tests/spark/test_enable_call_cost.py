@@ -4,6 +4,8 @@ change between two calls seen, a few round trips), and an input a shuffle comput
 from the sample's plan alone (no job)."""
 from __future__ import annotations
 
+import threading
+
 from sparkbalance.spark.session import conf
 from sparkbalance.spark.session.conf_snapshot import kept_reads
 
@@ -12,10 +14,10 @@ KEYS = [e.key for e in conf.KEYS.values()] + ["spark.sql.shuffle.partitions", "s
 
 def _count(sc, fn):
     client = sc._gateway._gateway_client
-    real, calls = client.send_command, [0]
+    real, calls, me = client.send_command, [0], threading.get_ident()
 
     def counting(*a, **k):
-        calls[0] += 1
+        calls[0] += threading.get_ident() == me   # not a listener's callback elsewhere
         return real(*a, **k)
     client.send_command = counting
     try:
