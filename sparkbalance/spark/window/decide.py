@@ -75,13 +75,15 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     mode = payoff.split_mode(df)
     p_cores = payoff.cores(df, n) if mode == "auto" else n
     # what a task can hold and a row takes: plain Spark's hot task spills the rest
-    mem = ({"memory": memory.task_memory(df), "bytes_per_row": memory.row_bytes(d)}
+    # one read of the plan's statistics: its rows (the first guess) and bytes per row
+    rows_guess, bytes_per_row = memory.plan_size(d) if mode != "never" else (None, None)
+    mem = ({"memory": memory.task_memory(df), "bytes_per_row": bytes_per_row}
            if mode == "auto" else {})
     split, why, guess = True, "", None
     if mode == "never":
         split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
     elif mode == "auto":
-        guess = sample.plan_rows(d)
+        guess = rows_guess
         if guess is not None:   # not even a key holding every row could pay: no job at all
             split, why = payoff.decide(np.array([guess]), guess, n, mode, cores=p_cores,
                                        bound=True, **mem)
@@ -100,7 +102,7 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
             split, why = payoff.decide(hot, look.total, n, mode, cores=p_cores, **mem)
             guess = look.total
     else:   # always: no first look
-        guess = sample.plan_rows(d)
+        guess = rows_guess
     if split:
         ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess)   # the full pass
         total = max(ks.total, 1.0)

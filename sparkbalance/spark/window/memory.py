@@ -27,10 +27,11 @@ Examples
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
-__all__ = ["RESERVED_BYTES", "BUFFERS", "task_memory", "row_bytes", "spill_rows",
+__all__ = ["RESERVED_BYTES", "BUFFERS", "task_memory", "plan_size", "row_bytes", "spill_rows",
            "parse_bytes"]
 
 #: Heap the unified memory manager keeps out of its pool (Spark's ``RESERVED_SYSTEM_MEMORY``).
@@ -77,23 +78,37 @@ def task_memory(df: Any) -> float | None:
     return max(0.0, (heap - RESERVED_BYTES) * fraction / max(1, per_task))
 
 
-def row_bytes(d: Any) -> float | None:
-    """Estimated bytes of one of ``d``'s rows as a task buffers it (an ``UnsafeRow``: a
-    null word, 8 bytes a field, the variable-length values): the larger of the plan's size
-    over its row count (a cached relation knows both) and its schema's default sizes; None
-    without a plan (Spark Connect)."""
+def plan_size(d: Any) -> tuple[float | None, float | None]:
+    """``(rows, bytes per row)`` of ``d`` from one read of its optimized plan's statistics
+    (no job; ``(None, None)`` without a plan, as under Spark Connect).
+
+    Rows: the plan's row count where it knows one (a cached, materialized relation; a
+    range), else its size in bytes over Spark's estimated row width (None when the size is
+    not finite). Bytes per row, as a task buffers it (an ``UnsafeRow``: a null word, 8 bytes
+    a field, the variable-length values): the larger of the plan's size over its row count
+    and the schema's default sizes."""
     try:
         schema = d._jdf.schema()
-        width = 8.0 * (1 + len(schema.fields())) + float(schema.defaultSize())
+        default = float(schema.defaultSize())
+        width = 8.0 * (1 + len(schema.fields())) + default
         st = d._jdf.queryExecution().optimizedPlan().stats()
+        size = float(str(st.sizeInBytes()))
         rc = st.rowCount()
-        if rc.isDefined():
-            rows = float(str(rc.get()))
-            if rows > 0:
-                width = max(width, float(str(st.sizeInBytes())) / rows)
-    except Exception:
-        return None
-    return width
+        known = float(str(rc.get())) if rc.isDefined() else None  # a Scala BigInt
+    except Exception:   # Spark Connect (no _jdf), or a plan without statistics
+        return None, None
+    if known is not None:
+        if known > 0:
+            width = max(width, size / known)
+        return max(1.0, known), width
+    if not math.isfinite(size) or size >= 2.0 ** 62:
+        return None, width
+    return max(1.0, size / (8.0 + default)), width
+
+
+def row_bytes(d: Any) -> float | None:
+    """Estimated bytes of one of ``d``'s rows as a task buffers it (:func:`plan_size`)."""
+    return plan_size(d)[1]
 
 
 def spill_rows(hot_rows: float, bytes_per_row: float | None, memory: float | None) -> float:

@@ -51,7 +51,7 @@ import numpy as np
 
 from sparkbalance.spark.sql.keysample import sample_keys
 from sparkbalance.spark.sql.keystats import py_value as _py_value
-from sparkbalance.spark.window import segments as sg
+from sparkbalance.spark.window import memory, segments as sg
 from sparkbalance.spark.window.spec import SortKey
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,20 +103,8 @@ def plan_rows(d: "DataFrame") -> float | None:
     """Spark's own estimate of ``d``'s rows, from its optimized plan (no job): the row count
     where the plan knows it (a cached, materialized relation; a range), else its size in
     bytes over Spark's estimated row width; None where there is no plan to ask (Spark
-    Connect) or it gives no finite size."""
-    try:
-        qe = d._jdf.queryExecution()
-        st = qe.optimizedPlan().stats()
-        rc = st.rowCount()
-        if rc.isDefined():   # a Scala BigInt: py4j hands some over as a Python int
-            return max(1.0, float(str(rc.get())))
-        size = float(str(st.sizeInBytes()))
-        width = 8 + int(d._jdf.schema().defaultSize())
-    except Exception:   # Spark Connect (no _jdf), or a plan without statistics
-        return None
-    if not math.isfinite(size) or size >= 2.0 ** 62:
-        return None
-    return max(1.0, size / width)
+    Connect) or it gives no finite size (:func:`~sparkbalance.spark.window.memory.plan_size`)."""
+    return memory.plan_size(d)[0]
 
 
 def _sample(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
