@@ -7,7 +7,6 @@ cluster costs 10-20 s, so it is started once per pytest process.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -16,9 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BRIDGE_JAR = ROOT / "jvm_bridge" / "build" / "sparkbalance-bridge.jar"
 CLUSTER_MASTER = "local-cluster[2,1,1024]"
-
-# the signals a hung test needs, unblocked (tests/conftest.py says why)
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM, signal.SIGABRT, signal.SIGTERM})
 
 
 def build_cluster_session():

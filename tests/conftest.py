@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import signal
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -12,12 +11,6 @@ settings.register_profile("default", deadline=None, max_examples=60,
 settings.register_profile("thorough", deadline=None, max_examples=500,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-
-# pytest-timeout's SIGALRM, and the CI watchdog's SIGABRT (pytest's faulthandler prints every
-# thread) and SIGTERM, reach this process even where its parent started it with them blocked:
-# a masked signal stays pending for ever, and a hung test then stays silent (one hung for an
-# hour in CI with its 600 s timeout never firing).
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM, signal.SIGABRT, signal.SIGTERM})
 
 
 @pytest.fixture
