@@ -211,6 +211,10 @@ class Misplaced:
     True
     """
 
+    #: The merge reads the first shuffle again (:meth:`sources`) instead of routing the
+    #: misplaced records a second time; :meth:`drop` then keeps only ``dst``'s keys.
+    reread: bool = False
+
     def __init__(self, src: Any, dst: Any, num_groups: int,
                  candidates: frozenset | None = None) -> None:
         from sparkbalance.routing.keygroups import key_groups
@@ -223,9 +227,6 @@ class Misplaced:
         self.groups: dict = {}                # moved group -> its new partition
         #: new partition -> the partitions its arriving keys were routed to first
         self.arrivals: dict[int, set] = {}
-        #: The merge reads the first shuffle again (:meth:`sources`) instead of routing
-        #: the misplaced records a second time; :meth:`drop` then keeps only ``dst``'s keys.
-        self.reread = False
         self._src: Any = None                 # src's fn (tables) or group -> partition
         self._dst: Any = None                 # dst's fn (tables) or group -> partition
         if isinstance(dst, GroupLayout):
