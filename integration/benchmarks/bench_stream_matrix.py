@@ -321,10 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", type=int, default=5000, help="keys of the Zipf sources")
     p.add_argument("--seeds", type=int, default=3, help="simulated runs per cell (median)")
     p.add_argument("--tally-s", type=float, default=CostModel().tally_s,
-                   help="simulation: seconds a batch pays to look ahead (the map stage "
-                        "submitted first: 0.01; a tally job without the bridge: ~0.05)")
+                   help="simulation: seconds a batch pays to look ahead (the map stage's "
+                        "job boundary, measured by --spark-costs: 0.10)")
     p.add_argument("--reroute-s", type=float, default=CostModel().reroute_s,
-                   help="simulation: seconds more when the plan moves (map stage again)")
+                   help="simulation: a batch's map stage (a moving batch reads "
+                        "REREAD_COST of it per record read twice)")
     p.add_argument("--cells", default="", help="comma list of cells (default: all 48)")
     p.add_argument("--spark", default="", help="run these cells on real Spark instead")
     p.add_argument("--repeats", type=int, default=3, help="real-Spark runs per cell")

@@ -84,11 +84,17 @@ class CostModel:
     written (``StateReread``): :data:`~sparkbalance.state.control.lookahead.REREAD_COST` ×
     ``reroute_s`` (the map stage of a whole batch, what routing it costs) × the share of
     its records read twice. Nothing is routed again.
+
+    ``tally_s`` = 0.10 s: the job boundary measured on real Spark
+    (``bench_stream_matrix.py --spark-costs``, 20,000 records on ``local[8]``, 27 Nov 2026,
+    medians of 5 under a load of ~21: CPU seconds of the process tree, ``look`` − ``base``
+    = 0.10; a batch reading the shuffle again cost −0.02 ± noise beyond ``look`` and the
+    move, against 0.42 for routing it again whole and 0.32 for its misplaced records).
     """
 
     s_per_value: float = 100e-6
     fixed_s: float = 0.15
-    tally_s: float = 0.01
+    tally_s: float = 0.10
     reroute_s: float = 0.05
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
@@ -191,7 +197,7 @@ class _Run:
         self.oracle = policy.startswith(ORACLE_PREFIX)
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window)
-        self.lookahead.expect(map_stage=True)      # the bridge's path (tally_s 0.01)
+        self.lookahead.expect(map_stage=True)      # the bridge's path (its prior 0.01 s)
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
         self.keys: dict = {}           # key -> last batch it had records in

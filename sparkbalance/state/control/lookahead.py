@@ -13,8 +13,11 @@ The tally costs a job per batch, which a slowly shifting stream never earns back
 default (``lookahead="auto"``) the controller tallies only while it pays: it keeps an
 estimate of what lag costs per batch (the saving of every migration decided, over the
 batches seen; zero for a batch that needed none) and of what looking ahead costs per batch:
-the tally, paid by every batch, plus routing the batch again, paid only by a batch whose
-plan moves — so weighed by the share of batches that move. It tallies while the lag costs
+the tally, paid by every batch (with the bridge, the job boundary of the routing shuffle's
+map stage run on its own, measured each batch: :func:`boundary_seconds`), plus what a
+batch whose plan moves pays more — its merges read the written shuffle again where the
+moving keys were written (``StateReread``; an older jar routes the batch, or its misplaced
+records, again) — weighed by the share of batches that move. It tallies while the lag costs
 more. Why per batch on both sides: a single moving batch's price (tally and routing again)
 set against the lag averaged over all batches kept ``auto`` reactive on streams where
 looking ahead paid (the stream matrix's Zipf 0.8 cells, a shift every 2 batches: a lag of
