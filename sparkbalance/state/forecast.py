@@ -107,12 +107,16 @@ class Forecasting:
         decided after the previous batch (nothing of it moved yet).
 
         With the bridge's chunks the counts come from the routing shuffle's own map stage,
-        run first as adaptive execution runs it: the merge then reads its output, and a
-        plan that moves routes the batch again — only the records it places elsewhere
-        when they are at most
-        :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch
-        (``merge(position, None, routed)``: a second small shuffle with the moving
-        state). Without them one small job tallies."""
+        run first as adaptive execution runs it: the merge then reads its output, also
+        when the plan moves (``merge(position, None, routed)``: each merge reads the
+        written shuffle again where its new keys were written, ``StateReread``; only the
+        moving state is shuffled). A jar without that class routes the batch again —
+        only the records the plan places elsewhere when they are at most
+        :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch.
+        Without the chunks one small job tallies. What the look-ahead cost is measured
+        each batch for ``auto``: the map stage's job boundary
+        (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`) and, when the
+        plan moves, what the move's merges read twice."""
         la, c = self.lookahead, self._controller
         self._tally = None
         la.expect(map_stage=at.state.ops.chunks)
