@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3, help="simulated runs per cell (median)")
     p.add_argument("--tally-s", type=float, default=CostModel().tally_s,
                    help="simulation: seconds a batch pays to look ahead (the map stage's "
-                        "job boundary, measured by --spark-costs: 0.10)")
+                        "job boundary, measured by --spark-costs: 0.05)")
     p.add_argument("--reroute-s", type=float, default=CostModel().reroute_s,
                    help="simulation: a batch's map stage (a moving batch reads "
                         "REREAD_COST of it per record read twice)")

@@ -85,16 +85,17 @@ class CostModel:
     ``reroute_s`` (the map stage of a whole batch, what routing it costs) × the share of
     its records read twice. Nothing is routed again.
 
-    ``tally_s`` = 0.10 s: the job boundary measured on real Spark
-    (``bench_stream_matrix.py --spark-costs``, 20,000 records on ``local[8]``, 27 Nov 2026,
-    medians of 5 under a load of ~21: CPU seconds of the process tree, ``look`` − ``base``
-    = 0.10; a batch reading the shuffle again cost −0.02 ± noise beyond ``look`` and the
-    move, against 0.42 for routing it again whole and 0.32 for its misplaced records).
+    ``tally_s`` = 0.05 s: the job boundary measured on real Spark
+    (``bench_stream_matrix.py --spark-costs``, 20,000 records on ``local[8]``, 27-28 Nov
+    2026, medians of 5, ``look`` − ``base``): 0.045 s wall, 0.06 CPU s of the process tree
+    under a load of ~10; 0.10 CPU s under ~21. A batch reading the shuffle again cost
+    −0.01 to −0.02 s (noise) beyond ``look`` and the move, against 0.32-0.42 s for routing
+    it again whole and 0.32-0.40 s for its misplaced records.
     """
 
     s_per_value: float = 100e-6
     fixed_s: float = 0.15
-    tally_s: float = 0.10
+    tally_s: float = 0.05
     reroute_s: float = 0.05
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
