@@ -192,7 +192,17 @@ def _history_summary(op) -> dict:
             # reactive one: the batch that decided it, moved in the next), and the riding
             # move's cost the payoff model learned (rides measured)
             "moved_at": [r.seq for r in h if r.keys_moved],
-            "ride_cost": (round(pm.ride_cost_s, 3), pm.rides_seen)}
+            "ride_cost": (round(pm.ride_cost_s, 3), pm.rides_seen),
+            # what the look-ahead learned: the job boundary it measured per batch, a
+            # moving batch's extra (reading the written shuffle again), the lag it
+            # would remove per batch, the share of batches that moved
+            "lookahead": _lookahead_summary(op)}
+
+
+def _lookahead_summary(op) -> dict:
+    la = op._forecasting.lookahead
+    return {"boundary_s": round(la.tally_s, 4), "reroute_s": round(la.reroute_s, 4),
+            "lag_s": round(la.lag_s, 4), "move_rate": round(la.move_rate, 2)}
 
 
 def run_once(spark, src: str, mode: str, batches: int, partitions: int,
@@ -366,7 +376,7 @@ def main(argv: list[str] | None = None) -> None:
                     if h:
                         print(f"{'':9} {'':5} {'':12} decisions {h['decisions']} "
                               f"moved at {h['moved_at']} move s {h['move_s']} ride cost "
-                              f"(s, seen) {h['ride_cost']}")
+                              f"(s, seen) {h['ride_cost']} look-ahead {h['lookahead']}")
                 print(f"{'':9} {'':5} wait floor {wait:.3f} s, fixed " +
                       ", ".join(f"{m} {fixed[m]:.3f}" for m in modes) +
                       f"; load {os.getloadavg()[0]:.2f}", flush=True)

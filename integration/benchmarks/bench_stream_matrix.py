@@ -76,9 +76,7 @@ def format_parts(row: dict) -> str:
 
 
 def simulated(args: argparse.Namespace) -> int:
-    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s,
-                     reroute_misplaced_s=args.reroute_s * CostModel().reroute_misplaced_s
-                     / CostModel().reroute_s)
+    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s)
     cells = [parse_cell(c) for c in args.cells.split(",")] if args.cells else all_cells()
     print(f"stream matrix, simulated: n={args.partitions}, {args.batches} batches of "
           f"{args.records} records, {args.keys} keys, seeds {args.seeds}, {cost}")
@@ -153,8 +151,10 @@ def reroute_costs(args: argparse.Namespace) -> int:
     ``--repeats``: ``base`` (no look-ahead, no move), ``ride`` (a move planned before the
     batch riding in its shuffle: the reactive path), ``look`` (the batch's map stage run
     first for its tally, no move), ``whole`` (look, then the plan moves and the whole
-    batch is routed again: the code before ``Misplaced``) and ``misplaced`` (look, then
-    only the moved keys' records are routed again). The plan moves ``n`` keys one
+    batch is routed again: the code before ``Misplaced``), ``misplaced`` (look, then
+    only the moved keys' records are routed again: a jar without ``StateReread``) and
+    ``reread`` (look, then each merge reads the written shuffle again where its keys
+    were written: nothing routed again). The plan moves ``n`` keys one
     partition on: the batch's hottest (as Mixed moves hot keys), or from rank
     ``--move-rank`` on (fewer misplaced records). Wall seconds under the
     machine's load and CPU seconds of the process tree; the model's ``tally_s`` is
@@ -196,7 +196,7 @@ def reroute_costs(args: argparse.Namespace) -> int:
 
     def run(way: str) -> int:
         routed = None
-        if way in ("look", "whole", "misplaced"):
+        if way in ("look", "whole", "misplaced", "reread"):
             t = state.merge(pairs, fold, 1, tally=sc.accumulator({}, KeyTally()))
             run_map_stage(t.routed)
             routed = t.routed
@@ -206,17 +206,24 @@ def reroute_costs(args: argparse.Namespace) -> int:
                 t.rdd.unpersist()
                 return 0
         to = None if way == "base" else dst
-        m = state.merge(pairs, fold, 1, to=to,
-                        routed=routed if way == "misplaced" else None)
+        rereads = ops.rereads
+        ops.rereads = rereads and way == "reread"     # "misplaced": a jar without it
+        try:
+            m = state.merge(pairs, fold, 1, to=to,
+                            routed=routed if way in ("misplaced", "reread") else None)
+        finally:
+            ops.rereads = rereads
         m.rdd.cache()
         m.stats()
         m.rdd.unpersist()
         if m.carried is not None:
             m.carried.unpersist()
+        if m.misplaced is not None and m.misplaced.reread:
+            return 0
         return m.misplaced.routed.value if m.misplaced is not None else \
             (len(b1) if way in ("whole", "ride") else 0)
 
-    ways = ["base", "ride", "look", "whole", "misplaced"]
+    ways = ["base", "ride", "look", "whole", "misplaced", "reread"]
     wall: dict[str, list] = {w: [] for w in ways}
     cpu: dict[str, list] = {w: [] for w in ways}
     routed_records: dict[str, int] = {}
@@ -240,7 +247,8 @@ def reroute_costs(args: argparse.Namespace) -> int:
         move = d["ride"] - d["base"]
         print(f"  {name}: tally_s = {d['look'] - d['base']:.3f}; reroute_s whole = "
               f"{d['whole'] - d['look'] - move:.3f}, misplaced = "
-              f"{d['misplaced'] - d['look'] - move:.3f}")
+              f"{d['misplaced'] - d['look'] - move:.3f}, read again = "
+              f"{d['reread'] - d['look'] - move:.3f}")
     spark.stop()
     return 0
 
@@ -313,10 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", type=int, default=5000, help="keys of the Zipf sources")
     p.add_argument("--seeds", type=int, default=3, help="simulated runs per cell (median)")
     p.add_argument("--tally-s", type=float, default=CostModel().tally_s,
-                   help="simulation: seconds a batch pays to look ahead (the map stage "
-                        "submitted first: 0.01; a tally job without the bridge: ~0.05)")
+                   help="simulation: seconds a batch pays to look ahead (the map stage's "
+                        "job boundary, measured by --spark-costs: 0.05)")
     p.add_argument("--reroute-s", type=float, default=CostModel().reroute_s,
-                   help="simulation: seconds more when the plan moves (map stage again)")
+                   help="simulation: a batch's map stage (a moving batch reads "
+                        "REREAD_COST of it per record read twice)")
     p.add_argument("--cells", default="", help="comma list of cells (default: all 48)")
     p.add_argument("--spark", default="", help="run these cells on real Spark instead")
     p.add_argument("--repeats", type=int, default=3, help="real-Spark runs per cell")

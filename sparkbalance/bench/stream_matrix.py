@@ -33,7 +33,7 @@ from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.controller import Controller
 from sparkbalance.state.control.layout import TableLayout
-from sparkbalance.state.control.lookahead import MISPLACED_COST, MISPLACED_SHARE, Lookahead
+from sparkbalance.state.control.lookahead import REREAD_COST, Lookahead
 
 __all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES",
            "all_cells", "base_frequencies", "cell_batches", "simulate", "run_cell",
@@ -78,20 +78,25 @@ class CostModel:
     route stage, scheduling, the driver); a migration riding in a batch costs
     ``move_fixed_s`` + ``s_per_byte`` × bytes (the payoff model's prior rate). Looking
     ahead (:mod:`~sparkbalance.state.control.lookahead`) costs ``tally_s`` per batch — the
-    routing shuffle's map stage submitted on its own, one more job's scheduling (with the
-    bridge), or a whole tally job (without it: ~0.05 s) — and ``reroute_s`` more in a batch
-    whose plan moves (its map stage runs again, routed by the new layout), or
-    ``reroute_misplaced_s`` when the plan misplaces at most
-    :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch's records
-    (only those are routed again). Their ratio is measured on real Spark
-    (``bench_stream_matrix.py --spark-costs``: CPU seconds 0.15 against 0.60).
+    job boundary of the routing shuffle's map stage submitted on its own, as the operator
+    measures it (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`) — and a
+    batch whose plan moves reads the written shuffle again where its moving keys were
+    written (``StateReread``): :data:`~sparkbalance.state.control.lookahead.REREAD_COST` ×
+    ``reroute_s`` (the map stage of a whole batch, what routing it costs) × the share of
+    its records read twice. Nothing is routed again.
+
+    ``tally_s`` = 0.05 s: the job boundary measured on real Spark
+    (``bench_stream_matrix.py --spark-costs``, 20,000 records on ``local[8]``, 27-28 Nov
+    2026, medians of 5, ``look`` − ``base``): 0.045 s wall, 0.06 CPU s of the process tree
+    under a load of ~10; 0.10 CPU s under ~21. A batch reading the shuffle again cost
+    −0.01 to −0.02 s (noise) beyond ``look`` and the move, against 0.32-0.42 s for routing
+    it again whole and 0.32-0.40 s for its misplaced records.
     """
 
     s_per_value: float = 100e-6
     fixed_s: float = 0.15
-    tally_s: float = 0.01
+    tally_s: float = 0.05
     reroute_s: float = 0.05
-    reroute_misplaced_s: float = MISPLACED_COST * 0.05
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
     bytes_per_key: float = 200.0
@@ -193,7 +198,7 @@ class _Run:
         self.oracle = policy.startswith(ORACLE_PREFIX)
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window)
-        self.lookahead.expect(map_stage=True)      # the bridge's path (tally_s 0.01)
+        self.lookahead.expect(map_stage=True)      # the bridge's path (its prior 0.01 s)
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
         self.keys: dict = {}           # key -> last batch it had records in
@@ -233,15 +238,26 @@ class _Run:
         return float(moved.sum()) * self.cost.bytes_per_key
 
     def _reroute_s(self, new: TableLayout, counts: Counter) -> float:
-        """What routing a look-ahead batch again costs when its plan moves to ``new``:
-        the whole batch, or only its misplaced records when few (as the operator does)."""
+        """What a look-ahead batch whose plan moves to ``new`` pays beyond the boundary,
+        as the operator's merges read the written shuffle again: the records of every
+        partition a moving key leaves, decoded once more per partition it reaches
+        (:meth:`~sparkbalance.state.frames.route_chunks.Misplaced.read_again`)."""
         cands = list(self.layout.table.diff(new.table).keys)
-        if cands:
-            moved = self.layout.fn.assign(cands) != new.fn.assign(cands)
-            misplaced = sum(counts.get(k, 0) for k, m in zip(cands, moved.tolist()) if m)
-            if misplaced <= MISPLACED_SHARE * sum(counts.values()):
-                return self.cost.reroute_misplaced_s
-        return self.cost.reroute_s
+        total = sum(counts.values())
+        if not cands or not total:
+            return 0.0
+        a = np.asarray(self.layout.fn.assign(cands)) % self.n
+        b = np.asarray(new.fn.assign(cands)) % self.n
+        reach: dict[int, set] = {}
+        for p, q in zip(a.tolist(), b.tolist()):
+            if p != q:
+                reach.setdefault(p, set()).add(q)
+        if not reach:
+            return 0.0
+        keys = list(counts)
+        first = np.asarray(self.layout.fn.assign(keys)) % self.n
+        again = sum(counts[k] * len(reach.get(p, ())) for k, p in zip(keys, first.tolist()))
+        return REREAD_COST * self.cost.reroute_s * again / total
 
     def batch(self, t: int, batches: Sequence[Counter]) -> None:
         counts = batches[t]
@@ -259,9 +275,9 @@ class _Run:
             tallied = self.cost.tally_s + reroute
             self.parts["tally_s"] += self.cost.tally_s
             self.parts["reroute_s"] += reroute
-            # as the operator: looking ahead costs the map stage's job and, when the plan
-            # moves, routing again — which runs in the merge job, so the payoff model
-            # learns it too, as the move's cost
+            # as the operator: looking ahead costs the map stage's job boundary and, when
+            # the plan moves, reading the written shuffle again — which runs in the merge
+            # job, so the payoff model learns it too, as the move's cost
             self.lookahead.observe_tally(self.cost.tally_s)
             if new is not None:
                 self.lookahead.observe_reroute(reroute)

@@ -32,8 +32,8 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.control.lookahead import (MAP_STAGE_S, MISPLACED_COST, MISPLACED_SHARE,
-                                                  Lookahead)
+from sparkbalance.state.control.lookahead import (MISPLACED_COST, MISPLACED_SHARE, REREAD_COST,
+                                                  Lookahead, boundary_seconds)
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
 from sparkbalance.state.rescaling import Move
@@ -107,12 +107,16 @@ class Forecasting:
         decided after the previous batch (nothing of it moved yet).
 
         With the bridge's chunks the counts come from the routing shuffle's own map stage,
-        run first as adaptive execution runs it: the merge then reads its output, and a
-        plan that moves routes the batch again — only the records it places elsewhere
-        when they are at most
-        :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch
-        (``merge(position, None, routed)``: a second small shuffle with the moving
-        state). Without them one small job tallies."""
+        run first as adaptive execution runs it: the merge then reads its output, also
+        when the plan moves (``merge(position, None, routed)``: each merge reads the
+        written shuffle again where its new keys were written, ``StateReread``; only the
+        moving state is shuffled). A jar without that class routes the batch again —
+        only the records the plan places elsewhere when they are at most
+        :data:`~sparkbalance.state.control.lookahead.MISPLACED_SHARE` of the batch.
+        Without the chunks one small job tallies. What the look-ahead cost is measured
+        each batch for ``auto``: the map stage's job boundary
+        (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`) and, when the
+        plan moves, what the move's merges read twice."""
         la, c = self.lookahead, self._controller
         self._tally = None
         la.expect(map_stage=at.state.ops.chunks)
@@ -122,38 +126,51 @@ class Forecasting:
         acc = pairs.context.accumulator({}, KeyTally())
         merged = merge(now, acc)
         t0 = time.perf_counter()
+        span = None
         if merged.routed is not None:
             with sparkbalance_job_group(pairs.context, f"{group}-map",
                                         f"sparkbalance: map stage of batch {at.seq}"):
                 run_map_stage(merged.routed, at.state.ops)
+            t1 = time.perf_counter()
             counts = read_tally(acc)
+            if merged.span is not None:
+                span = read_tally(merged.span)
         else:
             read_tally(acc)
             counts = tally_keys(pairs, f"{group}-tally", f"sparkbalance: tally of batch {at.seq}",
                                 self._weight)
-        seconds = time.perf_counter() - t0
+            t1 = time.perf_counter()
+        seconds = t1 - t0
         self._tally = counts
         decision, judgement = self.judged(now, la.work(counts))
         self.observe(judgement, tallied=True)
-        routed = merged.routed
+        routed, mis = merged.routed, None
+        rereads = routed is not None and at.state.ops.rereads
         if decision is not None and routed is not None:
-            # The batch's shuffle is written: when the plan places few of its records
-            # elsewhere, only those are routed again (route_chunks.Misplaced), else all.
             mis = Misplaced(at.state.layout, decision.layout, at.state.num_groups,
                             decision.candidates)
-            if mis.records(counts) > MISPLACED_SHARE * sum(counts.values()):
+            # A jar without StateReread routes the batch again: only the records the
+            # plan places elsewhere when few (route_chunks.Misplaced), else all.
+            if not rereads and mis.records(counts) > MISPLACED_SHARE * sum(counts.values()):
                 routed = None
-        # The price of looking ahead: every batch a tally job (with the chunks one more
-        # job submitted); a batch whose plan moves, the batch's map stage again (its
-        # measured seconds) or a part of it (only the misplaced records, MISPLACED_COST
-        # of a whole one) — learned apart, weighed by how often batches move.
-        la.observe_tally(seconds if merged.routed is None else MAP_STAGE_S)
-        if decision is not None and merged.routed is not None:
-            la.observe_reroute(seconds if routed is None else MISPLACED_COST * seconds)
+        out = merged if decision is None else merge(
+            now.replace(pending=decision, pending_seq=at.seq), None, routed)
+        if merged.routed is None:
+            la.observe_tally(seconds)           # a tally job: all of it is the price
+        else:
+            la.observe_tally(boundary_seconds(seconds, span, time.perf_counter() - t1))
+        if mis is not None:
+            # A moving batch's price beyond the boundary: with StateReread the records its
+            # merges read twice (REREAD_COST of routing them, at the map stage's rate),
+            # else the batch (or its misplaced records) routed again.
+            total = max(sum(counts.values()), 1)
+            if rereads:
+                la.observe_reroute(REREAD_COST * seconds * mis.read_again(counts) / total)
+            else:
+                la.observe_reroute(seconds if routed is None else MISPLACED_COST * seconds)
         if decision is None:
-            return now, merged
-        now = now.replace(pending=decision, pending_seq=at.seq)
-        return now, merge(now, None, routed)
+            return now, out
+        return now.replace(pending=decision, pending_seq=at.seq), out
 
     def judged(self, at: "Position", costs: dict) -> tuple[Decision | None, Judgement]:
         """The operator's decision for ``costs`` from ``at``'s state: a plan when λ > 1 + θ,

@@ -127,12 +127,17 @@ def _table_layouts(G: int):
     return src, TableLayout(N, N, RoutingTable(moved))
 
 
+@pytest.mark.parametrize("reread", [True, False], ids=["reread", "route-again"])
 @pytest.mark.parametrize("kind", ["table", "groups"])
-def test_a_moving_plan_routes_again_only_the_records_it_places_elsewhere(sc, kind):
+def test_a_moving_plan_routes_again_only_the_records_it_places_elsewhere(sc, kind, reread,
+                                                                         monkeypatch):
     """The look-ahead's batch is routed by the old layout (its map stage run for the
-    tally); the plan made on it moves some keys: only their records are routed again,
-    with the moving state, and the state equals a plain recomputation — nothing lost or
-    duplicated, every key on the partition the new layout names."""
+    tally); the plan made on it moves some keys. With ``StateReread`` each merge reads
+    the written shuffle again where its new keys were written: the batch is read once,
+    nothing is routed again. Without it (an older jar) only the moved keys' records are
+    routed again, with the moving state. Either way the state equals a plain
+    recomputation — nothing lost or duplicated, every key on the partition the new
+    layout names."""
     from sparkbalance.state.frames.framed_state import FramedState, Merged
     from sparkbalance.state.frames.rdds import frame_ops
     from sparkbalance.state.frames.route_chunks import KeyTally, run_map_stage
@@ -141,6 +146,9 @@ def test_a_moving_plan_routes_again_only_the_records_it_places_elsewhere(sc, kin
     ops = frame_ops(sc)
     if not ops.chunks:
         pytest.skip("bridge jar with R frames not built")
+    if reread and not ops.rereads:
+        pytest.skip("bridge jar without StateReread")
+    monkeypatch.setattr(ops, "rereads", reread)
     G = 16
     src, dst = (_table_layouts if kind == "table" else _group_layouts)(G)
     fold = StateFold(operator.add, 0, None, None, None)
@@ -151,7 +159,13 @@ def test_a_moving_plan_routes_again_only_the_records_it_places_elsewhere(sc, kin
     first.rdd.cache()
     first.stats()
     state = first.state()
-    pairs = sc.parallelize(b1, 2)
+    reads = sc.accumulator(0)
+
+    def counted(kv):
+        reads.add(1)
+        return kv
+
+    pairs = sc.parallelize(b1, 2).map(counted)
     tallied = state.merge(pairs, fold, 1, tally=sc.accumulator({}, KeyTally()))
     run_map_stage(tallied.routed)
     merged = state.merge(pairs, fold, 1, to=dst, routed=tallied.routed)
@@ -166,10 +180,17 @@ def test_a_moving_plan_routes_again_only_the_records_it_places_elsewhere(sc, kin
     fn = dst.fn
     for pid, blk in enumerate(merged.state().blocks().collect()):
         assert all(fn(k) % N == pid for k in blk)
-    # only the moved keys' records went through the second shuffle
     srcp, dstp = src.fn, dst.fn
     misplaced = sum(1 for k, _ in b1 if srcp(k) % N != dstp(k) % N)
-    assert 0 < merged.misplaced.routed.value == misplaced < len(b1)
+    assert 0 < misplaced < len(b1)
+    if reread:
+        # the batch was read once (its map stage); the merges read its shuffle again
+        assert merged.misplaced.reread and merged.misplaced.routed is None
+        assert reads.value == len(b1)
+    else:
+        # only the moved keys' records went through the second shuffle
+        assert merged.misplaced.routed.value == misplaced
+        assert reads.value == 2 * len(b1)
     merged.rdd.unpersist()
     first.rdd.unpersist()
 
@@ -243,3 +264,26 @@ def test_misplaced_records_are_dropped_only_where_they_no_longer_belong():
     mg.drop(to, blk)
     assert set(blk) == set(moved)
 
+
+
+def test_a_reread_block_keeps_only_the_keys_its_new_plan_places_there():
+    """Misplaced with ``reread`` (no job): partition 2 reads its own reduce partition and
+    partition 0's, where its arriving key was written, and keeps only the keys the new
+    layout places on it; partition 0 drops the key that left."""
+    from sparkbalance.routing.table import RoutingTable
+    from sparkbalance.state.control.layout import TableLayout
+    from sparkbalance.state.frames.route_chunks import Misplaced
+
+    src = TableLayout(N, N)
+    on = {p: [k for k in range(200) if src.fn.assign([k])[0] == p][:2] for p in range(N)}
+    k = on[0][0]
+    m = Misplaced(src, TableLayout(N, N, RoutingTable({k: 2})), 8)
+    m.reread = True
+    assert m.sources() == [[0], [1], [2, 0], [3]]
+    assert m.read_again({k: 4, on[0][1]: 3, on[2][0]: 5}) == 7   # partition 0, read once more
+    blk = {x: [1] for x in on[2] + on[0]}     # its own and partition 0's keys
+    m.drop(2, blk)
+    assert set(blk) == set(on[2]) | {k}
+    own = {x: [1] for x in on[0]}
+    m.drop(0, own)
+    assert set(own) == {on[0][1]}

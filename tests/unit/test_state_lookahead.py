@@ -150,14 +150,15 @@ def test_auto_looks_ahead_where_a_shift_every_two_batches_makes_it_pay():
     against 0.035 s of tally and routing again per batch). auto once set one moving
     batch's whole price against the per-batch lag and stayed reactive (0.22 of the
     clairvoyant's gain, below both fixed modes); it now takes about the better one's.
-    The parts say where each policy's seconds go."""
+    The parts say where each policy's seconds go. At the boundary's prior (0.01 s): at
+    the 0.05-0.10 s measured under load the cell is one where looking ahead does not pay."""
     from sparkbalance.bench.stream_matrix import run_cell
     row = run_cell(Cell("zipf0.8", 2, "sudden", None), 8, 16, 20000, num_keys=1000,
-                   seeds=(0,))
+                   seeds=(0,), cost=CostModel(tally_s=0.01))
     share = {p: row[p]["share"] for p in row}
     assert share["mixed"] >= max(share["mixed:never"], share["mixed:always"]) - 0.05
     parts = {p: row[p]["parts"] for p in row}
     assert set(parts["none"]) == set(parts["oracle:mixed"]) == {"load_s"}
     assert "tally_s" not in parts["mixed:never"] and parts["mixed:never"]["move_s"] > 0
-    assert abs(parts["mixed:always"]["tally_s"] - CostModel().tally_s) < 1e-9
+    assert abs(parts["mixed:always"]["tally_s"] - 0.01) < 1e-9
     assert parts["oracle:mixed"]["load_s"] <= parts["mixed:always"]["load_s"]

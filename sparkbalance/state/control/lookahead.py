@@ -13,8 +13,11 @@ The tally costs a job per batch, which a slowly shifting stream never earns back
 default (``lookahead="auto"``) the controller tallies only while it pays: it keeps an
 estimate of what lag costs per batch (the saving of every migration decided, over the
 batches seen; zero for a batch that needed none) and of what looking ahead costs per batch:
-the tally, paid by every batch, plus routing the batch again, paid only by a batch whose
-plan moves — so weighed by the share of batches that move. It tallies while the lag costs
+the tally, paid by every batch (with the bridge, the job boundary of the routing shuffle's
+map stage run on its own, measured each batch: :func:`boundary_seconds`), plus what a
+batch whose plan moves pays more — its merges read the written shuffle again where the
+moving keys were written (``StateReread``; an older jar routes the batch, or its misplaced
+records, again) — weighed by the share of batches that move. It tallies while the lag costs
 more. Why per batch on both sides: a single moving batch's price (tally and routing again)
 set against the lag averaged over all batches kept ``auto`` reactive on streams where
 looking ahead paid (the stream matrix's Zipf 0.8 cells, a shift every 2 batches: a lag of
@@ -34,8 +37,9 @@ import math
 from collections import Counter, deque
 from typing import Mapping, Sequence
 
-__all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "PRIOR_TALLY_S", "FORGET_LAG",
-           "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "PRIOR_REROUTE_S"]
+__all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "boundary_seconds", "PRIOR_TALLY_S",
+           "FORGET_LAG", "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_COST",
+           "PRIOR_REROUTE_S"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
 #: "never" (the reactive controller of Fang et al. §4).
@@ -43,10 +47,9 @@ LOOKAHEAD_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: Prior seconds of one tally job before one was measured (a small Spark job on a quiet
 #: 2-core machine takes 0.03-0.1 s; 0.05 s, so a stream must show lag to earn it).
 PRIOR_TALLY_S: float = 0.05
-#: Seconds a look-ahead through the routing shuffle's own map stage costs a batch whose
-#: plan keeps the layout: one more job submitted (its map stage is work the batch does
-#: anyway). Not measurable apart from the stage; a floor so "auto" stops looking ahead
-#: once the lag it removes has decayed.
+#: Prior seconds of the job boundary a look-ahead through the routing shuffle's own map
+#: stage adds (one more job; its map stage is work the batch does anyway), until one is
+#: measured (:func:`boundary_seconds`, every looked-ahead batch).
 MAP_STAGE_S: float = 0.01
 #: Largest share of a batch's records a moving look-ahead plan may misplace for only
 #: those to be routed again (:class:`~sparkbalance.state.frames.route_chunks.Misplaced`); above it the whole batch is routed again.
@@ -59,6 +62,15 @@ MISPLACED_SHARE: float = 0.1
 #: What routing only the misplaced records costs, as a share of routing the whole batch
 #: again (the same measurement: 0.15 s against 0.60 s of CPU).
 MISPLACED_COST: float = 0.25
+
+#: What a moving look-ahead batch pays when its merges read the written routing shuffle
+#: again (``StateReread``): per record read twice, this share of the map stage's seconds
+#: per record. Measured (the process CPU of
+#: :func:`~sparkbalance.spark.rdd.shuffle.route_records` writing ``R`` frames against
+#: ``chunk_records`` + ``gather`` decoding them, 20000 records): 0.14-0.20 µs against
+#: 0.49-1.13 µs a record (Zipf 1.0, uniform keys), 0.18-0.29; the map stage also reads
+#: the batch and writes the shuffle, so 0.3 bounds it from above.
+REREAD_COST: float = 0.3
 
 #: Prior seconds of routing a moving look-ahead batch again before one was measured (the map
 #: stage of a batch of 20000 records on local[8]: ~0.05 s).
@@ -95,6 +107,27 @@ def batch_work(counts: Mapping, past: Sequence[Mapping], window: int | None) -> 
         if replay:
             work[k] = work.get(k, 0) + replay
     return work
+
+
+def boundary_seconds(job_s: float, span: tuple | None, driver_s: float) -> float:
+    """The job boundary a look-ahead through the map stage added to a batch, measured:
+    the map-stage job's wall time ``job_s`` beyond its tasks' wall-clock ``span`` (first
+    start, last end: submitting the job, its job group, waiting for its end), plus the
+    driver's ``driver_s`` from the job's end until the batch's merge was built (reading
+    the tally, planning). Without a span (no task reported one) the job's own part is the
+    prior :data:`MAP_STAGE_S`.
+
+    Examples
+    --------
+    >>> round(boundary_seconds(0.50, (10.0, 10.46), 0.01), 3)
+    0.05
+    >>> boundary_seconds(0.5, None, 0.01) == MAP_STAGE_S + 0.01
+    True
+    """
+    job = MAP_STAGE_S
+    if span is not None and all(map(math.isfinite, span)) and span[1] >= span[0]:
+        job = max(job_s - (span[1] - span[0]), 0.0)
+    return job + max(driver_s, 0.0)
 
 
 def _learned(estimate: float, seen: int, seconds: float) -> float:

@@ -15,6 +15,9 @@ JVM does not see a common partitioner). With the bridge jar the batch side is th
 shuffle's chunks as they were written (``R`` frames, listing their key groups; a riding
 migration's carried state too), so the merge task runs one Python pass; without it a Python
 pass first groups each partition's records into one ``B`` frame.
+Long because: :meth:`FramedState.merge` builds every lineage a batch can take (its own
+layout, a riding migration routed with it, a look-ahead's written shuffle read again or
+routed again) in one place, so that the operator sees one interface.
 """
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ from sparkbalance.state.frames.blocks import group_block
 from sparkbalance.state.frames.merge import merge_partition
 from sparkbalance.state.frames.rdds import FrameOps, as_frames, mask_of, summaries
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
-from sparkbalance.state.frames.route_chunks import (Misplaced, batch_chunks, carried_chunks,
-                                                   shuffle_chunks)
+from sparkbalance.state.frames.route_chunks import (MapSpan, Misplaced, batch_chunks,
+                                                   carried_chunks, shuffle_chunks)
 from sparkbalance.state.frames.window import StateFold
 
 __all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
@@ -108,7 +111,11 @@ class FramedState:
 
         ``routed`` (with ``to``): the batch's routing shuffle by this state's layout,
         its map stage already run (:attr:`Merged.routed` of the merge planned on): the
-        batch is not routed again — only the records ``to`` places elsewhere are, in a
+        batch is not routed again. Each partition reads that shuffle again — its own
+        reduce partition and those its arriving keys were written to
+        (:meth:`~sparkbalance.state.frames.rdds.FrameOps.reread`) — and keeps only the
+        keys ``to`` places on it; only the carried state is shuffled. A jar without
+        ``StateReread``: the records ``to`` places elsewhere are routed again, in a
         second small shuffle with the carried state, and the merge drops them from the
         first one's chunks (:class:`~sparkbalance.state.frames.route_chunks.Misplaced`).
         """
@@ -122,15 +129,17 @@ class FramedState:
         # planner needs no other key (and a big state costs no per-key driver work).
         watch = None if per_group else frozenset(layout.table.routes)
         state = self.rdd
-        chunked, reused, misplaced = False, routed, None
+        chunked, reused, misplaced, span = False, routed, None, None
         routed = None
         if layout is src:
             if self.ops.chunks and inlinable(fn):
                 # The routing shuffle's chunks are the merge's input as they are (R frames
                 # listing their key groups): no Python pass groups the batch first, which
                 # on local[8] was a second Python worker per merge task (~0.1 s a batch).
-                batch_frames = routed = shuffle_chunks([batch_chunks(pairs, fn, G, tally, fold.weight)],
-                                                       P, fn, self.ops)
+                if tally is not None:
+                    span = self.ops.sc.accumulator(MapSpan().zero(()), MapSpan())
+                batch_frames = routed = shuffle_chunks(
+                    [batch_chunks(pairs, fn, G, tally, fold.weight, span)], P, fn, self.ops)
                 chunked = True
             else:
                 batch_frames = as_frames(pairs.partitionBy(P, partition_func(fn)).mapPartitions(
@@ -159,8 +168,16 @@ class FramedState:
                 carried = touched.mapPartitionsWithIndex(_carry)
             if carried_level is not None:
                 carried.persist(carried_level)
-            if chunked and reused is not None and reused.getNumPartitions() == P:
-                # the batch's shuffle by the old layout is written: route only what moves
+            if chunked and reused is not None and self.ops.rereads:
+                # the batch's shuffle by the old layout is written: each partition reads
+                # it again where its new keys were written, and keeps only its own keys
+                # (Misplaced.drop); only the moving state is shuffled
+                misplaced = Misplaced(src, layout, G, candidates)
+                misplaced.reread = True
+                batch_frames = self.ops.concat(self.ops.reread(reused, misplaced.sources()),
+                                               shuffle_chunks([carried], P, fn, self.ops))
+            elif chunked and reused is not None and reused.getNumPartitions() == P:
+                # a jar without StateReread: route only what moves
                 misplaced = Misplaced(src, layout, G, candidates)
                 batch_frames = self.ops.concat(reused, shuffle_chunks(
                     [batch_chunks(misplaced.select(pairs), fn, G), carried], P, fn, self.ops))
@@ -195,7 +212,9 @@ class FramedState:
             lambda pid, it: merge_partition(
                 pid, it, fold, seq, G, per_group, watch, move, chunked,
                 None if misplaced is None else misplaced.drop))
-        return Merged(self, rdd, layout, carried, read, routed, misplaced)
+        merged = Merged(self, rdd, layout, carried, read, routed, misplaced)
+        merged.span = span
+        return merged
 
     # ------------------------------------------------------------------ reading
     def stats(self) -> list[tuple]:
@@ -289,6 +308,9 @@ class Merged:
         self.misplaced = misplaced
         #: The routing shuffle's RDD when its map side tallies the batch's keys (else None).
         self.routed = routed
+        #: Its map tasks' wall-clock span (a :class:`~.route_chunks.MapSpan` accumulator;
+        #: None without ``routed``).
+        self.span: Any = None
         #: The merged frame RDD; persist it before :meth:`stats` so that :meth:`state` and
         #: :meth:`outputs` read the cache instead of re-running the merge.
         self.rdd = rdd

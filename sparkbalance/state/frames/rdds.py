@@ -32,8 +32,10 @@ from sparkbalance.state.frames.passes import PYTHON_PASSES_CLASS, Passes
 
 #: The bridge class that builds and runs the keyed state's routing shuffle.
 STATE_SHUFFLE_CLASS: str = "io.sparkbalance.bridge.StateShuffle"
+#: The bridge class that reads a written routing shuffle again under a new plan.
+STATE_REREAD_CLASS: str = "io.sparkbalance.bridge.StateReread"
 
-__all__ = ["STATE_SHUFFLE_CLASS", "FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
+__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -84,6 +86,9 @@ class FrameOps:
         #: The JVM builds the routing shuffle and runs its map stage in one call each
         #: (``StateShuffle``; a jar before it: the same shuffle built step by step).
         self.routes = jvm and bridge_has(sc, STATE_SHUFFLE_CLASS)
+        #: The JVM reads a written routing shuffle's reduce partitions again under a new
+        #: plan (``StateReread``; a jar before it: the moving records are routed again).
+        self.rereads = self.routes and self.chunks and bridge_has(sc, STATE_REREAD_CLASS)
         #: Python passes' Java RDDs built in one bridge call each (:mod:`.passes`).
         self.passes = Passes(sc, self.static("PythonPasses", "pass")
                              if jvm and bridge_has(sc, PYTHON_PASSES_CLASS) else None)
@@ -117,6 +122,15 @@ class FrameOps:
         args = [self.passes.built(k) for k in keyed]
         return self.wrap(self.static("StateShuffle", "route")(*args, int(num_partitions),
                                                              int(partitioner_id)))
+
+    def reread(self, routed: Any, sources: list[list[int]]) -> Any:
+        """The shuffle ``routed`` reads (:meth:`route`'s result, its map stage run) read
+        again: partition ``p`` is the chunks of reduce partitions ``sources[p]``, as
+        written (``StateReread.read``; one call, no job). Only with :attr:`rereads`."""
+        if not self.rereads:
+            raise RuntimeError("StateReread is not in the bridge jar; route the batch again")
+        enc = b"".join(struct.pack(f">i{len(s)}i", len(s), *s) for s in sources)
+        return self.wrap(self.static("StateReread", "read")(routed._jrdd, enc))
 
     def run_map_stage(self, routed: Any) -> None:
         """Run only the map stage of the shuffle ``routed`` (:meth:`route`'s result)

@@ -19,7 +19,7 @@ from sparkbalance.state.frames import format as fr
 from sparkbalance.state.frames.tally import key_counts
 
 __all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks", "KeyTally",
-           "run_map_stage", "Misplaced"]
+           "MapSpan", "run_map_stage", "Misplaced"]
 
 
 class KeyTally:
@@ -32,6 +32,34 @@ class KeyTally:
         for k, c in value2.items():
             value1[k] = value1.get(k, 0) + c
         return value1
+
+
+class MapSpan:
+    """PySpark ``AccumulatorParam`` of the wall-clock span ``(first start, last end)`` of
+    a map stage's tasks (epoch seconds): the look-ahead's job boundary is the map-stage
+    job's wall time less this span (:meth:`~sparkbalance.state.forecast.Forecasting.ahead`).
+
+    Examples
+    --------
+    >>> MapSpan().addInPlace((5.0, 6.0), (4.0, 5.5))
+    (4.0, 6.0)
+    """
+
+    def zero(self, value: tuple) -> tuple:
+        return (float("inf"), float("-inf"))
+
+    def addInPlace(self, value1: tuple, value2: tuple) -> tuple:
+        return (min(value1[0], value2[0]), max(value1[1], value2[1]))
+
+
+def _stamped(span: Any) -> Any:
+    """A map task's pass-through that adds its start and end to ``span``."""
+    def stamp(it: Iterable) -> Iterable:
+        import time
+        t0 = time.time()
+        yield from it
+        span.add((t0, time.time()))
+    return stamp
 
 
 class _TalliedChunk:
@@ -48,13 +76,16 @@ class _TalliedChunk:
 
 
 def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None,
-                 weight: Any = None) -> Any:
+                 weight: Any = None, span: Any = None) -> Any:
     """``pairs`` routed by ``fn`` (inlinable) as keyed ``R`` frames: each chunk of records
     behind the key groups it holds, for :func:`~sparkbalance.spark.rdd.shuffle.shuffle_keyed`.
     ``tally`` (a :class:`KeyTally` accumulator, optional) gets the records per key, each
-    weighed by ``weight`` (the fold's hook) when given."""
+    weighed by ``weight`` (the fold's hook) when given; ``span`` (a :class:`MapSpan`
+    accumulator, optional) the tasks' wall-clock span (pipelined: no extra pass)."""
     wrap = (functools.partial(fr.chunk_frame, num_groups=num_groups) if tally is None
             else _TalliedChunk(num_groups, tally, weight))
+    if span is not None:
+        pairs = pairs.mapPartitions(_stamped(span), preservesPartitioning=True)
     return keyed_by_function(pairs, fn, wrap)
 
 
@@ -180,24 +211,41 @@ class Misplaced:
     True
     """
 
+    #: The merge reads the first shuffle again (:meth:`sources`) instead of routing the
+    #: misplaced records a second time; :meth:`drop` then keeps only ``dst``'s keys.
+    reread: bool = False
+
     def __init__(self, src: Any, dst: Any, num_groups: int,
                  candidates: frozenset | None = None) -> None:
         from sparkbalance.routing.keygroups import key_groups
         from sparkbalance.state.control.layout import GroupLayout
         self.num_groups = G = int(num_groups)
         P = dst.num_physical
+        self.num_physical = P
         self.routed: Any = None              # records routed again (select's accumulator)
         self.keys: dict | None = None        # moved key -> its new partition (tables)
         self.groups: dict = {}                # moved group -> its new partition
+        #: new partition -> the partitions its arriving keys were routed to first
+        self.arrivals: dict[int, set] = {}
+        self._src: Any = None                 # src's fn (tables) or group -> partition
+        self._dst: Any = None                 # dst's fn (tables) or group -> partition
         if isinstance(dst, GroupLayout):
             old, new = src.group_to_partition(), dst.group_to_partition()
             self.groups = {int(g): int(new[g]) for g in np.flatnonzero(old != new)}
+            for g, q in self.groups.items():
+                self.arrivals.setdefault(q, set()).add(int(old[g]))
+            self._src, self._dst = (np.asarray(old, dtype=np.int64),
+                                    np.asarray(new, dtype=np.int64))
             return
+        self._src, self._dst = src.fn, dst.fn
         cand = list(src.table.diff(dst.table).keys if candidates is None else candidates)
         if cand:
             a = np.asarray(src.fn.assign(cand)) % P
             b = np.asarray(dst.fn.assign(cand)) % P
             self.keys = {k: int(q) for k, p, q in zip(cand, a.tolist(), b.tolist()) if p != q}
+            for p, q in zip(a.tolist(), b.tolist()):
+                if p != q:
+                    self.arrivals.setdefault(int(q), set()).add(int(p))
         else:
             self.keys = {}
         moved = list(self.keys)
@@ -236,6 +284,66 @@ class Misplaced:
             return [r for r, g in zip(recs, gs) if g in groups]
         return [r for r, g in zip(recs, gs) if groups.get(g, pid) == pid]
 
+    def sources(self) -> list[list[int]]:
+        """Per partition of ``dst``, the partitions of the first shuffle its merge reads
+        when that shuffle is read again (:meth:`~.rdds.FrameOps.reread`): its own, then
+        those its arriving keys were routed to (each once).
+
+        Examples
+        --------
+        >>> m = Misplaced.__new__(Misplaced)
+        >>> m.num_physical, m.arrivals = 3, {0: {2}, 1: {2, 0}}
+        >>> m.sources()
+        [[0, 2], [1, 0, 2], [2]]
+        """
+        return [[p, *sorted(self.arrivals.get(p, ()))] for p in range(self.num_physical)]
+
+    def read_again(self, counts: dict) -> int:
+        """Records the merge decodes twice when the first shuffle is read again: those of
+        every partition a moving key leaves, once per partition it reaches (a key's
+        partition under ``src`` is where its records were written). ``counts``: the
+        batch's tally.
+
+        Examples
+        --------
+        >>> m = Misplaced.__new__(Misplaced)
+        >>> m.arrivals, m.num_physical = {}, 2
+        >>> m.read_again({"a": 3})
+        0
+        """
+        if not self.arrivals or not counts:
+            return 0
+        reads = np.zeros(self.num_physical, dtype=np.int64)
+        for qs in self.arrivals.values():
+            for q in qs:
+                reads[q] += 1
+        at = self._written(list(counts))
+        return int(sum(c * int(reads[q]) for c, q in zip(counts.values(), at.tolist())))
+
+    def _written(self, keys: list) -> np.ndarray:
+        """The first shuffle's partition of each of ``keys`` (``src``'s)."""
+        if not keys:
+            return np.zeros(0, dtype=np.int64)
+        if self.keys is not None:
+            return np.asarray(self._src.assign(keys), dtype=np.int64) % self.num_physical
+        from sparkbalance.routing.keygroups import key_groups
+        return self._src[key_groups(keys, self.num_groups)]
+
+    def _keep_own(self, pid: int, batch: dict) -> None:
+        """Keep in ``pid``'s block only the keys ``dst`` places on ``pid`` (the block read
+        its own partition and others of the first shuffle whole)."""
+        keys = list(batch)
+        if not keys:
+            return
+        if self.keys is not None:
+            where = np.asarray(self._dst.assign(keys), dtype=np.int64) % self.num_physical
+        else:
+            from sparkbalance.routing.keygroups import key_groups
+            where = self._dst[key_groups(keys, self.num_groups)]
+        for k, q in zip(keys, where.tolist()):
+            if q != pid:
+                del batch[k]
+
     def select(self, pairs: Any) -> Any:
         """The misplaced records of the RDD ``pairs`` (lazy; one pass, in slices),
         counted in :attr:`routed` (an accumulator: the records routed a second time)."""
@@ -270,6 +378,9 @@ class Misplaced:
         >>> m.drop(0, block); block        # "a" left partition 0, "b" arrived there
         {'b': [3], 'c': [4]}
         """
+        if self.reread and pid in self.arrivals:
+            self._keep_own(pid, batch)
+            return
         if self.keys is not None:
             for k, q in self.keys.items():
                 if q != pid:

@@ -66,7 +66,7 @@ public final class StateShuffle {
   }
 
   /** The first dependency of {@code rdd} (Scala's Seq type differs between 2.12 and 2.13). */
-  private static Object head(RDD<?> rdd) {
+  static Object head(RDD<?> rdd) {
     Object deps = MapStats.call(RDD.class, rdd, "dependencies");
     return MapStats.call(scala.collection.Seq.class, deps, "head");
   }
