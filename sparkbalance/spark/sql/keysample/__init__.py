@@ -30,6 +30,13 @@ to spread over). A plan sampled before (the same input, keys and sizes: the phys
 plan's text without expression ids) whose last sample went on to the spread is sampled in
 **one** job: every run's share at once, the look's rows among them (a table re-read with
 the same skewed key pays one job, not two; :data:`MEMO_PLANS` plans are remembered).
+When the bridge can also stamp what the plan reads (``InputStamp``: every leaf a file
+scan; the stamp is its files, sorted, and their total size), a sample of the same plan
+over the same stamp is used again with **no** job (:attr:`SampledKeys.remembered`): a
+table re-read unchanged costs its keyed call no sample at all, and a write to it (new or
+replaced files, other sizes) is sampled afresh. A sample is only ever a plan's input, so
+a stale one could cost speed, never a row. Other leaves (a range, local or cached data,
+an RDD, a v2 scan) are sampled at every call.
 
 Keys computed by a Python step (:mod:`sparkbalance.spark.sql.python_source`) are not
 sampled at all: a Python worker runs ahead of the JVM's limit, so even the look would
@@ -50,7 +57,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -92,6 +99,8 @@ class SampledKeys:
     rows: int
     spread: bool
     skipped: str | None = None
+    #: Taken by an earlier call of the same query over the same files (no job now).
+    remembered: bool = False
 
 
 def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
@@ -146,10 +155,18 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     group = (STATS_JOB_GROUP, f"sparkbalance: key sample of {', '.join(cols)} (a look at "
              f"{look} rows, a spread to {rows} when it shows a heavy key)")
+    memo = (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look))
+    stamp = jvm.stamp(keys._jdf) if jvm is not None and jvm.stamp is not None else None
+    if stamp is not None:
+        kept = _KEPT.get((memo, stamp))
+        if kept is not None:           # the same query over the same files: read before
+            return replace(kept, remembered=True)
     inputs = (int(jvm.partitions(keys._jdf)) if jvm is not None      # df's partitions
               else int(keys._jdf.queryExecution().toRdd().getNumPartitions()))
-    return _classic_sample(inputs, keys, width, rows, look, could_matter,
-                           (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)), group)
+    got = _classic_sample(inputs, keys, width, rows, look, could_matter, memo, group)
+    if stamp is not None:
+        _keep(_KEPT, (memo, stamp), got)
+    return got
 
 
 def may_shuffle(text: str) -> bool:
@@ -192,12 +209,21 @@ _ESCALATED: "OrderedDict[tuple, bool]" = OrderedDict()
 MEMO_PLANS = 256
 
 
+#: Samples of plans over stamped inputs (the files and their sizes: ``InputStamp``), by
+#: (plan memo, stamp): the same query over the same files is not sampled again.
+_KEPT: "OrderedDict[tuple, SampledKeys]" = OrderedDict()
+
+
 def _remember(memo: tuple, spread: bool) -> None:
+    _keep(_ESCALATED, memo, spread)
+
+
+def _keep(memo: "OrderedDict[tuple, Any]", key: tuple, value: Any) -> None:
     with _TAKE_LOCK:              # samples of several threads: one change at a time
-        _ESCALATED[memo] = spread
-        _ESCALATED.move_to_end(memo)
-        while len(_ESCALATED) > MEMO_PLANS:
-            _ESCALATED.popitem(last=False)
+        memo[key] = value
+        memo.move_to_end(key)
+        while len(memo) > MEMO_PLANS:
+            memo.popitem(last=False)
 
 
 def _classic_sample(inputs: int, keys: "DataFrame", width: int, rows: int, look: int,
