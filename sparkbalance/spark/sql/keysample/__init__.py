@@ -136,14 +136,17 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
         from pyspark.sql import DataFrame
         keys = DataFrame(jvm.projection(df._jdf, FIELD_SEP.join(exprs), FIELD_SEP, where),
                          df.sparkSession)
-        plan = jvm.planText(keys._jdf)
+        if jvm.stamp is not None:     # the plan's text and what it reads, one call
+            plan, _, stamp = jvm.stamp(keys._jdf).partition("\0")
+        else:
+            plan, stamp = jvm.planText(keys._jdf), ""
     else:
         jvm = None
         keys = df.selectExpr(*exprs).where(where)
         if is_connect(keys):
             return _connect_sample(keys, width, rows, look, could_matter)
         executed = keys._jdf.queryExecution().executedPlan()
-        plan = executed.toString()
+        plan, stamp = executed.toString(), ""
     if refuse_shuffle and may_shuffle(plan) and runs_shuffle(
             executed if executed is not None else keys._jdf.queryExecution().executedPlan(),
             plan):
@@ -156,15 +159,14 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     group = (STATS_JOB_GROUP, f"sparkbalance: key sample of {', '.join(cols)} (a look at "
              f"{look} rows, a spread to {rows} when it shows a heavy key)")
     memo = (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look))
-    stamp = jvm.stamp(keys._jdf) if jvm is not None and jvm.stamp is not None else None
-    if stamp is not None:
+    if stamp:
         kept = _KEPT.get((memo, stamp))
         if kept is not None:           # the same query over the same files: read before
             return replace(kept, remembered=True)
     inputs = (int(jvm.partitions(keys._jdf)) if jvm is not None      # df's partitions
               else int(keys._jdf.queryExecution().toRdd().getNumPartitions()))
     got = _classic_sample(inputs, keys, width, rows, look, could_matter, memo, group)
-    if stamp is not None:
+    if stamp:
         _keep(_KEPT, (memo, stamp), got)
     return got
 

@@ -115,7 +115,7 @@ def _key_look(keys: "DataFrame") -> Any:
         return None
     got = _LOOKS.get(id(b))
     if got is None or got[0] is not b:
-        stamp = b.cls(INPUT_STAMP_CLASS).of if b.has(INPUT_STAMP_CLASS) else None
+        stamp = b.cls(INPUT_STAMP_CLASS).planned if b.has(INPUT_STAMP_CLASS) else None
         got = _LOOKS[id(b)] = (b, _Look(b.cls(KEY_LOOK_CLASS), stamp))
     return got[1]
 
@@ -128,8 +128,9 @@ def key_look(df: "DataFrame") -> Any:
 
 
 class _Look:
-    """KeyLook's static methods, each resolved once, and ``InputStamp.of`` (None with a jar
-    that lacks the class: no sample is then used again)."""
+    """KeyLook's static methods, each resolved once, and ``InputStamp.planned`` (the plan's
+    text and the stamp of what it reads, in one call; None with a jar that lacks the
+    class: ``planText`` then, and no sample is used again)."""
 
     def __init__(self, cls: Any, stamp: Any = None) -> None:
         self.stamp = stamp

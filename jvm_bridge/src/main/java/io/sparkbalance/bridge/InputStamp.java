@@ -27,6 +27,18 @@ import org.apache.spark.sql.Dataset;
 public final class InputStamp {
   private InputStamp() {}
 
+  /**
+   * {@code ds}'s executed plan's text (as {@code KeyLook.planText}), then {@link #SEP}, then
+   * its stamp (empty when it has none): the sample's plan and stamp in one driver call.
+   */
+  public static String planned(Dataset<?> ds) {
+    String stamp = of(ds);
+    return ds.queryExecution().executedPlan().toString() + SEP + (stamp == null ? "" : stamp);
+  }
+
+  /** Between the plan's text and the stamp in {@link #planned}'s answer. */
+  public static final String SEP = "\u0000";
+
   /** The stamp of {@code ds}'s executed plan's leaves, or null when a leaf has none. */
   public static String of(Dataset<?> ds) {
     try {
