@@ -162,8 +162,8 @@ def _jobs_so_far(spark) -> int:
 
 def forget_samples() -> None:
     """Forget the samples kept for unchanged inputs (the next call samples its table)."""
-    from sparkbalance.spark.sql import keysample
-    keysample._KEPT.clear()
+    from sparkbalance.spark.sql.keysample import forget_kept_samples
+    forget_kept_samples()
 
 
 def timed(build, spark) -> tuple[float, float, int, int, float, float]:

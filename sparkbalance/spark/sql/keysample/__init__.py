@@ -31,12 +31,13 @@ plan's text without expression ids) whose last sample went on to the spread is s
 **one** job: every run's share at once, the look's rows among them (a table re-read with
 the same skewed key pays one job, not two; :data:`MEMO_PLANS` plans are remembered).
 When the bridge can also stamp what the plan reads (``InputStamp``: every leaf a file
-scan; the stamp is its files, sorted, and their total size), a sample of the same plan
+scan, stamped by its files, sorted, and their total size, or a range, whose plan text is
+its rows), a sample of the same plan
 over the same stamp is used again with **no** job (:attr:`SampledKeys.remembered`): a
 table re-read unchanged costs its keyed call no sample at all, and a write to it (new or
 replaced files, other sizes) is sampled afresh. A sample is only ever a plan's input, so
-a stale one could cost speed, never a row. Other leaves (a range, local or cached data,
-an RDD, a v2 scan) are sampled at every call.
+a stale one could cost speed, never a row. Other leaves (local or cached data, an RDD, a
+v2 scan) are sampled at every call; :func:`forget_kept_samples` forgets the kept ones.
 
 Keys computed by a Python step (:mod:`sparkbalance.spark.sql.python_source`) are not
 sampled at all: a Python worker runs ahead of the JVM's limit, so even the look would
@@ -71,7 +72,8 @@ from sparkbalance.spark.sql.python_source import python_source
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["SampledKeys", "sample_keys", "first_take_partitions", "py_value",
+__all__ = ["SampledKeys", "sample_keys", "forget_kept_samples", "first_take_partitions",
+           "py_value",
            "MAX_SPREAD_TASKS", "HOME_COLUMN", "SHUFFLE_INPUT", "runs_shuffle"]
 
 #: Runs of input partitions the spread reads from at most (one task each).
@@ -214,6 +216,17 @@ MEMO_PLANS = 256
 #: Samples of plans over stamped inputs (the files and their sizes: ``InputStamp``), by
 #: (plan memo, stamp): the same query over the same files is not sampled again.
 _KEPT: "OrderedDict[tuple, SampledKeys]" = OrderedDict()
+
+
+def forget_kept_samples() -> None:
+    """Forget the samples kept for unchanged inputs: the next sample of each is read.
+
+    Examples
+    --------
+    >>> forget_kept_samples()
+    """
+    with _TAKE_LOCK:
+        _KEPT.clear()
 
 
 def _remember(memo: tuple, spread: bool) -> None:

@@ -18,9 +18,9 @@ import org.apache.spark.sql.Dataset;
  *
  * <p>Every leaf of the executed plan must be one whose content the stamp pins down: a file
  * scan (its file index's files, sorted, and their total size: a write adds or replaces
- * files, and an in-place rewrite changes sizes). Any other leaf (a range, an in-memory
- * relation, a local table, an RDD scan, a data source v2 scan, a cached relation) gives
- * {@code null}: no stamp, the sample is read
+ * files, and an in-place rewrite changes sizes) or a {@code Range} (its text in the plan
+ * is its rows). Any other leaf (an in-memory relation, a local table, an RDD scan, a data
+ * source v2 scan, a cached relation) gives {@code null}: no stamp, the sample is read
  * again. The plan is walked by reflection (its {@code children} and a file scan's relation
  * are Scala types whose signatures differ between Spark 3.5 and 4.x).
  */
@@ -68,6 +68,10 @@ public final class InputStamp {
       }
     }
     if (!leaf) {
+      return true;
+    }
+    if (name.equals("RangeExec")) {
+      parts.add("range");                 // its text (start, end, step, splits) is its rows
       return true;
     }
     if (name.equals("FileSourceScanExec")) {
