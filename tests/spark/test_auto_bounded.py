@@ -115,6 +115,8 @@ def test_dataframe_auto_reads_a_bounded_sample(spark):
 
 def _jobs_during(sc, fn):
     from sparkbalance.spark.session.jobs import next_job_id
+    from sparkbalance.spark.sql.keysample import forget_kept_samples
+    forget_kept_samples()     # the sample's own jobs are counted, not one kept from before
     j0 = next_job_id(sc)
     out = fn()
     return out, next_job_id(sc) - j0

@@ -68,3 +68,40 @@ def test_an_input_a_shuffle_computes_stays_plain_without_a_sample_job(spark, sc)
         assertDataFrameEqual(got, expected)
     finally:
         sb.disable(spark)
+
+
+def test_a_table_read_again_unchanged_is_not_sampled_again(spark, sc, tmp_path):
+    """The same keyed call over the same files uses the sample an earlier call took (no
+    job while the DataFrame is built); a write to the table (a new file) is sampled
+    afresh; results equal plain Spark's every time."""
+    import sparkbalance as sb
+    from pyspark.testing import assertDataFrameEqual
+    from sparkbalance.spark.enable import decisions
+    from sparkbalance.spark.session.jobs import next_job_id
+    path = str(tmp_path / "t.parquet")
+    rows = spark.range(0, 6_000, numPartitions=4).selectExpr(
+        "IF(id % 3 = 0, 7, id % 500) AS k", "id AS v")
+    rows.write.parquet(path)
+
+    def call():
+        df = spark.read.parquet(path)    # (its own schema job, if any, not counted)
+        j0 = next_job_id(sc)
+        got = df.repartition(4, "k")
+        return got, next_job_id(sc) - j0, decisions()[-1]
+    sb.enable(spark)
+    try:
+        _, first_jobs, first = call()
+        got, jobs, again = call()
+        assert first.balanced and first_jobs >= 1 and "earlier call" not in first.reason
+        assert jobs == 0 and again.balanced and "earlier call" in again.reason
+        assert again.sampled_rows == first.sampled_rows
+        sb.disable(spark)
+        assertDataFrameEqual(got, spark.read.parquet(path).repartition(4, "k"))
+        rows.limit(100).write.mode("append").parquet(path)   # one file more
+        sb.enable(spark)
+        got, jobs, fresh = call()
+        assert jobs >= 1 and "earlier call" not in fresh.reason
+        sb.disable(spark)
+        assertDataFrameEqual(got, spark.read.parquet(path).repartition(4, "k"))
+    finally:
+        sb.disable(spark)

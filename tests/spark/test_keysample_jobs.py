@@ -9,7 +9,7 @@ import pytest
 
 from sparkbalance.spark.session.jobs import next_job_id
 from sparkbalance.spark.sql.keysample import prefixes
-from sparkbalance.spark.sql.keysample import sample_keys
+from sparkbalance.spark.sql.keysample import forget_kept_samples, sample_keys
 
 N = 4
 ROWS = 8_000
@@ -23,6 +23,7 @@ def _frame(spark, skewed: bool, salt: int):
 
 
 def _sample(df):
+    forget_kept_samples()     # these count the sample's jobs, not a kept sample's none
     return sample_keys(df, ["k"], N, rows=2_000, look=200,
                        could_matter=lambda c, rows: c.max() >= 20)
 
@@ -50,6 +51,7 @@ def test_uniform_keys_stay_a_one_task_look(spark, sc):
 
 def test_a_plan_whose_one_job_sample_shows_no_heavy_key_goes_back_to_the_look(spark, sc):
     def sample(could):
+        forget_kept_samples()
         j0 = next_job_id(sc)
         got = sample_keys(_frame(spark, True, 303), ["k"], N, rows=2_000, look=200,
                           could_matter=lambda c, rows: could)
@@ -57,6 +59,28 @@ def test_a_plan_whose_one_job_sample_shows_no_heavy_key_goes_back_to_the_look(sp
     assert sample(True) == (2, 2_000)      # look, then spread
     assert sample(False) == (1, 2_000)     # remembered: one job; it shows no heavy key...
     assert sample(False) == (1, 250)       # ...so the next is the look alone
+
+
+def test_a_range_sampled_before_is_not_sampled_again_a_cache_is(spark, sc):
+    forget_kept_samples()
+    first = sample_keys(_frame(spark, True, 404), ["k"], N, rows=2_000, look=200,
+                        could_matter=lambda c, rows: c.max() >= 20)
+    j0 = next_job_id(sc)
+    again = sample_keys(_frame(spark, True, 404), ["k"], N, rows=2_000, look=200,
+                        could_matter=lambda c, rows: c.max() >= 20)
+    assert next_job_id(sc) == j0 and again.remembered and not first.remembered
+    assert (again.keys, again.counts.tolist(), again.rows) == (first.keys,
+                                                               first.counts.tolist(), first.rows)
+    cached = spark.range(0, 600, numPartitions=2).selectExpr("id % 3 AS k").cache()
+    cached.count()
+    try:
+        for _ in range(2):          # a cache's rows are not its plan's: sampled each time
+            j0 = next_job_id(sc)
+            got = sample_keys(cached, ["k"], N, rows=300, look=100,
+                              could_matter=lambda c, rows: False)
+            assert next_job_id(sc) > j0 and not got.remembered and got.rows > 0
+    finally:
+        cached.unpersist()
 
 
 @pytest.mark.parametrize("parts", [[0], list(range(1, 8)), list(range(16))])

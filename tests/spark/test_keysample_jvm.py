@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from sparkbalance.spark.session.jvm_loader import bridge_has
-from sparkbalance.spark.sql.keysample import prefixes, sample_keys
+from sparkbalance.spark.sql.keysample import forget_kept_samples, prefixes, sample_keys
 from sparkbalance.spark.sql.keysample.prefixes import KEY_LOOK_CLASS, PrefixReader
 
 PARTS = 6
@@ -61,6 +61,7 @@ def test_the_jvm_counts_what_the_socket_path_counts(spark, has_key_look, monkeyp
 def test_the_sample_through_the_jvm_costs_one_driver_call_per_job(spark, sc, has_key_look):
     df = spark.range(0, ROWS + 17, numPartitions=PARTS).selectExpr("id % 13 AS k")
     sample_keys(df, ["k"], 4, rows=600, look=100, could_matter=lambda c, rows: False)
+    forget_kept_samples()     # the range's sample is kept: read it again
     client = sc._gateway._gateway_client
     real, sent, me = client.send_command, [], threading.get_ident()
 

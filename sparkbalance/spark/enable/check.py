@@ -182,6 +182,8 @@ class Sample:
     #: The Python step computing the keys when nothing was sampled (a sample would re-run
     #: it: :mod:`sparkbalance.spark.sql.python_source`); None when sampled.
     skipped: str | None = None
+    #: The sample an earlier call took of the same query over the same files (no job now).
+    remembered: bool = False
 
     def gain(self, num_partitions: int) -> float:
         """:func:`listed_gain` of this sample."""
@@ -239,7 +241,7 @@ def sample_dataframe(df: "DataFrame", cols: Sequence[str], num_partitions: int,
     stats = KeyStats(key_array([k for k, keep in zip(got.keys, listed) if keep]),
                      counts[listed].astype(np.float64),
                      tail_count=float(total - counts[listed].sum()))
-    return Sample(counts, got.homes, total, stats, got.skipped)
+    return Sample(counts, got.homes, total, stats, got.skipped, got.remembered)
 
 
 def skipped_reason(step: str) -> str:

@@ -144,12 +144,14 @@ def _decide(data: Any, call: str, cols: Sequence[Any], n: int,
     if got.rows < check.MIN_SAMPLE_ROWS:
         _record(EnableDecision(call, keys, n, False, gain, got.rows, "too few rows to judge"))
         return plain()
+    kept = " (the sample of an earlier call, same files)" if got.remembered else ""
     if gain < 1.0 + min_gain:
         _record(EnableDecision(call, keys, n, False, gain, got.rows,
-                               f"gain below 1 + {min_gain:g}"))
+                               f"gain below 1 + {min_gain:g}{kept}"))
         return plain()
     out = balanced(got)
-    _record(EnableDecision(call, keys, n, True, gain, got.rows, f"gain >= 1 + {min_gain:g}"))
+    _record(EnableDecision(call, keys, n, True, gain, got.rows,
+                           f"gain >= 1 + {min_gain:g}{kept}"))
     return out
 
 

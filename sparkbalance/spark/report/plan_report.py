@@ -38,6 +38,7 @@ from sparkbalance.spark.report.log_line import log_info, plan_log_line
 from sparkbalance.spark.report.hot_keys import hot_keys, split_fields
 from sparkbalance.spark.report.spark_placement import before_placement, spark_partitions
 from sparkbalance.spark.session.jobs import DESCRIPTION_PREFIX, current_operation, next_job_id, operation_jobs
+from sparkbalance.spark.session.conf_snapshot import kept_reads
 
 __all__ = ["reported", "fit", "plan_groups", "plan_split", "plan_record", "plan_log_line"]
 
@@ -309,7 +310,8 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
             t0 = time.perf_counter()
             description = f"{DESCRIPTION_PREFIX}key statistics for {label}"
             try:
-                with operation_jobs(sc, label, description):  # sc None: the label only
+                # the operation's conf reads (strategy, theta, budgets...) from one snapshot
+                with operation_jobs(sc, label, description), kept_reads():
                     out = fn(*args, **kwargs)
             finally:
                 _FACTS.reset(token)

@@ -30,6 +30,14 @@ to spread over). A plan sampled before (the same input, keys and sizes: the phys
 plan's text without expression ids) whose last sample went on to the spread is sampled in
 **one** job: every run's share at once, the look's rows among them (a table re-read with
 the same skewed key pays one job, not two; :data:`MEMO_PLANS` plans are remembered).
+When the bridge can also stamp what the plan reads (``InputStamp``: every leaf a file
+scan, stamped by its files, sorted, and their total size, or a range, whose plan text is
+its rows), a sample of the same plan
+over the same stamp is used again with **no** job (:attr:`SampledKeys.remembered`): a
+table re-read unchanged costs its keyed call no sample at all, and a write to it (new or
+replaced files, other sizes) is sampled afresh. A sample is only ever a plan's input, so
+a stale one could cost speed, never a row. Other leaves (local or cached data, an RDD, a
+v2 scan) are sampled at every call; :func:`forget_kept_samples` forgets the kept ones.
 
 Keys computed by a Python step (:mod:`sparkbalance.spark.sql.python_source`) are not
 sampled at all: a Python worker runs ahead of the JVM's limit, so even the look would
@@ -50,7 +58,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -64,7 +72,8 @@ from sparkbalance.spark.sql.python_source import python_source
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["SampledKeys", "sample_keys", "first_take_partitions", "py_value",
+__all__ = ["SampledKeys", "sample_keys", "forget_kept_samples", "first_take_partitions",
+           "py_value",
            "MAX_SPREAD_TASKS", "HOME_COLUMN", "SHUFFLE_INPUT", "runs_shuffle"]
 
 #: Runs of input partitions the spread reads from at most (one task each).
@@ -92,6 +101,8 @@ class SampledKeys:
     rows: int
     spread: bool
     skipped: str | None = None
+    #: Taken by an earlier call of the same query over the same files (no job now).
+    remembered: bool = False
 
 
 def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, rows: int,
@@ -127,14 +138,17 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
         from pyspark.sql import DataFrame
         keys = DataFrame(jvm.projection(df._jdf, FIELD_SEP.join(exprs), FIELD_SEP, where),
                          df.sparkSession)
-        plan = jvm.planText(keys._jdf)
+        if jvm.stamp is not None:     # the plan's text and what it reads, one call
+            plan, _, stamp = jvm.stamp(keys._jdf).partition("\0")
+        else:
+            plan, stamp = jvm.planText(keys._jdf), ""
     else:
         jvm = None
         keys = df.selectExpr(*exprs).where(where)
         if is_connect(keys):
             return _connect_sample(keys, width, rows, look, could_matter)
         executed = keys._jdf.queryExecution().executedPlan()
-        plan = executed.toString()
+        plan, stamp = executed.toString(), ""
     if refuse_shuffle and may_shuffle(plan) and runs_shuffle(
             executed if executed is not None else keys._jdf.queryExecution().executedPlan(),
             plan):
@@ -146,10 +160,17 @@ def sample_keys(df: "DataFrame", cols: Sequence[str], num_partitions: int, *, ro
     from sparkbalance.spark.rdd.keystats import STATS_JOB_GROUP
     group = (STATS_JOB_GROUP, f"sparkbalance: key sample of {', '.join(cols)} (a look at "
              f"{look} rows, a spread to {rows} when it shows a heavy key)")
+    memo = (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look))
+    if stamp:
+        kept = _KEPT.get((memo, stamp))
+        if kept is not None:           # the same query over the same files: read before
+            return replace(kept, remembered=True)
     inputs = (int(jvm.partitions(keys._jdf)) if jvm is not None      # df's partitions
               else int(keys._jdf.queryExecution().toRdd().getNumPartitions()))
-    return _classic_sample(inputs, keys, width, rows, look, could_matter,
-                           (_PLAN_IDS.sub("", plan), n, width, int(rows), int(look)), group)
+    got = _classic_sample(inputs, keys, width, rows, look, could_matter, memo, group)
+    if stamp:
+        _keep(_KEPT, (memo, stamp), got)
+    return got
 
 
 def may_shuffle(text: str) -> bool:
@@ -192,12 +213,32 @@ _ESCALATED: "OrderedDict[tuple, bool]" = OrderedDict()
 MEMO_PLANS = 256
 
 
+#: Samples of plans over stamped inputs (the files and their sizes: ``InputStamp``), by
+#: (plan memo, stamp): the same query over the same files is not sampled again.
+_KEPT: "OrderedDict[tuple, SampledKeys]" = OrderedDict()
+
+
+def forget_kept_samples() -> None:
+    """Forget the samples kept for unchanged inputs: the next sample of each is read.
+
+    Examples
+    --------
+    >>> forget_kept_samples()
+    """
+    with _TAKE_LOCK:
+        _KEPT.clear()
+
+
 def _remember(memo: tuple, spread: bool) -> None:
+    _keep(_ESCALATED, memo, spread)
+
+
+def _keep(memo: "OrderedDict[tuple, Any]", key: tuple, value: Any) -> None:
     with _TAKE_LOCK:              # samples of several threads: one change at a time
-        _ESCALATED[memo] = spread
-        _ESCALATED.move_to_end(memo)
-        while len(_ESCALATED) > MEMO_PLANS:
-            _ESCALATED.popitem(last=False)
+        memo[key] = value
+        memo.move_to_end(key)
+        while len(memo) > MEMO_PLANS:
+            memo.popitem(last=False)
 
 
 def _classic_sample(inputs: int, keys: "DataFrame", width: int, rows: int, look: int,

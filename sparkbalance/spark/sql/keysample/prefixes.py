@@ -36,6 +36,8 @@ __all__ = ["PrefixReader", "key_look", "py_value", "decode_counts", "KEY_LOOK_CL
 
 #: The bridge class counting prefixes in the JVM.
 KEY_LOOK_CLASS = "io.sparkbalance.bridge.KeyLook"
+#: The bridge class stamping what a planned query reads (its files and their sizes).
+INPUT_STAMP_CLASS = "io.sparkbalance.bridge.InputStamp"
 #: Between the expressions of one ``KeyLook.projection`` string (none of them holds it).
 FIELD_SEP = "\u241e"
 #: Version of KeyLook's encoding read here (``KeyLook.protocol()``).
@@ -113,7 +115,8 @@ def _key_look(keys: "DataFrame") -> Any:
         return None
     got = _LOOKS.get(id(b))
     if got is None or got[0] is not b:
-        got = _LOOKS[id(b)] = (b, _Look(b.cls(KEY_LOOK_CLASS)))
+        stamp = b.cls(INPUT_STAMP_CLASS).planned if b.has(INPUT_STAMP_CLASS) else None
+        got = _LOOKS[id(b)] = (b, _Look(b.cls(KEY_LOOK_CLASS), stamp))
     return got[1]
 
 
@@ -125,9 +128,12 @@ def key_look(df: "DataFrame") -> Any:
 
 
 class _Look:
-    """KeyLook's static methods, each resolved once."""
+    """KeyLook's static methods, each resolved once, and ``InputStamp.planned`` (the plan's
+    text and the stamp of what it reads, in one call; None with a jar that lacks the
+    class: ``planText`` then, and no sample is used again)."""
 
-    def __init__(self, cls: Any) -> None:
+    def __init__(self, cls: Any, stamp: Any = None) -> None:
+        self.stamp = stamp
         self.counts = cls.counts
         self.projection = cls.projection
         self.planText = cls.planText
