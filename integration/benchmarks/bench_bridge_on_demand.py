@@ -51,9 +51,15 @@ DataFrame statistics the input's first 10,000 rows alone, without the small firs
 
 Printed: per job and session, medians of wall and CPU seconds (the whole process tree:
 driver, JVM, Python workers) of both arms and their ratios, the slowest partition over the
-mean, then the sessions side by side (goal: within 5 %), with the load average.
-``--profile`` adds one counted call per arm: the driver's py4j round trips, the jobs,
-stages and tasks run, the Python workers started, the driver's CPU seconds; for a DataFrame
+mean, then the sessions side by side (goal: within 5 %), with the load average, and sb/py
+session by session (:func:`session_lines`): both arms run in each session, so its ratio
+is free of how fast that session happened to be, and the range over ``--runs`` sessions of
+a kind (at least 3 to tell kinds apart: PySpark's own wall alone differed 8 % between two
+sessions) shows whether a difference between kinds is more than that.
+``--profile`` adds one counted call per arm: the driver's py4j round trips (its own
+thread's, not the releases of JVM references Python's garbage collector sends), the jobs,
+stages and tasks run, the Python workers started, the driver's and the process tree's CPU
+seconds; for a DataFrame
 job also what strategy "auto"'s key sample read: the look's rows, whether a listed key
 escalated it to the spread over the other input partitions, the rows sampled in all.
 """
@@ -74,6 +80,8 @@ SESSIONS = ("plain", "configured", "nojar")
 JOBS = ("skewed", "uniform", "shuffle", "shuffle-big", "df-uniform", "df-skewed")
 INPUTS = ("python", "range", "parquet", "cached")
 _TEMP: list[str] = []   # parquet inputs written by this child, removed when it ends
+#: py4j's command releasing a JVM reference (garbage collection; protocol "m", "d").
+_RELEASE = "m\nd\n"
 
 
 # ------------------------------------------------------------------------ the child
@@ -183,23 +191,30 @@ def _sample_reads(fn) -> tuple[object, list[str]]:
 def _profile(sc, fn) -> dict:
     """One call of ``fn`` with its counts: py4j round trips of the driver, Spark jobs,
     stages and tasks run, Python workers started, driver CPU and wall seconds."""
-    from sparkbalance.bench.cpu import is_pyspark, tree_usage
+    import threading
+
+    from sparkbalance.bench.cpu import ProcessTreeCPU, is_pyspark, tree_usage
     from sparkbalance.spark.session.jobs import next_job_id
     client = sc._gateway._gateway_client
-    real, calls = client.send_command, [0]
+    real, calls, me = client.send_command, [0], threading.get_ident()
 
-    def counting(*args, **kwargs):
-        calls[0] += 1
-        return real(*args, **kwargs)
+    def counting(command, *args, **kwargs):
+        # the call's own round trips: not another thread's (a listener's callback), nor a
+        # JVM reference released whenever Python's garbage collector runs
+        if threading.get_ident() == me and not str(command).startswith(_RELEASE):
+            calls[0] += 1
+        return real(command, *args, **kwargs)
     workers = {p.pid for p in tree_usage() if is_pyspark(p.argv)}
     j0 = next_job_id(sc)
-    d0, t0 = time.process_time(), time.perf_counter()
+    cpu = ProcessTreeCPU()
+    c0, d0, t0 = cpu.seconds(), time.process_time(), time.perf_counter()
     client.send_command = counting
     try:
         _, reads = _sample_reads(fn)
     finally:
         client.send_command = real
     wall, driver = time.perf_counter() - t0, time.process_time() - d0
+    used = cpu.seconds() - c0
     j1 = next_job_id(sc)
     time.sleep(1.0)   # the status store hears of the last stages through the listener bus
     tracker, stages, tasks = sc.statusTracker(), 0, 0
@@ -212,7 +227,7 @@ def _profile(sc, fn) -> dict:
                 tasks += st.numCompletedTasks
     started = {p.pid for p in tree_usage() if is_pyspark(p.argv)} - workers
     out = {"py4j": calls[0], "jobs": j1 - j0, "stages": stages, "tasks": tasks,
-           "workers": len(started), "driver_cpu": driver, "wall": wall}
+           "workers": len(started), "driver_cpu": driver, "cpu": used, "wall": wall}
     if reads:
         out["sample"] = "; ".join(reads)
     return out
@@ -320,6 +335,7 @@ def report(results: dict[str, list[dict]], a) -> list[str]:
              f"{'job':<27} {'session':<11} {'pyspark s':>9} {'sb s':>7} {'sb/py':>6} "
              f"{'cpu py':>7} {'cpu sb':>7} {'cpu r':>6} {'max/avg py':>10} {'max/avg sb':>10}"]
     sb_wall: dict[str, dict[str, float]] = {}
+    by_session: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
     for job in _cells(a):
         for kind, runs in results.items():
             py = [r for run in runs for r in run["jobs"][job]["pyspark"]]
@@ -327,6 +343,9 @@ def report(results: dict[str, list[dict]], a) -> list[str]:
             wp, ws = _med(py, "wall"), _med(sbr, "wall")
             cp, cs = _med(py, "cpu"), _med(sbr, "cpu")
             sb_wall.setdefault(job, {})[kind] = ws
+            by_session.setdefault(job, {})[kind] = (
+                [_med(run["jobs"][job]["sb"], "wall") / _med(run["jobs"][job]["pyspark"], "wall")
+                 for run in runs], [_med(run["jobs"][job]["pyspark"], "wall") for run in runs])
             lines.append(f"{job:<27} {kind:<11} {wp:9.2f} {ws:7.2f} {ws / wp:6.2f} "
                          f"{cp:7.2f} {cs:7.2f} {cs / cp:6.2f} "
                          f"{_med(py, 'max_over_mean'):10.2f} {_med(sbr, 'max_over_mean'):10.2f}")
@@ -343,6 +362,7 @@ def report(results: dict[str, list[dict]], a) -> list[str]:
         base = by.get("configured")
         lines.append(f"{job:<27} " + "  ".join(
             f"{k} {v:.2f} s" + (f" ({v / base:.2f}x)" if base else "") for k, v in by.items()))
+    lines.extend(session_lines(by_session, a.runs))
     if a.profile:
         lines.append("\none profiled call per arm (first session of each kind): py4j round "
                      "trips, jobs, stages, tasks, Python workers started, driver CPU s, wall s")
@@ -357,6 +377,43 @@ def report(results: dict[str, list[dict]], a) -> list[str]:
               for k, runs in results.items()}
     lines.append("first sparkbalance call of a session (warm-up, includes any on-demand "
                  "load): " + ", ".join(f"{k} {v:.2f} s" for k, v in firsts.items()))
+    return lines
+
+
+def session_lines(by_session: dict[str, dict[str, tuple[list[float], list[float]]]],
+                  runs: int) -> list[str]:
+    """The sessions compared session by session: per job and kind, sb/py of each session
+    (the medians of its own rounds: both arms ran in that session, so the session's own
+    speed cancels), their median and range, and PySpark's own wall per session (how much
+    sessions of one kind differ by themselves). A kind differs from another only when its
+    ratios lie outside the other's range; with one session of each kind nothing can be
+    told apart from a session's luck.
+
+    Examples
+    --------
+    >>> print("\\n".join(session_lines({"j": {"plain": ([1.0, 1.02, 1.01], [3.0, 3.2, 3.1]),
+    ...                                         "configured": ([1.05, 1.0, 1.02],
+    ...                                                        [3.3, 3.0, 3.1])}}, 3)))
+    <BLANKLINE>
+    sb/py per session (median [min-max] over 3 session(s) of each kind; PySpark's own wall s median [min-max]):
+    j                           plain 1.01 [1.00-1.02] py 3.10 [3.00-3.20]  configured 1.02 [1.00-1.05] py 3.10 [3.00-3.30]  configured/plain 1.01 (ranges overlap)
+    """
+    lines = ["", f"sb/py per session (median [min-max] over {runs} session(s) of each kind; "
+                 "PySpark's own wall s median [min-max]):"]
+    for job, kinds in by_session.items():
+        cells = []
+        for kind, (ratios, walls) in kinds.items():
+            cells.append(f"{kind} {statistics.median(ratios):.2f} [{min(ratios):.2f}-"
+                         f"{max(ratios):.2f}] py {statistics.median(walls):.2f} "
+                         f"[{min(walls):.2f}-{max(walls):.2f}]")
+        if "plain" in kinds and "configured" in kinds:
+            (rp, _), (rc, _) = kinds["plain"], kinds["configured"]
+            apart = max(rc) < min(rp) or max(rp) < min(rc)
+            note = ("one session each: cannot tell" if runs < 2 else
+                    "ranges apart" if apart else "ranges overlap")
+            cells.append(f"configured/plain {statistics.median(rc) / statistics.median(rp):.2f}"
+                         f" ({note})")
+        lines.append(f"{job:<27} " + "  ".join(cells))
     return lines
 
 

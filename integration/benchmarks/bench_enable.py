@@ -15,8 +15,9 @@ enabled...); figures are medians over ``--repeats`` runs of whole jobs: wall sec
 enabled arm's skew check and planning included), CPU seconds of the whole process tree
 (driver, JVM, Python workers), and the load-independent counts of each arm (plain/enabled):
 the Spark jobs it ran (the enabled arm's extra jobs are its check's sample: the look, and
-the spread when the look shows a hot key), the driver's py4j round trips (not counting the
-releases of JVM references, which come when Python's garbage collector runs) and CPU seconds
+the spread when the look shows a hot key), the driver's py4j round trips (the calling
+thread's, not counting the releases of JVM references, which come when Python's garbage
+collector runs) and CPU seconds
 (the enabled arm's fixed cost: check, planning, building the balanced call), the rows the
 check sampled, and the slowest/mean rows per partition of ``repartition(n, "user")`` placed
 plain and enabled (``max/mean``: the plan's quality on the whole table, load-independent;
@@ -171,13 +172,15 @@ def timed(build, spark) -> tuple[float, float, int, int, float, float]:
     one whole job, the DataFrame built inside (the enabled arm's check and planning run
     while it is built: ``build wall``)."""
     j0 = _jobs_so_far(spark)
+    import threading
     client = spark.sparkContext._gateway._gateway_client
-    real, calls = client.send_command, [0]
+    real, calls, me = client.send_command, [0], threading.get_ident()
 
     def counting(command, *args, **kwargs):
         # a JVM reference released by Python's garbage collector is a round trip too, but
-        # when it comes depends on the collector, not on the call: not counted
-        if not str(command).startswith(_RELEASE):
+        # when it comes depends on the collector, not on the call: not counted; nor another
+        # thread's (a listener's callback)
+        if threading.get_ident() == me and not str(command).startswith(_RELEASE):
             calls[0] += 1
         return real(command, *args, **kwargs)
     cpu = ProcessTreeCPU()

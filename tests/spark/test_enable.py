@@ -217,3 +217,37 @@ def test_a_balanced_grouped_map_builds_spark_s_result_only_when_plain(spark, ske
     assert balanced_builds == 2 and len(built) == 2
     sb.disable(spark)
     assertDataFrameEqual(out, skewed.groupBy("k").applyInPandas(_count, "k int, n long, s long"))
+
+
+@pytest.mark.parametrize("n, cols", [(N, ("nope",)), (0, ("k",)), (-1, ("k",)),
+                                     (N, ("nope + 1",))])
+def test_a_bad_repartition_fails_as_spark_fails_before_any_job(spark, skewed, n, cols):
+    cols = tuple(F.expr(c) if " " in c else c for c in cols)
+    with pytest.raises(Exception) as plain:
+        skewed.repartition(n, *cols)
+    sb.enable(spark)
+    tracker = spark.sparkContext.statusTracker()
+    before = len(tracker.getJobIdsForGroup(None))
+    with pytest.raises(type(plain.value)) as enabled:
+        skewed.repartition(n, *cols)
+    assert str(enabled.value) == str(plain.value)
+    assert len(tracker.getJobIdsForGroup(None)) == before
+
+
+def test_a_balanced_repartition_builds_spark_s_result_only_when_plain(spark, skewed, uniform):
+    from sparkbalance.spark.enable import hooks
+    cls, calls = install._dataframe_class(), []
+    spark_own = cls.repartition                   # not enabled yet: Spark's own
+
+    def counting(self, *args):
+        calls.append(args)
+        return spark_own(self, *args)
+    hook = hooks.dataframe_hooks({"repartition": counting,
+                                  "groupBy": cls.groupBy})["repartition"]
+    sb.enable(spark)
+    out = hook(skewed, N, "k")
+    assert decisions()[-1].balanced and calls == []
+    hook(uniform, N, "k")
+    assert not decisions()[-1].balanced and calls == [(N, "k")]
+    sb.disable(spark)
+    assertDataFrameEqual(out, skewed.repartition(N, "k"))

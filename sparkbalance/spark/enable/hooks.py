@@ -16,9 +16,12 @@ own method at once, unchanged:
   ``partitionFunc``, a Spark Connect DataFrame) stays plain.
 
 Then Spark's own method runs first (its analysis, so a bad column fails exactly as Spark
-fails; for ``applyInPandas``/``applyInArrow`` the checks Spark makes of the function and
-schema run first instead, and Spark's result is built only when the call stays plain, so a
-balanced call does not analyse a Python UDF plan twice), the skew check (:mod:`.check`)
+fails), except where its result would be dropped: for ``repartition`` Spark's result is
+built only when the call stays plain or its keys do not resolve (then Spark raises its own
+error, as a non-positive ``numPartitions`` reaches Spark at once), and for
+``applyInPandas``/``applyInArrow`` the checks Spark makes of the function and schema run
+first instead, Spark's result built only when the call stays plain (a balanced call does
+not analyse a Python UDF plan twice). Then the skew check (:mod:`.check`)
 samples the input, and the plain result is returned unless balancing pays, in which case
 the sparkbalance adapter's result is: a DataFrame adapter with strategy "auto" plans from
 the check's sample (``stats=``: no second statistics job); an RDD adapter plans as it
@@ -168,9 +171,10 @@ def _dataframe_call(df: Any, call: str, cols: tuple, n: int, plain: Callable[[],
     try:  # key types the routing expression can hash (INT..., STRING, BINARY, BOOLEAN)
         kc = key_columns(df, cols)
         sqlhash.check_key_columns(kc.df, kc.names)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:    # a key Spark cannot resolve: Spark's own call raises
+        out = plain()
         _record(EnableDecision(call, keys, n, False, None, 0, f"keys not placeable: {exc}"))
-        return plain()
+        return out
     auto = conf.strategy_for(df, "dataframe")[0] in (None, "auto")
 
     def run(got: check.Sample) -> Any:
@@ -186,18 +190,21 @@ def dataframe_hooks(originals: dict[str, Callable]) -> dict[str, Callable]:
     orig_repartition, orig_group_by = originals["repartition"], originals["groupBy"]
 
     def repartition(self: Any, numPartitions: Any, *cols: Any) -> Any:
-        plain = orig_repartition(self, numPartitions, *cols)
         if not (isinstance(numPartitions, int) and not isinstance(numPartitions, bool)
-                and cols and _from_user() and _on(self)):
-            return plain
+                and numPartitions > 0 and cols and _from_user() and _on(self)):
+            return orig_repartition(self, numPartitions, *cols)
         with kept_reads():    # the call's other settings: one read of the session's conf
             keys = _key_list(cols)
             if keys is None:
-                return plain
+                return orig_repartition(self, numPartitions, *cols)
             from sparkbalance.spark.sql.dataframe import repartition as sb_repartition
             with _busy():
+                # Spark's own result only when the call stays plain (or its keys cannot be
+                # read, so that Spark raises its own error): a balanced call does not pay
+                # for analysing a plan it drops (~9 driver round trips)
                 return _dataframe_call(
-                    self, "DataFrame.repartition", keys, numPartitions, lambda: plain,
+                    self, "DataFrame.repartition", keys, numPartitions,
+                    lambda: orig_repartition(self, numPartitions, *cols),
                     lambda kw: sb_repartition(self, numPartitions, *keys, **kw))
 
     def groupBy(self: Any, *cols: Any) -> Any:

@@ -327,7 +327,12 @@ def reported(operation: str, kind: str | None = "rdd") -> Callable[[Callable], C
 def _rdd_id(out: Any) -> int | None:
     """The id of the JVM RDD a returned RDD's stage computes (its jobs run later, under the
     user's action), else None. A PipelinedRDD's own JVM RDD is skipped when an action
-    pipelines more Python onto it, so its source (``_prev_jrdd``) is the one in the stage."""
+    pipelines more Python onto it, so its source (``_prev_jrdd``) is the one in the stage.
+    A DataFrame is no RDD: asked for an attribute it lacks, it would resolve its schema
+    (driver round trips) to look for a column of that name."""
+    from pyspark import RDD
+    if not isinstance(out, RDD):
+        return None
     try:
         prev = getattr(out, "_prev_jrdd", None)
         if prev is not None:

@@ -67,8 +67,9 @@ def job_description(description: str) -> str:
     return description if op is None or op in description else f"{description} for {op}"
 
 
-# id(JavaSparkContext) -> (it, the DAGScheduler's job counter) of each context read so far.
-_NEXT_JOB: dict[int, tuple[Any, Any]] = {}
+# id(JavaSparkContext) -> (it, the DAGScheduler's job counter, or the scheduler itself when
+# the counter reaches Python as an int) of each context read so far.
+_NEXT_JOB: dict[int, tuple[Any, Any, bool]] = {}
 
 
 def next_job_id(sc: Any) -> int | None:
@@ -76,7 +77,9 @@ def next_job_id(sc: Any) -> int | None:
 
     Spark numbers jobs consecutively per application (``DAGScheduler.nextJobId``), so the
     ids between two readings are the jobs submitted in between, known at once (the status
-    store learns of jobs asynchronously, through the listener bus).
+    store learns of jobs asynchronously, through the listener bus). One py4j call per
+    reading once a context was read: the scheduler's counter (Spark 3.5), or the scheduler
+    (Spark 4.x, where py4j hands the counter over as an int), is kept per context.
 
     Examples
     --------
@@ -85,15 +88,15 @@ def next_job_id(sc: Any) -> int | None:
     """
     try:
         sc = spark_context(sc)
-        counter = _NEXT_JOB.get(id(sc._jsc))
-        if counter is None or counter[0] is not sc._jsc:
-            value = sc._jsc.sc().dagScheduler().nextJobId()
-            if isinstance(value, int):   # py4j hands some versions an int: not kept
+        kept = _NEXT_JOB.get(id(sc._jsc))
+        if kept is None or kept[0] is not sc._jsc:
+            scheduler = sc._jsc.sc().dagScheduler()
+            value = scheduler.nextJobId()
+            if isinstance(value, int):   # the counter reaches Python as its value
+                _NEXT_JOB[id(sc._jsc)] = (sc._jsc, scheduler, False)
                 return value
-            # The scheduler's AtomicInteger (a py4j object on Spark 3.5 and 4.x), kept per
-            # context: reading it is then one py4j call, not four (twice per batch).
-            counter = _NEXT_JOB[id(sc._jsc)] = (sc._jsc, value)
-        return int(counter[1].get())
+            kept = _NEXT_JOB[id(sc._jsc)] = (sc._jsc, value, True)
+        return int(kept[1].get() if kept[2] else kept[1].nextJobId())
     except Exception:  # no JVM (Spark Connect, a stopped context) or an internal API change
         return None
 
