@@ -10,19 +10,21 @@ lets the controller plan the layout for batch ``b`` on batch ``b``'s own counts 
 state in batch ``b``'s own shuffle — no lag, and no plan fitted to a previous batch's noise.
 
 The tally costs a job per batch, which a slowly shifting stream never earns back. So by
-default (``lookahead="auto"``) the controller tallies only while it pays: it keeps an
-estimate of what lag costs per batch (the saving of every migration decided, over the
-batches seen; zero for a batch that needed none) and of what looking ahead costs per batch:
-the tally, paid by every batch (with the bridge, the job boundary of the routing shuffle's
-map stage run on its own, measured each batch: :func:`boundary_seconds`), plus what a
-batch whose plan moves pays more — its merges read the written shuffle again where the
-moving keys were written (``StateReread``; an older jar routes the batch, or its misplaced
-records, again) — weighed by the share of batches that move. It tallies while the lag costs
-more. Why per batch on both sides: a single moving batch's price (tally and routing again)
-set against the lag averaged over all batches kept ``auto`` reactive on streams where
-looking ahead paid (the stream matrix's Zipf 0.8 cells, a shift every 2 batches: a lag of
-0.04 s a batch against 0.06 s for one moving look-ahead batch, whose price per batch was
-0.02 s). ``"always"`` and ``"never"`` (the reactive controller) force one way.
+default (``lookahead="auto"``) the controller looks ahead only where it pays: on a batch
+whose chance of needing a move, at its age since the last batch that needed one
+(:mod:`~sparkbalance.state.control.hazard`), times what such a batch lost to lag (the
+saving per batch of the last moves decided) exceeds the price — the job boundary every
+looked-ahead batch pays, plus that chance times what a batch whose plan moves pays more
+(its merges read the written shuffle again where the moving keys were written,
+``StateReread``; an older jar routes the batch, or its misplaced records, again). A
+stream whose hot keys move every ``p`` batches is looked ahead on its shift batches, not
+on all ``p`` (on all of them, or on none, when lag and price were set against each other
+as means over all batches). The price is what the user pays: the difference between whole
+batches with the look-ahead and without it, per unit of work, the balance taken off
+(:mod:`~sparkbalance.state.control.lookprice`); until both kinds were seen, the boundary
+measured from its parts (:func:`boundary_seconds`), which on the flights stream read about
+half of what a batch paid. ``"always"`` and ``"never"`` (the reactive controller) force
+one way.
 
 The work a merge folds for a key is its records plus, in a windowed state, the replay of
 its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
