@@ -32,7 +32,8 @@ __all__ = ["ShiftHazard", "MAX_AGE", "PRIOR_WEIGHT", "VISIT_DECAY", "RATE_DECAY"
 MAX_AGE: int = 24
 #: Pseudo batches of the mean rate in each age's estimate.
 PRIOR_WEIGHT: float = 0.5
-#: What an age's counts keep at each of its visits (≈ its last 2-3 visits weigh most).
+#: What an age's counts keep at each of its visits (≈ its last 2-3 visits weigh most:
+#: one noisy visit does not decide an age, and a rhythm that changes is followed).
 VISIT_DECAY: float = 0.6
 #: What the mean rate's counts keep each batch (≈ the last 10 batches).
 RATE_DECAY: float = 0.9

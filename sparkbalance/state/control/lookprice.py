@@ -37,7 +37,8 @@ __all__ = ["LookPrice", "SAMPLES", "MIN_SAMPLES", "REFRESH"]
 SAMPLES: int = 9
 #: Batches of each kind before the price counts as measured.
 MIN_SAMPLES: int = 3
-#: Batches after which a kind not taken is sampled once more.
+#: Batches after which a kind not taken is sampled once more (a price learned while the
+#: machine was idle does not decide for it once busy).
 REFRESH: int = 25
 
 
