@@ -35,7 +35,8 @@ PRIOR_WEIGHT: float = 0.5
 #: What an age's counts keep at each of its visits (≈ its last 2-3 visits weigh most:
 #: one noisy visit does not decide an age, and a rhythm that changes is followed).
 VISIT_DECAY: float = 0.6
-#: What the mean rate's counts keep each batch (≈ the last 10 batches).
+#: What the mean rate's counts keep each batch (≈ the last 10 batches, a few periods of
+#: the slowest rhythm the stream matrix has).
 RATE_DECAY: float = 0.9
 
 
