@@ -202,7 +202,9 @@ def _history_summary(op) -> dict:
 def _lookahead_summary(op) -> dict:
     la = op._forecasting.lookahead
     return {"boundary_s": round(la.tally_s, 4), "reroute_s": round(la.reroute_s, 4),
-            "lag_s": round(la.lag_s, 4), "move_rate": round(la.move_rate, 2)}
+            "lag_s": round(la.lag_s, 4), "move_rate": round(la.move_rate, 2),
+            # the price as batches with and without the look-ahead differ, and their counts
+            "price_s": round(la.boundary_s, 4), "with_without": la.price.counts[::-1]}
 
 
 def run_once(spark, src: str, mode: str, batches: int, partitions: int,

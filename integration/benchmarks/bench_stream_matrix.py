@@ -76,7 +76,8 @@ def format_parts(row: dict) -> str:
 
 
 def simulated(args: argparse.Namespace) -> int:
-    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s)
+    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s,
+                     boundary_seen_s=args.seen_s)
     cells = [parse_cell(c) for c in args.cells.split(",")] if args.cells else all_cells()
     print(f"stream matrix, simulated: n={args.partitions}, {args.batches} batches of "
           f"{args.records} records, {args.keys} keys, seeds {args.seeds}, {cost}")
@@ -326,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reroute-s", type=float, default=CostModel().reroute_s,
                    help="simulation: a batch's map stage (a moving batch reads "
                         "REREAD_COST of it per record read twice)")
+    p.add_argument("--seen-s", type=float, default=None,
+                   help="what the boundary's parts measurement sees of --tally-s "
+                        "(default: all of it; on the flights stream it saw about half)")
     p.add_argument("--cells", default="", help="comma list of cells (default: all 48)")
     p.add_argument("--spark", default="", help="run these cells on real Spark instead")
     p.add_argument("--repeats", type=int, default=3, help="real-Spark runs per cell")

@@ -100,6 +100,15 @@ class CostModel:
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
     bytes_per_key: float = 200.0
+    #: What the operator's measurement of the boundary from its parts sees of ``tally_s``
+    #: (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`; None: all of it).
+    #: On the flights stream it saw 0.054 s of a ~0.1 s price.
+    boundary_seen_s: float | None = None
+
+    @property
+    def seen_tally_s(self) -> float:
+        """The boundary as the parts measurement reports it."""
+        return self.tally_s if self.boundary_seen_s is None else self.boundary_seen_s
 
     def batch_seconds(self, max_load: float, moved_bytes: float = 0.0, moved: bool = False,
                       tallied: float = 0.0) -> float:
@@ -197,7 +206,8 @@ class _Run:
         name, _, mode = policy.removeprefix(ORACLE_PREFIX).partition(":")
         self.oracle = policy.startswith(ORACLE_PREFIX)
         self.controller = Controller(name, theta)
-        self.lookahead = Lookahead(mode or "auto", window)
+        self.lookahead = Lookahead(mode or "auto", window,
+                                   lambda: self.controller.payoff.seconds_per_load)
         self.lookahead.expect(map_stage=True)      # the bridge's path (its prior 0.01 s)
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
@@ -278,7 +288,7 @@ class _Run:
             # as the operator: looking ahead costs the map stage's job boundary and, when
             # the plan moves, reading the written shuffle again — which runs in the merge
             # job, so the payoff model learns it too, as the move's cost
-            self.lookahead.observe_tally(self.cost.tally_s)
+            self.lookahead.observe_tally(self.cost.seen_tally_s)
             if new is not None:
                 self.lookahead.observe_reroute(reroute)
             self.lookahead.observe(saving)
@@ -299,6 +309,9 @@ class _Run:
             self.parts["move_s"] += self.cost.move_fixed_s + self.cost.s_per_byte * moved_bytes
         if self.controller.planner is None or self.oracle:
             return
+        # as the operator: the whole batch's seconds teach the look-ahead's price
+        self.lookahead.observe_batch(looked, secs, float(m.cost.sum()),
+                                     float(m.loads.max()), moved)
         self.controller.observe_batch(secs - (self.cost.tally_s if looked else 0.0), m,
                                       moved_bytes)
         new, saving = self._decide(m)

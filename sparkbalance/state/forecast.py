@@ -95,7 +95,9 @@ class Forecasting:
         self._controller = controller
         self._weight = weight         # the fold's weight hook: what a value counts in a tally
         self.lookahead = Lookahead("never") if lookahead is None else lookahead
+        self.lookahead.seconds_per_load = lambda: controller.payoff.seconds_per_load
         self._tally: Any = None       # the tally of the batch being merged (None: none)
+        self._began: tuple[float, bool] | None = None   # the batch's start, looked ahead
 
     # ------------------------------------------------------------------ the batch being merged
     def ahead(self, at: "Position", pairs: Any, group: str,
@@ -120,7 +122,9 @@ class Forecasting:
         la, c = self.lookahead, self._controller
         self._tally = None
         la.expect(map_stage=at.state.ops.chunks)
-        if c.planner is None or not la.wanted():
+        looked = c.planner is not None and la.wanted()
+        self._began = (time.perf_counter(), looked)     # the price as the batch pays it
+        if not looked:
             return at, merge(at, None)
         now = at.replace(pending=None, pending_seq=-1)
         acc = pairs.context.accumulator({}, KeyTally())
@@ -195,7 +199,15 @@ class Forecasting:
         self.lookahead.observe(per_batch)
 
     def advance(self) -> None:
-        """The batch was applied: keep its tally for the window's replays."""
+        """The batch was applied: keep its tally for the window's replays, and its
+        seconds, with or without the look-ahead, for the look-ahead's price
+        (:meth:`~sparkbalance.state.control.lookahead.Lookahead.observe_batch`)."""
+        last = self._controller.last_batch
+        if self._began is not None and last is not None:
+            began, looked = self._began
+            self.lookahead.observe_batch(looked, time.perf_counter() - began, last[1],
+                                         last[0], last[2])
+        self._began = None
         self.lookahead.push(self._tally)
         self._tally = None
 

@@ -287,3 +287,36 @@ def test_a_reread_block_keeps_only_the_keys_its_new_plan_places_there():
     own = {x: [1] for x in on[0]}
     m.drop(0, own)
     assert set(own) == {on[0][1]}
+
+
+def _every_other(num: int, seed: int = 6) -> list[list]:
+    """Batches whose hot keys move every second batch (the first of each pair)."""
+    shifting = _shifting((num + 1) // 2, seed)
+    return [shifting[t // 2] for t in range(num)]
+
+
+@pytest.mark.parametrize("mode,kind", [("always", 1), ("never", 0)])
+def test_the_operator_times_its_batches_by_kind_for_the_price(sc, mode, kind):
+    op = _op(sc, lookahead=mode)
+    for t, b in enumerate(_every_other(4)):
+        op.process(sc.parallelize(b, 2), batch_id=t)
+    price = op._forecasting.lookahead.price
+    # the batches that carried no move are samples of their kind, none of the other
+    assert 0 < price.counts[kind] < len(op.history)
+    assert price.counts[1 - kind] == 0
+    op.close()
+
+
+def test_auto_records_batches_with_and_without_the_look_ahead_and_stays_exact(sc):
+    batches = _every_other(8, seed=7)
+    op, ref = _op(sc, lookahead="auto"), {}
+    # As after a costly shift (the paper trigger judges no seconds, so none is learned
+    # here): auto looks ahead until quiet batches make another shift unlikely.
+    op._forecasting.lookahead.observe(1.0)
+    for t, b in enumerate(batches):
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        _apply(ref, b)
+    assert op.collect_state() == ref
+    without, with_ = op._forecasting.lookahead.price.counts
+    assert without > 0 and with_ > 0
+    op.close()

@@ -36,30 +36,37 @@ def test_the_lookahead_keeps_enough_tallies_for_its_window(batches, window):
 
 def test_auto_tallies_only_while_the_lag_it_removes_costs_more_than_the_tally():
     la = Lookahead("auto")
+    for looked in (True, False) * 3:             # the price measured: a tally job
+        la.observe_batch(looked, 0.5 + PRIOR_TALLY_S * looked, 1000)
     assert not la.wanted()                       # no lag seen: a tally would not pay
-    la.observe(20 * PRIOR_TALLY_S)     # a shift: its batch of lag cost 20 tallies (EWMA 0.1)
-    assert la.wanted()
-    for _ in range(40):                          # a quiet stream: the estimate decays
+    la.observe(20 * PRIOR_TALLY_S)     # a shift: its batch of lag cost 20 tallies
+    assert la.wanted()                           # another is expected until quiet batches
+    for _ in range(40):                          # a quiet stream: the chance decays
         la.observe(0.0)
     assert not la.wanted()
     la.observe(1.0)
-    la.observe_tally(2.0)                        # a tally that costs more than lag
-    assert not la.wanted()
+    for _ in range(9):                           # looking ahead measured at 2 s a batch
+        la.observe_batch(True, 2.5, 1000)
+    assert la.boundary_s > 1.9 and not la.wanted()
 
 
-def test_auto_weighs_routing_again_by_the_share_of_batches_that_move():
-    # A shift every 2 batches: every other batch's move saves 0.08 s a batch, a lag of
-    # 0.04 s a batch; looking ahead costs 0.01 s a batch and 0.05 s more in a batch that
-    # moves, 0.035 s a batch. One moving batch's 0.06 s must not be set against the lag.
+def test_auto_looks_ahead_on_the_batches_a_rhythm_says_will_shift():
+    # A shift every 2 batches: every other batch's move saves 0.08 s a batch. Looking
+    # ahead costs 0.01 s a batch and 0.05 s more in a batch that moves. It pays on the
+    # shift batches only: looking ahead on the others was 0.01 s for nothing.
     la = Lookahead("auto")
     la.expect(map_stage=True)
+    for looked in (True, False) * 3:             # the price measured: 0.01 s a batch
+        la.observe_batch(looked, 0.5 + 0.01 * looked, 1000)
     for t in range(20):
         la.observe(0.08 if t % 2 else 0.0)
         la.observe_tally(0.01)
         if t % 2:
             la.observe_reroute(0.05)
-    assert abs(la.cost_s - (0.01 + la.move_rate * 0.05)) < 1e-12
-    assert 0.4 < la.move_rate < 0.6 and la.wanted()
+    assert la.hazard.age == 1 and not la.wanted()     # the batch after a shift: quiet
+    la.observe(0.0)
+    assert la.hazard.age == 2 and la.wanted()         # the shift batch
+    assert la.hazard.chance() > 0.8
     for _ in range(20):                          # routing again dearer: no longer pays
         la.observe_reroute(0.2)
     assert not la.wanted()

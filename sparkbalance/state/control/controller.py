@@ -131,6 +131,8 @@ class Controller:
         self._planner_class = self.resolved.planner_class()
         #: Last k per-batch costs of every key group (correlation planners only).
         self.window: LoadWindow | None = None
+        #: The last batch :meth:`observe_batch` saw: (L_max, its work Σ c(k), carried a move)
+        self.last_batch: tuple[float, float, bool] | None = None
 
     @property
     def correlation(self) -> bool:
@@ -215,6 +217,8 @@ class Controller:
         the model cannot predict a batch yet), 0.0 without one."""
         active = m.loads[m.active]
         added = None
+        self.last_batch = (float(active.max()) if active.size else 0.0, float(m.cost.sum()),
+                           carried_bytes > 0)
         if active.size:
             added = self.payoff.observe_batch(seconds, float(active.max()), carried_bytes)
         if self.correlation:

@@ -10,19 +10,21 @@ lets the controller plan the layout for batch ``b`` on batch ``b``'s own counts 
 state in batch ``b``'s own shuffle — no lag, and no plan fitted to a previous batch's noise.
 
 The tally costs a job per batch, which a slowly shifting stream never earns back. So by
-default (``lookahead="auto"``) the controller tallies only while it pays: it keeps an
-estimate of what lag costs per batch (the saving of every migration decided, over the
-batches seen; zero for a batch that needed none) and of what looking ahead costs per batch:
-the tally, paid by every batch (with the bridge, the job boundary of the routing shuffle's
-map stage run on its own, measured each batch: :func:`boundary_seconds`), plus what a
-batch whose plan moves pays more — its merges read the written shuffle again where the
-moving keys were written (``StateReread``; an older jar routes the batch, or its misplaced
-records, again) — weighed by the share of batches that move. It tallies while the lag costs
-more. Why per batch on both sides: a single moving batch's price (tally and routing again)
-set against the lag averaged over all batches kept ``auto`` reactive on streams where
-looking ahead paid (the stream matrix's Zipf 0.8 cells, a shift every 2 batches: a lag of
-0.04 s a batch against 0.06 s for one moving look-ahead batch, whose price per batch was
-0.02 s). ``"always"`` and ``"never"`` (the reactive controller) force one way.
+default (``lookahead="auto"``) the controller looks ahead only where it pays: on a batch
+whose chance of needing a move, at its age since the last batch that needed one
+(:mod:`~sparkbalance.state.control.hazard`), times what such a batch lost to lag (the
+saving per batch of the last moves decided) exceeds the price — the job boundary every
+looked-ahead batch pays, plus that chance times what a batch whose plan moves pays more
+(its merges read the written shuffle again where the moving keys were written,
+``StateReread``; an older jar routes the batch, or its misplaced records, again). A
+stream whose hot keys move every ``p`` batches is looked ahead on its shift batches, not
+on all ``p`` (on all of them, or on none, when lag and price were set against each other
+as means over all batches). The price is what the user pays: the difference between whole
+batches with the look-ahead and without it, per unit of work, the balance taken off
+(:mod:`~sparkbalance.state.control.lookprice`); until both kinds were seen, the boundary
+measured from its parts (:func:`boundary_seconds`), which on the flights stream read about
+half of what a batch paid. ``"always"`` and ``"never"`` (the reactive controller) force
+one way.
 
 The work a merge folds for a key is its records plus, in a windowed state, the replay of
 its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
@@ -34,12 +36,16 @@ Pure (no pyspark).
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter, deque
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
+
+from sparkbalance.state.control.hazard import ShiftHazard
+from sparkbalance.state.control.lookprice import LookPrice
 
 __all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "boundary_seconds", "PRIOR_TALLY_S",
            "FORGET_LAG", "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_COST",
-           "PRIOR_REROUTE_S"]
+           "PRIOR_REROUTE_S", "EXPLORE_MARGIN"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
 #: "never" (the reactive controller of Fang et al. §4).
@@ -76,6 +82,11 @@ REREAD_COST: float = 0.3
 #: stage of a batch of 20000 records on local[8]: ~0.05 s).
 PRIOR_REROUTE_S: float = 0.05
 
+#: The price is explored (batches of the kind it lacks) only while a shift batch's lag is
+#: this many times the boundary measured from its parts: a lag nearer the price gains
+#: too little from looking ahead to pay for the look-aheads that measure it (on the stream
+#: matrix's Zipf 0.8 cells, 3 exploring look-aheads at 0.05 s cost 8 % of the gain).
+EXPLORE_MARGIN: float = 2.0
 #: Weight of one batch in the lag estimate (≈ the last 10 batches: shifts every 2 to 10).
 FORGET_LAG: float = 0.1
 #: Weight of one measurement in the tally's cost estimate.
@@ -144,6 +155,8 @@ class Lookahead:
     ----------
     mode : one of :data:`LOOKAHEAD_MODES`.
     window : the state's window in batches (None: unbounded).
+    seconds_per_load : the payoff model's ``b`` as fitted now (what a batch's slowest
+        partition costs per unit of load), to take the balance off the price's samples.
 
     Examples
     --------
@@ -155,7 +168,8 @@ class Lookahead:
     True
     """
 
-    def __init__(self, mode: str = "auto", window: int | None = None) -> None:
+    def __init__(self, mode: str = "auto", window: int | None = None,
+                 seconds_per_load: Callable[[], float] = lambda: 0.0) -> None:
         if mode not in LOOKAHEAD_MODES:
             raise ValueError(f"lookahead={mode!r}; expected one of {LOOKAHEAD_MODES}")
         self.mode = mode
@@ -167,12 +181,30 @@ class Lookahead:
         self._tallies_seen = 0
         self._reroutes_seen = 0
         self._weights = self._lag = self._moves = 0.0
+        #: the price as batches with and without the look-ahead differ (replaces
+        #: ``tally_s`` once both kinds were seen, :mod:`~sparkbalance.state.control.lookprice`)
+        self.price = LookPrice()
+        #: b of the payoff model's fit, as it is now (set by the operator's planner)
+        self.seconds_per_load = seconds_per_load
+        #: when the coming batch is likely to need a move (:mod:`~sparkbalance.state.
+        #: control.hazard`), and what a batch that needed one lost (the last ones' median)
+        self.hazard = ShiftHazard()
+        self.shifts: deque = deque(maxlen=9)
         self.past: deque = deque(maxlen=(window or 0) + 1)
 
     @property
+    def boundary_s(self) -> float:
+        """Seconds every looked-ahead batch pays: the difference between batches with and
+        without the look-ahead once both were seen (:class:`~sparkbalance.state.control.
+        lookprice.LookPrice`), before that the boundary measured from its parts
+        (``tally_s``)."""
+        measured = self.price.price(self.seconds_per_load())
+        return self.tally_s if measured is None else measured
+
+    @property
     def cost_s(self) -> float:
-        """Seconds per batch that looking ahead costs: the tally, and routing again
-        weighed by the share of batches that move.
+        """Seconds per batch that looking ahead costs: the boundary (:attr:`boundary_s`),
+        and routing again weighed by the share of batches that move.
 
         Examples
         --------
@@ -182,13 +214,43 @@ class Lookahead:
         >>> round(la.cost_s, 4) == round(0.01 + la.move_rate * 0.05, 4)
         True
         """
-        return self.tally_s + self.move_rate * self.reroute_s
+        return self.boundary_s + self.move_rate * self.reroute_s
 
     def wanted(self) -> bool:
-        """Tally the coming batch?"""
+        """Tally the coming batch? In ``auto``: when the lag it would lose
+        (:attr:`expected_lag_s`) costs more than looking ahead. To measure the price
+        (:class:`~sparkbalance.state.control.lookprice.LookPrice`) a quiet batch — one no
+        likelier than the mean to need a move, so a look-ahead there does not move and a
+        batch without it loses no lag — is of the kind :meth:`LookPrice.explore` asks
+        for, while a shift's lag would pay for a look-ahead at all."""
         if self.mode != "auto":
             return self.mode == "always"
-        return self.lag_s > self.cost_s
+        h = self.hazard.chance()
+        pays = self.expected_lag_s > self.boundary_s + h * self.reroute_s
+        ask = self.price.explore()
+        quiet = h <= self.hazard.rate + 1e-12
+        if ask is None or not quiet or not self.shifts \
+                or statistics.median(self.shifts) <= EXPLORE_MARGIN * self.boundary_s:
+            return pays
+        return ask
+
+    @property
+    def expected_lag_s(self) -> float:
+        """Seconds the coming batch would lose to lag without the look-ahead: the chance
+        it needs a move at its age (:class:`~sparkbalance.state.control.hazard.
+        ShiftHazard`) times what a batch that needed one lost (median of the last ones).
+        A stream without rhythm gets about :attr:`lag_s`; one whose keys move every ``p``
+        batches gets the lag of a whole shift on its shift batches and none between, so
+        the price is paid where the lag is."""
+        if not self.shifts:
+            return 0.0
+        return self.hazard.chance() * statistics.median(self.shifts)
+
+    def observe_batch(self, looked: bool, seconds: float, work: float,
+                      max_load: float = 0.0, moved: bool = False) -> None:
+        """A whole batch's ``seconds`` (:meth:`LookPrice.observe`): what the user paid,
+        with (``looked``) or without the look-ahead."""
+        self.price.observe(looked, seconds, work, max_load, moved)
 
     def expect(self, map_stage: bool) -> None:
         """The look-ahead's path: through the routing shuffle's own map stage (the
@@ -216,6 +278,9 @@ class Lookahead:
         # Means over the batches seen, recent ones weighed more (EWMA divided by its
         # weights: a zero start would hide the lag of the first shifts for ~10 batches).
         saving = max(saving_per_batch, 0.0)
+        self.hazard.observe(saving > 0)
+        if saving > 0:
+            self.shifts.append(saving)
         self._weights = (1 - FORGET_LAG) * self._weights + FORGET_LAG
         self._lag = (1 - FORGET_LAG) * self._lag + FORGET_LAG * saving
         self._moves = (1 - FORGET_LAG) * self._moves + FORGET_LAG * (saving > 0)
