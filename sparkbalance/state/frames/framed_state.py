@@ -172,8 +172,7 @@ class FramedState:
                 # the batch's shuffle by the old layout is written: each partition reads
                 # it again where its new keys were written, and keeps only its own keys
                 # (Misplaced.drop); only the moving state is shuffled
-                misplaced = Misplaced(src, layout, G, candidates)
-                misplaced.reread = True
+                misplaced = Misplaced(src, layout, G, candidates, reread=True)
                 batch_frames = self.ops.concat(self.ops.reread(reused, misplaced.sources()),
                                                shuffle_chunks([carried], P, fn, self.ops))
             elif chunked and reused is not None and reused.getNumPartitions() == P:
@@ -212,9 +211,7 @@ class FramedState:
             lambda pid, it: merge_partition(
                 pid, it, fold, seq, G, per_group, watch, move, chunked,
                 None if misplaced is None else misplaced.drop))
-        merged = Merged(self, rdd, layout, carried, read, routed, misplaced)
-        merged.span = span
-        return merged
+        return Merged(self, rdd, layout, carried, read, routed, misplaced, span)
 
     # ------------------------------------------------------------------ reading
     def stats(self) -> list[tuple]:
@@ -299,8 +296,8 @@ class Merged:
 
     def __init__(self, base: FramedState, rdd: Any,
                  layout: TableLayout | GroupLayout | None = None, carried: Any = None,
-                 frames_read: Any = None, routed: Any = None, misplaced: Any = None
-                 ) -> None:
+                 frames_read: Any = None, routed: Any = None, misplaced: Any = None,
+                 span: Any = None) -> None:
         self.base = base
         #: The records a riding plan placed elsewhere, routed again on their own
         #: (:class:`~sparkbalance.state.frames.route_chunks.Misplaced`; None: the whole
@@ -310,7 +307,7 @@ class Merged:
         self.routed = routed
         #: Its map tasks' wall-clock span (a :class:`~.route_chunks.MapSpan` accumulator;
         #: None without ``routed``).
-        self.span: Any = None
+        self.span = span
         #: The merged frame RDD; persist it before :meth:`stats` so that :meth:`state` and
         #: :meth:`outputs` read the cache instead of re-running the merge.
         self.rdd = rdd
