@@ -339,3 +339,50 @@ def test_watched_stats_list_only_batch_and_table_keys_with_exact_totals():
     assert nk == 300 and tot == pytest.approx(sum(e[1] for e in new.values()))
     _, _, (_, keys0, *_), _ = _merge_by_frames(state, batch, fold, 1, watch=frozenset())
     assert sorted(keys0) == [5, 6]
+
+
+class _Acc:
+    """An accumulator's ``add`` folded by an ``AccumulatorParam``, as a task's local copy."""
+
+    def __init__(self, param):
+        self.param, self.value = param, param.zero(None)
+
+    def add(self, v):
+        self.value = self.param.addInPlace(self.value, v)
+
+
+def test_a_tallied_chunk_stamps_its_tasks_span_per_chunk_from_its_unpickling():
+    """The look-ahead's map span: from when the task's worker unpickles the chunk wrapper
+    (the task's start) to its last chunk, one clock read per chunk, and the keys counted."""
+    import pickle
+    import time
+
+    from sparkbalance.state.frames.route_chunks import KeyTally, MapSpan, _TalliedChunk
+    from sparkbalance.state.frames.format import chunk_records
+
+    tally, span = _Acc(KeyTally()), _Acc(MapSpan())
+    made = _TalliedChunk(8, tally, None, span)
+    time.sleep(0.01)
+    t0 = time.time()
+    task = pickle.loads(pickle.dumps(made))
+    tally, span = task.tally, task.span      # the task's copies, as a worker's
+    recs = [("a", 1), ("b", 2), ("a", 3)]
+    frame = task(recs, pickle.dumps(recs))
+    first_end = span.value[1]
+    task(recs[:1], pickle.dumps(recs[:1]))
+    assert chunk_records(frame) == recs
+    assert tally.value == {"a": 3, "b": 1}
+    assert t0 <= span.value[0] <= first_end <= span.value[1] <= time.time()
+    assert span.value[0] > made._t0        # the task's start, not the driver's
+
+
+def test_a_chunk_without_tally_still_stamps_the_span():
+    import pickle
+
+    from sparkbalance.state.frames.route_chunks import MapSpan, _TalliedChunk
+
+    span = _Acc(MapSpan())
+    task = pickle.loads(pickle.dumps(_TalliedChunk(4, None, None, span)))
+    task([("k", 1)], pickle.dumps([("k", 1)]))
+    span = task.span
+    assert span.value[0] <= span.value[1] < float("inf")
