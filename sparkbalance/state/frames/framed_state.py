@@ -192,15 +192,22 @@ class FramedState:
         # watches (table keys: their sizes are listed), a migration touches, or whose
         # window expires; the JVM passes every other frame on unread.
         mask = None
+        watched: list | None = None      # per partition, the groups of its table keys
+        if watch is not None:
+            watched = [set() for _ in range(P)]
         if watch or move is not None:
             m = np.zeros(P * G, dtype=np.uint8)
             if watch:
                 # a table key lives in one frame: (F(k), g(k)) under the layout merged to
                 # (a key the riding move takes away is in move.mask on its old partition,
                 # and arrives on F(k) with the batch). Marking its group on every
-                # partition sent ~n times as many frames through Python.
+                # partition sent ~n times as many frames through Python; the merge task
+                # gets its own groups too, so no task hashes the table's keys again.
                 wl = list(watch)
-                m.reshape(P, G)[_partitions_of(fn, wl, P), key_groups(wl, G)] = 1
+                pids, gs = _partitions_of(fn, wl, P), key_groups(wl, G)
+                m.reshape(P, G)[pids, gs] = 1
+                for p, g in zip(pids.tolist(), gs.tolist()):
+                    watched[p].add(g)
             if move is not None:
                 mv = np.frombuffer(move.mask, dtype=np.uint8)
                 m[:mv.size] |= mv
@@ -210,7 +217,8 @@ class FramedState:
             state, batch_frames, mask, G, expire,
             lambda pid, it: merge_partition(
                 pid, it, fold, seq, G, per_group, watch, move, chunked,
-                None if misplaced is None else misplaced.drop))
+                None if misplaced is None else misplaced.drop,
+                None if watched is None else watched[pid]))
         return Merged(self, rdd, layout, carried, read, routed, misplaced, span)
 
     # ------------------------------------------------------------------ reading
