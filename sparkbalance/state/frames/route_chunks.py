@@ -57,12 +57,9 @@ class _TalliedChunk:
     """The ``R`` frame of a chunk, its keys counted into ``tally`` on the way (C speed,
     once per chunk: no per-record Python call), or weighed by the merge's weight hook
     (:func:`~sparkbalance.state.frames.tally.key_counts`); ``span`` (a :class:`MapSpan`
-    accumulator, optional) gets the task's start and each chunk's end.
-
-    The task's start is when its worker unpickles this object (PySpark reads a task's
-    function as the task starts), so the span costs a clock read per chunk, not a Python
-    generator step per record.
-    """
+    accumulator, optional) gets the task's start (when its worker unpickles this object:
+    PySpark reads a task's function as it starts) and each chunk's end: a clock read per
+    chunk, not a Python generator step per record."""
 
     def __init__(self, num_groups: int, tally: Any = None, weight: Any = None,
                  span: Any = None) -> None:
@@ -92,9 +89,8 @@ def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None,
     ``tally`` (a :class:`KeyTally` accumulator, optional) gets the records per key, each
     weighed by ``weight`` (the fold's hook) when given; ``span`` (a :class:`MapSpan`
     accumulator, optional) the tasks' wall-clock span (stamped per chunk: no extra pass)."""
-    wrap = (functools.partial(fr.chunk_frame, num_groups=num_groups)
-            if tally is None and span is None
-            else _TalliedChunk(num_groups, tally, weight, span))
+    wrap = (functools.partial(fr.chunk_frame, num_groups=num_groups) if tally is None
+            and span is None else _TalliedChunk(num_groups, tally, weight, span))
     return keyed_by_function(pairs, fn, wrap)
 
 
@@ -190,8 +186,6 @@ def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False
     return out
 
 
-
-
 class Misplaced:
     """The records of a batch routed by layout ``src`` that a plan ``dst`` places
     elsewhere, once the batch's routing shuffle is written (its map stage run first, for
@@ -222,9 +216,7 @@ class Misplaced:
     True
     """
 
-    #: The merge reads the first shuffle again (:meth:`sources`) instead of routing the
-    #: misplaced records a second time; :meth:`drop` then keeps only ``dst``'s keys.
-    reread: bool = False
+    reread: bool = False    #: see the parameter; :meth:`drop` then keeps only dst's keys
 
     def __init__(self, src: Any, dst: Any, num_groups: int,
                  candidates: frozenset | None = None, reread: bool = False) -> None:
