@@ -26,7 +26,8 @@ mode is from its floor; our rows add the mean λ as routed and the controller's 
 ``--modes spark,sparkbalance,sb-rows`` adds ours with rows through ``DataFrame.rdd`` (the
 path before the Arrow chunks), ``spark-tws`` Spark 4's ``transformWithStateInPandas`` with
 the same count (``stateful_tws.py``, on RocksDB as that operator needs); beside wall and CPU each row has load-independent counts
-per batch: Spark jobs, stages and tasks, py4j calls of the driver, and the driver's CPU.
+per batch: Spark jobs, stages and tasks, py4j calls of the driver, the driver's CPU (``drv``)
+and the Python workers' (``wrk``); ``--profile`` adds the JVM's CPU and the stages by name.
 """
 from __future__ import annotations
 
@@ -232,6 +233,8 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     w = (out.writeStream.outputMode("update").foreachBatch(keep)
          .option("checkpointLocation", ck))
     counts0 = _spark_counts(spark)
+    seen = stateful_profile.stages_since(spark)[0] if profile else None
+    split = stateful_profile.CpuSplit(_tree_cpu_seconds)
     cpu0, t0 = _tree_cpu_seconds(), time.perf_counter()
     drv0 = time.process_time()
     workers0 = len(stateful_profile.python_workers()) if profile else 0
@@ -243,11 +246,14 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
         q.processAllAvailable()
     wall, cpu = time.perf_counter() - t0, _tree_cpu_seconds() - cpu0
     drv = time.process_time() - drv0
+    by_process = split.stop()
     if profile:
         progress = [json.loads(p.json) if hasattr(p, "json") else p for p in q.recentProgress]
         stateful_profile.print_timeline(
             mode, progress, stateful_profile.jobs_since(spark, counts0[0]), calls,
             (workers0, len(stateful_profile.python_workers())))
+        stateful_profile.print_costs(mode, batches, by_process,
+                                     stateful_profile.stages_since(spark, seen)[1])
     q.stop()
     jobs, stages, tasks = (b - a for a, b in zip(counts0, _spark_counts(spark)))
     hist = {}
@@ -257,11 +263,14 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     shutil.rmtree(ck, ignore_errors=True)
     return {"batch_s": wall / batches, "cpu_s": cpu / batches, "state": dict(last),
             "driver_cpu_s": drv / batches, "py4j": calls.count / batches,
+            "jvm_cpu_s": by_process["jvm"] / batches,
+            "workers_cpu_s": by_process["workers"] / batches,
             "jobs": jobs / batches, "stages": stages / batches, "tasks": tasks / batches,
             "history": hist}
 
 
-FIELDS = ("batch_s", "cpu_s", "jobs", "stages", "tasks", "py4j", "driver_cpu_s")
+FIELDS = ("batch_s", "cpu_s", "jobs", "stages", "tasks", "py4j", "driver_cpu_s",
+          "jvm_cpu_s", "workers_cpu_s")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -325,11 +334,12 @@ def main(argv: list[str] | None = None) -> None:
     print("per batch (medians): wall s, ratio = ours / spark; floor = max(wait / slots, "
           "busiest key's wait) + this mode's fixed cost (its wall at 0 us); /fl = wall / "
           "floor; cpu s and its ratio; cpu/core = cpu / cores (the CPU-bound floor); "
-          "cores = cpu / wall (near the core count: CPU binds); counts; ours: mean λ as "
+          "cores = cpu / wall (near the core count: CPU binds); counts; drv / wrk = CPU s "
+          "of the driver's Python / the Python workers; ours: mean λ as "
           "routed, batches that moved state")
     print(f"{'stream':9} {'us':>5} {'mode':12} {'wall':>6} {'ratio':>5} {'floor':>6} "
           f"{'/fl':>5} {'cpu':>6} {'ratio':>5} {'cpu/core':>8} {'cores':>5} {'jobs':>4} "
-          f"{'tasks':>5} {'py4j':>5} {'drv':>5} {'state':>6} {'λ':>5} {'moves':>5}")
+          f"{'tasks':>5} {'py4j':>5} {'drv':>5} {'wrk':>5} {'state':>6} {'λ':>5} {'moves':>5}")
     try:
         # One discarded run per mode first: the process's one-time costs (the bridge's
         # classes, py4j's first lookups, the JIT) fall on no measured run.
@@ -347,6 +357,11 @@ def main(argv: list[str] | None = None) -> None:
                 for mode in modes:
                     run_once(spark, src, mode, a.batches, a.partitions, a.lookahead,
                              works[0], profile=True)
+                first = sorted(f for f in os.listdir(src) if f.endswith(".parquet"))[0]
+                rs = stateful_profile.route_stage_cpu(spark, os.path.join(src, first),
+                                                      a.partitions, _tree_cpu_seconds)
+                print(f"  routing map stage alone, cpu s/batch: ours (Python map task) "
+                      f"{rs['ours']:.3f}, the JVM's hash repartition {rs['jvm']:.3f}")
                 continue
             fixed = {m: 0.0 if a.no_fixed else
                      run_once(spark, src, m, a.batches, a.partitions, a.lookahead,
@@ -374,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
                           f"{d['cpu_s'] / sp['cpu_s']:5.2f} {d['cpu_s'] / cores:8.3f} "
                           f"{d['cpu_s'] / d['batch_s']:5.2f} {d['jobs']:4.1f} "
                           f"{d['tasks']:5.1f} {d['py4j']:5.0f} {d['driver_cpu_s']:5.2f} "
+                          f"{d['workers_cpu_s']:5.2f} "
                           f"{'exact' if same else 'DIFFER':>6} {lam} {moves}")
                     if h:
                         print(f"{'':9} {'':5} {'':12} decisions {h['decisions']} "

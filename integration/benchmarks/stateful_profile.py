@@ -12,11 +12,13 @@ independent of load; walls are not.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import sys
 from typing import Any
 
-__all__ = ["Py4JCalls", "PhasedPy4J", "jobs_since", "python_workers", "print_timeline"]
+__all__ = ["Py4JCalls", "PhasedPy4J", "jobs_since", "python_workers", "print_timeline",
+           "CpuSplit", "stages_since", "print_costs", "route_stage_cpu"]
 
 _ROOTS = (os.sep + "sparkbalance" + os.sep, os.sep + "benchmarks" + os.sep)
 
@@ -98,6 +100,147 @@ def jobs_since(spark: Any, first_job: int) -> list[dict]:
                     "t1": done.get().getTime() if done.isDefined() else 0,
                     "tasks": j.numCompletedTasks(), "name": " ".join(str(name).split())[:48]})
     return sorted(out, key=lambda j: j["id"])
+
+
+def _proc_cpu(pid: int, children: bool = False) -> float:
+    """utime + stime of ``pid`` (and, ``children``, of its reaped children), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in parts[11:15 if children else 13]) / os.sysconf("SC_CLK_TCK")
+
+
+def _jvm_pid() -> int | None:
+    """The driver's JVM: the ``java`` child of this process (PySpark's launcher)."""
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if b"java" in f.read():
+                    return int(d)
+        except OSError:
+            continue
+    return None
+
+
+class CpuSplit:
+    """CPU seconds of a run split by process: the driver's Python (all its threads, the
+    ``foreachBatch`` callback's included), the JVM (driver, scheduler, executors' task
+    threads on ``local[n]``) and the rest of the tree (the Python workers, reaped ones
+    included). ``tree`` is the process tree's total (``bench_stateful._tree_cpu_seconds``).
+
+    Examples
+    --------
+    >>> split = CpuSplit(tree_cpu)                    # doctest: +SKIP
+    >>> ...; split.stop()["workers"]                  # doctest: +SKIP
+    0.98
+    """
+
+    def __init__(self, tree: Any) -> None:
+        self._tree, self._jvm = tree, _jvm_pid()
+        self._t0 = self._now()
+
+    def _now(self) -> tuple[float, float, float]:
+        jvm = 0.0 if self._jvm is None else _proc_cpu(self._jvm)
+        return self._tree(), _proc_cpu(os.getpid()), jvm
+
+    def stop(self) -> dict:
+        """``{"tree", "driver", "jvm", "workers"}`` seconds since construction."""
+        t, d, j = (b - a for a, b in zip(self._t0, self._now()))
+        return {"tree": t, "driver": d, "jvm": j, "workers": t - d - j}
+
+
+def stages_since(spark: Any, seen: set | None = None) -> tuple[set, list[dict]]:
+    """The application's completed stages (through the UI's REST API; empty without a UI)
+    not in ``seen``: ``(all ids now, [{name, tasks, run_s, cpu_s}, ...])`` (``run_s``
+    the tasks' summed run time, ``cpu_s`` their JVM thread CPU: a Python worker's CPU is
+    not in it)."""
+    import urllib.request
+    sc = spark.sparkContext
+    if not sc.uiWebUrl:
+        return set(), []
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        rows = json.load(r)
+    ids = {(d["stageId"], d["attemptId"]) for d in rows}
+    new = [{"name": " ".join(d["name"].split())[:40], "tasks": d["numTasks"],
+            "run_s": d["executorRunTime"] / 1000, "cpu_s": d["executorCpuTime"] / 1e9}
+           for d in rows if seen is not None and (d["stageId"], d["attemptId"]) not in seen]
+    return ids, new
+
+
+def print_costs(mode: str, batches: int, cpu: dict, stages: list[dict]) -> None:
+    """Print one run's load-independent costs per batch: CPU seconds by process and the
+    stages by name (count, tasks, JVM task CPU)."""
+    k = max(batches, 1)
+    print(f"  cpu s/batch ({mode}): driver python {cpu['driver'] / k:.3f}, jvm "
+          f"{cpu['jvm'] / k:.3f}, python workers {cpu['workers'] / k:.3f}, total "
+          f"{cpu['tree'] / k:.3f}")
+    by: dict[str, list] = {}
+    for st in stages:
+        a = by.setdefault(st["name"], [0, 0, 0.0])
+        a[0] += 1
+        a[1] += st["tasks"]
+        a[2] += st["cpu_s"]
+    for name, (n, tasks, cpu_s) in sorted(by.items(), key=lambda kv: -kv[1][1]):
+        print(f"  stages/batch {n / k:4.2f} tasks/batch {tasks / k:5.1f} jvm task cpu s/batch "
+              f"{cpu_s / k:.3f}  {name}")
+
+
+def route_stage_cpu(spark: Any, path: str, num_partitions: int, tree: Any,
+                    reps: int = 5) -> dict:
+    """CPU seconds (the process tree's, ``tree()``) of one batch's routing map stage alone,
+    run ``reps`` times after a warm-up, alternating: ours (the batch file ``path`` read as
+    Arrow batches, cut by key and framed in a Python map task, written through the bridge's
+    shuffle: :func:`~sparkbalance.state.pandas_state.arrow_input.arrow_pairs`,
+    :func:`~sparkbalance.state.frames.route_chunks.batch_chunks`) and the JVM's hash
+    repartition of the same DataFrame, map stage only (what Spark's own operator runs
+    before its Python stage, and what a batch routed in the JVM would run instead).
+
+    Examples
+    --------
+    >>> route_stage_cpu(spark, "batch-0.parquet", 8, tree_cpu)   # doctest: +SKIP
+    {'ours': 0.22, 'jvm': 0.16}
+    """
+    from sparkbalance.state.control.layout import TableLayout
+    from sparkbalance.state.frames.rdds import frame_ops
+    from sparkbalance.state.frames.route_chunks import batch_chunks, shuffle_chunks
+    from sparkbalance.state.pandas_state.arrow_input import arrow_pairs, arrow_schema
+    df = spark.read.schema("k long, v long").parquet(path)
+    fn, ops, sch = TableLayout(num_partitions, num_partitions).fn, frame_ops(
+        spark.sparkContext), arrow_schema(df.schema)
+
+    def ours() -> None:
+        pairs = arrow_pairs(df, sch, [0])
+        ops.run_map_stage(shuffle_chunks([batch_chunks(pairs, fn, 256)], num_partitions,
+                                         fn, ops))
+
+    def jvm() -> None:
+        r = df.repartition(num_partitions, "k")._jdf.queryExecution().toRdd()
+        dep = r.dependencies().head()
+        while "ShuffleDependency" not in dep.getClass().getName():
+            r = dep.rdd()
+            dep = r.dependencies().head()
+        spark.sparkContext._jsc.sc().submitMapStage(dep).get()
+
+    cpu = {"ours": 0.0, "jvm": 0.0}
+    aqe = spark.conf.get("spark.sql.adaptive.enabled")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")    # the plan's own shuffle
+    try:
+        ours(), jvm()
+        for _ in range(reps):
+            for name, run in (("ours", ours), ("jvm", jvm)):
+                c0 = tree()
+                run()
+                cpu[name] += (tree() - c0) / reps
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", aqe)
+    return cpu
 
 
 def python_workers() -> set[int]:

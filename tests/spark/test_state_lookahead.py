@@ -277,8 +277,7 @@ def test_a_reread_block_keeps_only_the_keys_its_new_plan_places_there():
     src = TableLayout(N, N)
     on = {p: [k for k in range(200) if src.fn.assign([k])[0] == p][:2] for p in range(N)}
     k = on[0][0]
-    m = Misplaced(src, TableLayout(N, N, RoutingTable({k: 2})), 8)
-    m.reread = True
+    m = Misplaced(src, TableLayout(N, N, RoutingTable({k: 2})), 8, reread=True)
     assert m.sources() == [[0], [1], [2, 0], [3]]
     assert m.read_again({k: 4, on[0][1]: 3, on[2][0]: 5}) == 7   # partition 0, read once more
     blk = {x: [1] for x in on[2] + on[0]}     # its own and partition 0's keys

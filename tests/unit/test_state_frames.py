@@ -62,7 +62,7 @@ def test_header_count_mismatch_is_corruption():
 
 
 def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split=1,
-                     watch=None):
+                     watch=None, watch_groups=None):
     frames = []
     for f in _frames_of(state):
         if split > 1:  # the same group in several frames (as after a migration)
@@ -76,7 +76,8 @@ def _merge_by_frames(state: dict, batch: dict, fold, seq, per_group=False, split
         else:
             frames.append(f)
     frames.append(fr.data_frame(fr.TAG_BATCH, batch))
-    out = list(merge_partition(2, frames, fold, seq, G, per_group, watch))
+    out = list(merge_partition(2, frames, fold, seq, G, per_group, watch,
+                               watch_groups=watch_groups))
     k = _kinds(out)
     assert len(k["O"]) == 1 and len(k["T"]) == 1 and set(k) <= {"S", "O", "T"}
     new = fr.frames_to_block(k.get("S", []))
@@ -339,3 +340,68 @@ def test_watched_stats_list_only_batch_and_table_keys_with_exact_totals():
     assert nk == 300 and tot == pytest.approx(sum(e[1] for e in new.values()))
     _, _, (_, keys0, *_), _ = _merge_by_frames(state, batch, fold, 1, watch=frozenset())
     assert sorted(keys0) == [5, 6]
+
+
+def test_the_drivers_watched_groups_of_a_partition_give_the_same_statistics():
+    """The groups of the table keys the layout places on the partition, sent by the driver,
+    stand in for hashing every table key in the task: the same statistics when they hold
+    its keys' groups; a table key placed elsewhere (its group not sent) is not read here."""
+    fold = StateFold(update=operator.add, initial=0)
+    state = {i: [i, 2.0, None] for i in range(300)}
+    batch = {5: [1, 1], 6: [1]}
+    watch = frozenset({7, 250, 999})
+    here = {key_group(7, G), key_group(250, G)}
+    base = _merge_by_frames(state, batch, fold, 1, watch=watch)
+    sent = _merge_by_frames(state, batch, fold, 1, watch=watch, watch_groups=here)
+    assert sent[0] == base[0] and sent[1] == base[1]
+    assert sent[2][1] == base[2][1] and sent[2][4:] == base[2][4:]
+    _, _, (_, keys, *_), _ = _merge_by_frames(state, batch, fold, 1, watch=watch,
+                                              watch_groups={key_group(7, G)})
+    assert sorted(keys) == [5, 6, 7] or key_group(250, G) == key_group(7, G)
+
+
+class _Acc:
+    """An accumulator's ``add`` folded by an ``AccumulatorParam``, as a task's local copy."""
+
+    def __init__(self, param):
+        self.param, self.value = param, param.zero(None)
+
+    def add(self, v):
+        self.value = self.param.addInPlace(self.value, v)
+
+
+def test_a_tallied_chunk_stamps_its_tasks_span_per_chunk_from_its_unpickling():
+    """The look-ahead's map span: from when the task's worker unpickles the chunk wrapper
+    (the task's start) to its last chunk, one clock read per chunk, and the keys counted."""
+    import pickle
+    import time
+
+    from sparkbalance.state.frames.route_chunks import KeyTally, MapSpan, _TalliedChunk
+    from sparkbalance.state.frames.format import chunk_records
+
+    tally, span = _Acc(KeyTally()), _Acc(MapSpan())
+    made = _TalliedChunk(8, tally, None, span)
+    time.sleep(0.01)
+    t0 = time.time()
+    task = pickle.loads(pickle.dumps(made))
+    tally, span = task.tally, task.span      # the task's copies, as a worker's
+    recs = [("a", 1), ("b", 2), ("a", 3)]
+    frame = task(recs, pickle.dumps(recs))
+    first_end = span.value[1]
+    task(recs[:1], pickle.dumps(recs[:1]))
+    assert chunk_records(frame) == recs
+    assert tally.value == {"a": 3, "b": 1}
+    assert t0 <= span.value[0] <= first_end <= span.value[1] <= time.time()
+    assert span.value[0] > made._t0        # the task's start, not the driver's
+
+
+def test_a_chunk_without_tally_still_stamps_the_span():
+    import pickle
+
+    from sparkbalance.state.frames.route_chunks import MapSpan, _TalliedChunk
+
+    span = _Acc(MapSpan())
+    task = pickle.loads(pickle.dumps(_TalliedChunk(4, None, None, span)))
+    task([("k", 1)], pickle.dumps([("k", 1)]))
+    span = task.span
+    assert span.value[0] <= span.value[1] < float("inf")

@@ -172,8 +172,7 @@ class FramedState:
                 # the batch's shuffle by the old layout is written: each partition reads
                 # it again where its new keys were written, and keeps only its own keys
                 # (Misplaced.drop); only the moving state is shuffled
-                misplaced = Misplaced(src, layout, G, candidates)
-                misplaced.reread = True
+                misplaced = Misplaced(src, layout, G, candidates, reread=True)
                 batch_frames = self.ops.concat(self.ops.reread(reused, misplaced.sources()),
                                                shuffle_chunks([carried], P, fn, self.ops))
             elif chunked and reused is not None and reused.getNumPartitions() == P:
@@ -193,15 +192,22 @@ class FramedState:
         # watches (table keys: their sizes are listed), a migration touches, or whose
         # window expires; the JVM passes every other frame on unread.
         mask = None
+        watched: list | None = None      # per partition, the groups of its table keys
+        if watch is not None:
+            watched = [set() for _ in range(P)]
         if watch or move is not None:
             m = np.zeros(P * G, dtype=np.uint8)
             if watch:
                 # a table key lives in one frame: (F(k), g(k)) under the layout merged to
                 # (a key the riding move takes away is in move.mask on its old partition,
                 # and arrives on F(k) with the batch). Marking its group on every
-                # partition sent ~n times as many frames through Python.
+                # partition sent ~n times as many frames through Python; the merge task
+                # gets its own groups too, so no task hashes the table's keys again.
                 wl = list(watch)
-                m.reshape(P, G)[_partitions_of(fn, wl, P), key_groups(wl, G)] = 1
+                pids, gs = _partitions_of(fn, wl, P), key_groups(wl, G)
+                m.reshape(P, G)[pids, gs] = 1
+                for p, g in zip(pids.tolist(), gs.tolist()):
+                    watched[p].add(g)
             if move is not None:
                 mv = np.frombuffer(move.mask, dtype=np.uint8)
                 m[:mv.size] |= mv
@@ -211,10 +217,9 @@ class FramedState:
             state, batch_frames, mask, G, expire,
             lambda pid, it: merge_partition(
                 pid, it, fold, seq, G, per_group, watch, move, chunked,
-                None if misplaced is None else misplaced.drop))
-        merged = Merged(self, rdd, layout, carried, read, routed, misplaced)
-        merged.span = span
-        return merged
+                None if misplaced is None else misplaced.drop,
+                None if watched is None else watched[pid]))
+        return Merged(self, rdd, layout, carried, read, routed, misplaced, span)
 
     # ------------------------------------------------------------------ reading
     def stats(self) -> list[tuple]:
@@ -299,8 +304,8 @@ class Merged:
 
     def __init__(self, base: FramedState, rdd: Any,
                  layout: TableLayout | GroupLayout | None = None, carried: Any = None,
-                 frames_read: Any = None, routed: Any = None, misplaced: Any = None
-                 ) -> None:
+                 frames_read: Any = None, routed: Any = None, misplaced: Any = None,
+                 span: Any = None) -> None:
         self.base = base
         #: The records a riding plan placed elsewhere, routed again on their own
         #: (:class:`~sparkbalance.state.frames.route_chunks.Misplaced`; None: the whole
@@ -310,7 +315,7 @@ class Merged:
         self.routed = routed
         #: Its map tasks' wall-clock span (a :class:`~.route_chunks.MapSpan` accumulator;
         #: None without ``routed``).
-        self.span: Any = None
+        self.span = span
         #: The merged frame RDD; persist it before :meth:`stats` so that :meth:`state` and
         #: :meth:`outputs` read the cache instead of re-running the merge.
         self.rdd = rdd

@@ -35,7 +35,8 @@ __all__ = ["merge_partition"]
 def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int,
                     num_groups: int, per_group: bool, watch: frozenset | None = None,
                     move: Move | None = None, chunked: bool = False,
-                    drop: Callable[[int, dict], None] | None = None) -> Iterator[bytes]:
+                    drop: Callable[[int, dict], None] | None = None,
+                    watch_groups: set | None = None) -> Iterator[bytes]:
     """Merge the batch block into the state frames of partition ``pid``.
 
     ``frames``: the partition's ``S`` frames and exactly one ``B`` frame (the batch,
@@ -63,6 +64,11 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
     ``drop(pid, batch)``: takes out of the gathered batch block, in place, the keys whose
     records were routed again to another partition (a look-ahead plan's misplaced ones).
 
+    ``watch_groups``: the key groups of the ``watch`` keys the layout places on ``pid``
+    (the driver knows them from the mask it builds); a frame passed on unread has its
+    index read only when its group is one of them. None: the groups of every ``watch``
+    key, hashed here.
+
     Examples
     --------
     >>> f = StateFold(update=lambda s, v: s + v, initial=0)
@@ -85,7 +91,7 @@ def merge_partition(pid: int, frames: Iterable[bytes], fold: StateFold, seq: int
                            "migration rides in this batch")
     batch_of = _by_group(prepare_block(fold, batch), num_groups)
     expire_before = None if fold.window is None else seq - fold.window
-    stats = _PartitionStats(num_groups, per_group, watch)
+    stats = _PartitionStats(num_groups, per_group, watch, watch_groups)
     outputs: list = []
     for g in sorted(set(by_group) | set(batch_of) | set(extra)):
         fhs = by_group.get(g, [])
@@ -234,13 +240,17 @@ class _PartitionStats:
     __slots__ = ("per_group", "watch", "watch_groups", "keys", "cost", "mem", "g_cost",
                  "g_mem", "nkeys", "total")
 
-    def __init__(self, num_groups: int, per_group: bool, watch: frozenset | None) -> None:
+    def __init__(self, num_groups: int, per_group: bool, watch: frozenset | None,
+                 watch_groups: set | None = None) -> None:
         self.per_group = per_group
         self.watch = watch
         self.watch_groups: set | None = None
         if watch is not None and not per_group:
-            self.watch_groups = (set(key_groups(list(watch), num_groups).tolist()) if watch
-                                 else set())
+            if watch_groups is not None:
+                self.watch_groups = watch_groups
+            else:
+                self.watch_groups = (set(key_groups(list(watch), num_groups).tolist())
+                                     if watch else set())
         self.keys: list = []
         self.cost: list = []
         self.mem: list = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from typing import Any, Iterable
 
 import numpy as np
@@ -52,27 +53,33 @@ class MapSpan:
         return (min(value1[0], value2[0]), max(value1[1], value2[1]))
 
 
-def _stamped(span: Any) -> Any:
-    """A map task's pass-through that adds its start and end to ``span``."""
-    def stamp(it: Iterable) -> Iterable:
-        import time
-        t0 = time.time()
-        yield from it
-        span.add((t0, time.time()))
-    return stamp
-
-
 class _TalliedChunk:
     """The ``R`` frame of a chunk, its keys counted into ``tally`` on the way (C speed,
     once per chunk: no per-record Python call), or weighed by the merge's weight hook
-    (:func:`~sparkbalance.state.frames.tally.key_counts`)."""
+    (:func:`~sparkbalance.state.frames.tally.key_counts`); ``span`` (a :class:`MapSpan`
+    accumulator, optional) gets the task's start (when its worker unpickles this object:
+    PySpark reads a task's function as it starts) and each chunk's end: a clock read per
+    chunk, not a Python generator step per record."""
 
-    def __init__(self, num_groups: int, tally: Any, weight: Any = None) -> None:
-        self.num_groups, self.tally, self.weight = num_groups, tally, weight
+    def __init__(self, num_groups: int, tally: Any = None, weight: Any = None,
+                 span: Any = None) -> None:
+        self.num_groups, self.tally, self.weight, self.span = num_groups, tally, weight, span
+        self._t0 = time.time()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_t0"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._t0 = time.time()
 
     def __call__(self, items: list, pickled: bytes) -> bytes:
-        self.tally.add(key_counts(items, self.weight))
-        return fr.chunk_frame(items, pickled, num_groups=self.num_groups)
+        if self.tally is not None:
+            self.tally.add(key_counts(items, self.weight))
+        frame = fr.chunk_frame(items, pickled, num_groups=self.num_groups)
+        if self.span is not None:
+            self.span.add((self._t0, time.time()))
+        return frame
 
 
 def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None,
@@ -81,11 +88,9 @@ def batch_chunks(pairs: Any, fn: Any, num_groups: int, tally: Any = None,
     behind the key groups it holds, for :func:`~sparkbalance.spark.rdd.shuffle.shuffle_keyed`.
     ``tally`` (a :class:`KeyTally` accumulator, optional) gets the records per key, each
     weighed by ``weight`` (the fold's hook) when given; ``span`` (a :class:`MapSpan`
-    accumulator, optional) the tasks' wall-clock span (pipelined: no extra pass)."""
+    accumulator, optional) the tasks' wall-clock span (stamped per chunk: no extra pass)."""
     wrap = (functools.partial(fr.chunk_frame, num_groups=num_groups) if tally is None
-            else _TalliedChunk(num_groups, tally, weight))
-    if span is not None:
-        pairs = pairs.mapPartitions(_stamped(span), preservesPartitioning=True)
+            and span is None else _TalliedChunk(num_groups, tally, weight, span))
     return keyed_by_function(pairs, fn, wrap)
 
 
@@ -181,8 +186,6 @@ def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False
     return out
 
 
-
-
 class Misplaced:
     """The records of a batch routed by layout ``src`` that a plan ``dst`` places
     elsewhere, once the batch's routing shuffle is written (its map stage run first, for
@@ -199,6 +202,8 @@ class Misplaced:
     src, dst : the layouts (same partition count; both routing tables or both key groups).
     num_groups : G, the frames' key groups.
     candidates : a routing table's delta keys (None: ``src.table.diff(dst.table)``).
+    reread : the merge reads the first shuffle again where the moving keys were written
+        (:meth:`sources`) instead of routing them a second time (:meth:`select`).
 
     Examples
     --------
@@ -211,14 +216,13 @@ class Misplaced:
     True
     """
 
-    #: The merge reads the first shuffle again (:meth:`sources`) instead of routing the
-    #: misplaced records a second time; :meth:`drop` then keeps only ``dst``'s keys.
-    reread: bool = False
+    reread: bool = False    #: see the parameter; :meth:`drop` then keeps only dst's keys
 
     def __init__(self, src: Any, dst: Any, num_groups: int,
-                 candidates: frozenset | None = None) -> None:
+                 candidates: frozenset | None = None, reread: bool = False) -> None:
         from sparkbalance.routing.keygroups import key_groups
         from sparkbalance.state.control.layout import GroupLayout
+        self.reread = bool(reread)
         self.num_groups = G = int(num_groups)
         P = dst.num_physical
         self.num_physical = P
@@ -239,15 +243,15 @@ class Misplaced:
             return
         self._src, self._dst = src.fn, dst.fn
         cand = list(src.table.diff(dst.table).keys if candidates is None else candidates)
+        self.keys = {}
         if cand:
             a = np.asarray(src.fn.assign(cand)) % P
             b = np.asarray(dst.fn.assign(cand)) % P
-            self.keys = {k: int(q) for k, p, q in zip(cand, a.tolist(), b.tolist()) if p != q}
-            for p, q in zip(a.tolist(), b.tolist()):
+            # one pass: each moving key's new partition, and where its records were written
+            for k, p, q in zip(cand, a.tolist(), b.tolist()):
                 if p != q:
+                    self.keys[k] = int(q)
                     self.arrivals.setdefault(int(q), set()).add(int(p))
-        else:
-            self.keys = {}
         moved = list(self.keys)
         self.groups = dict.fromkeys(key_groups(moved, G).tolist()) if moved else {}
 
