@@ -150,7 +150,10 @@ class KeyedStateOperator:
         self._at.state.rdd.persist(self._level)
         self._cache.hold(self._at.state.rdd)
         self._rescaling = Rescaling(self._controller, self._ledger)
-        self._forecasting = Forecasting(self._controller, Lookahead(lookahead, self.window), self._fold.weight)
+        self._forecasting = Forecasting(
+            self._controller,
+            Lookahead(lookahead, self.window, lambda: self._controller.payoff.seconds_per_load),
+            self._fold.weight)
         self.checkpoint_dir = checkpoint_dir
         self._keeper = CheckpointKeeper(self.sc, checkpoint_dir)
         if self._keeper.active:

@@ -225,12 +225,13 @@ class Lookahead:
         for, while a shift's lag would pay for a look-ahead at all."""
         if self.mode != "auto":
             return self.mode == "always"
-        h = self.hazard.chance()
-        pays = self.expected_lag_s > self.boundary_s + h * self.reroute_s
+        if not self.shifts:
+            return False                  # no lag seen: nothing to look ahead for
+        h, shift, boundary = self.hazard.chance(), statistics.median(self.shifts), self.boundary_s
+        pays = h * shift > boundary + h * self.reroute_s
         ask = self.price.explore()
         quiet = h <= self.hazard.rate + 1e-12
-        if ask is None or not quiet or not self.shifts \
-                or statistics.median(self.shifts) <= EXPLORE_MARGIN * self.boundary_s:
+        if ask is None or not quiet or shift <= EXPLORE_MARGIN * boundary:
             return pays
         return ask
 
