@@ -10,6 +10,7 @@ import java.util.function.Function;
 import org.apache.spark.status.StageDataWrapper;
 import org.apache.spark.status.TaskDataWrapper;
 import org.apache.spark.status.api.v1.StageData;
+import org.apache.spark.status.api.v1.StageStatus;
 import org.apache.spark.util.kvstore.KVStore;
 
 /**
@@ -47,6 +48,8 @@ final class BalanceStages {
     final long median, max;
     final long[] jobIds;
     long[] rddIds = new long[0];
+    /** Skipped: its shuffle output was reused, so it ran no task (listed by count only). */
+    boolean skipped;
 
     Stage(int id, int attempt, String name, int tasks, long median, long max, long[] jobIds) {
       this.id = id;
@@ -88,6 +91,7 @@ final class BalanceStages {
           times.length == 0 ? 0 : times[Math.min(times.length / 2, times.length - 1)],
           times.length == 0 ? 0 : times[times.length - 1], jobs);
       st.rddIds = rddIds(s);
+      st.skipped = s.status() == StageStatus.SKIPPED;
       out.add(st);
     }
     return out;
@@ -175,25 +179,31 @@ final class BalanceStages {
     return "batch".equals(op) ? "batch " + r.batch() : op + " batch " + r.batch();
   }
 
-  /** The section of the list page: one row per stage attempt, skewed ones marked. */
+  /** The section of the list page: one row per stage attempt that was not skipped, skewed
+   * ones marked; skipped stages (a stream's batches skip one per reused shuffle) are only
+   * counted, as rows of dashes they would fill a screen. */
   static String html(List<Stage> stages, List<BalanceRecord> records, double ratio,
                      long minMillis, Function<String, String> link) {
     Map<Long, BalanceRecord> byJob = byJob(records), byRdd = byRdd(records);
+    List<Stage> ran = new ArrayList<>();
+    for (Stage s : stages) if (!s.skipped) ran.add(s);
     int skewed = 0;
-    for (Stage s : stages) if (s.skewed(ratio, minMillis)) skewed++;
+    for (Stage s : ran) if (s.skewed(ratio, minMillis)) skewed++;
     StringBuilder b = new StringBuilder("<h4 id=\"sparkbalance-stage-skew\">Stage skew <small><a href=\"")
         .append(BalanceHtml.esc(link.apply("/balance/?view=stages"))).append("\">(own page)</a>"
             + "</small></h4><p>")
-        .append(skewed).append(" of ").append(stages.size()).append(" stage attempts skewed "
+        .append(skewed).append(" of ").append(ran.size()).append(" stage attempts skewed "
             + "(slowest task &ge; ").append(BalanceHtml.fmt(ratio)).append("&times; the median and "
             + "&ge; ").append(BalanceHtml.fmt(minMillis / 1000.0)).append(" s longer; ")
         .append(RATIO_CONF).append(", ").append(MIN_MILLIS_CONF).append("). Task time is "
-            + "executor run time.</p>");
+            + "executor run time. <span id=\"sparkbalance-stages-skipped\">")
+        .append(stages.size() - ran.size()).append(" skipped stages (shuffle output reused, "
+            + "no tasks) not listed.</span></p>");
     b.append("<table class=\"").append(BalanceHtml.TABLE).append("\" id=\"sparkbalance-stages\">"
         + "<thead><tr><th>Stage</th><th>Name</th><th>Tasks</th><th>Median task s</th>"
         + "<th>Max task s</th><th>Max / median</th><th>Skewed</th><th>Balanced by / try</th>"
         + "</tr></thead><tbody>");
-    for (Stage s : stages) {
+    for (Stage s : ran) {
       BalanceRecord by = recordOf(s, byJob, byRdd);
       boolean sk = s.skewed(ratio, minMillis);
       String fix = by != null
