@@ -44,7 +44,7 @@ from sparkbalance.state.control.hazard import ShiftHazard
 from sparkbalance.state.control.lookprice import LookPrice
 
 __all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "boundary_seconds", "PRIOR_TALLY_S",
-           "FORGET_LAG", "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_COST",
+           "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_COST",
            "PRIOR_REROUTE_S", "EXPLORE_MARGIN"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
@@ -87,8 +87,6 @@ PRIOR_REROUTE_S: float = 0.05
 #: too little from looking ahead to pay for the look-aheads that measure it (on the stream
 #: matrix's Zipf 0.8 cells, 3 exploring look-aheads at 0.05 s cost 8 % of the gain).
 EXPLORE_MARGIN: float = 2.0
-#: Weight of one batch in the lag estimate (≈ the last 10 batches: shifts every 2 to 10).
-FORGET_LAG: float = 0.1
 #: Weight of one measurement in the tally's cost estimate.
 FORGET_TALLY: float = 0.3
 
@@ -174,13 +172,10 @@ class Lookahead:
             raise ValueError(f"lookahead={mode!r}; expected one of {LOOKAHEAD_MODES}")
         self.mode = mode
         self.window = window
-        self.lag_s = 0.0          # seconds per batch a reactive controller loses to lag
         self.tally_s = PRIOR_TALLY_S   # seconds every looked-ahead batch pays
         self.reroute_s = PRIOR_REROUTE_S   # seconds more a looked-ahead batch that moves pays
-        self.move_rate = 0.0      # share of batches whose decision moves the state
         self._tallies_seen = 0
         self._reroutes_seen = 0
-        self._weights = self._lag = self._moves = 0.0
         #: the price as batches with and without the look-ahead differ (replaces
         #: ``tally_s`` once both kinds were seen, :mod:`~sparkbalance.state.control.lookprice`)
         self.price = LookPrice()
@@ -191,6 +186,31 @@ class Lookahead:
         self.hazard = ShiftHazard()
         self.shifts: deque = deque(maxlen=9)
         self.past: deque = deque(maxlen=(window or 0) + 1)
+
+    @property
+    def move_rate(self) -> float:
+        """Share of the recent batches whose decision moved the state: the hazard's mean
+        rate (:attr:`~sparkbalance.state.control.hazard.ShiftHazard.rate`), not kept
+        twice."""
+        return self.hazard.rate
+
+    @property
+    def lag_s(self) -> float:
+        """Seconds per batch a reactive controller loses to lag, averaged over batches:
+        the share that moved (:attr:`move_rate`) times what a batch that needed a move
+        lost (the median of the last ones).
+
+        Examples
+        --------
+        >>> la = Lookahead("auto")
+        >>> la.observe(0.0); la.observe(0.1)     # the first move starts the clock
+        >>> la.move_rate, la.lag_s               # another is expected until quiet ones
+        (1.0, 0.1)
+        >>> for _ in range(3): la.observe(0.0)
+        >>> round(la.move_rate, 2), round(la.lag_s, 3)
+        (0.16, 0.016)
+        """
+        return self.move_rate * statistics.median(self.shifts) if self.shifts else 0.0
 
     @property
     def boundary_s(self) -> float:
@@ -210,7 +230,7 @@ class Lookahead:
         --------
         >>> la = Lookahead("auto")
         >>> la.observe_tally(0.01); la.observe_reroute(0.05)
-        >>> la.observe(0.04); la.observe(0.0)    # one batch in two moves (EWMA)
+        >>> la.observe(0.04); la.observe(0.0)
         >>> round(la.cost_s, 4) == round(0.01 + la.move_rate * 0.05, 4)
         True
         """
@@ -276,17 +296,10 @@ class Lookahead:
         tally) saves ``saving_per_batch`` seconds per batch; 0 when none was needed."""
         if not math.isfinite(saving_per_batch):
             return
-        # Means over the batches seen, recent ones weighed more (EWMA divided by its
-        # weights: a zero start would hide the lag of the first shifts for ~10 batches).
         saving = max(saving_per_batch, 0.0)
         self.hazard.observe(saving > 0)
         if saving > 0:
             self.shifts.append(saving)
-        self._weights = (1 - FORGET_LAG) * self._weights + FORGET_LAG
-        self._lag = (1 - FORGET_LAG) * self._lag + FORGET_LAG * saving
-        self._moves = (1 - FORGET_LAG) * self._moves + FORGET_LAG * (saving > 0)
-        self.lag_s = self._lag / self._weights
-        self.move_rate = self._moves / self._weights
 
     def observe_tally(self, seconds: float) -> None:
         """A tally took ``seconds``: what every looked-ahead batch pays (the first
