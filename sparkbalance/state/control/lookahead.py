@@ -44,7 +44,7 @@ from sparkbalance.state.control.hazard import ShiftHazard
 from sparkbalance.state.control.lookprice import LookPrice
 
 __all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "boundary_seconds", "PRIOR_TALLY_S",
-           "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_COST",
+           "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_S",
            "PRIOR_REROUTE_S", "EXPLORE_MARGIN"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
@@ -69,14 +69,16 @@ MISPLACED_SHARE: float = 0.1
 #: again (the same measurement: 0.15 s against 0.60 s of CPU).
 MISPLACED_COST: float = 0.25
 
-#: What a moving look-ahead batch pays when its merges read the written routing shuffle
-#: again (``StateReread``): per record read twice, this share of the map stage's seconds
-#: per record. Measured (the process CPU of
-#: :func:`~sparkbalance.spark.rdd.shuffle.route_records` writing ``R`` frames against
-#: ``chunk_records`` + ``gather`` decoding them, 20000 records): 0.14-0.20 µs against
-#: 0.49-1.13 µs a record (Zipf 1.0, uniform keys), 0.18-0.29; the map stage also reads
-#: the batch and writes the shuffle, so 0.3 bounds it from above.
-REREAD_COST: float = 0.3
+#: Seconds a moving look-ahead batch pays per record its merges read twice when they read
+#: the written routing shuffle again (``StateReread``;
+#: :meth:`~sparkbalance.state.frames.route_chunks.Misplaced.read_again` counts them):
+#: unpickling a chunk and keeping the merge's own keys, measured as one process's CPU
+#: over the chunks of a 20,000-record batch: 0.05-0.06 µs a record to unpickle (Zipf
+#: 1.0, flights), 0.14-0.20 µs with the keys kept. Before, a share (0.3) of the map-stage
+#: job's wall per record, which under load carried the job boundary and the load with it
+#: (0.75 µs a record at the stream matrix's 0.05 s map stage) and counted the boundary
+#: twice.
+REREAD_S: float = 0.2e-6
 
 #: Prior seconds of routing a moving look-ahead batch again before one was measured (the map
 #: stage of a batch of 20000 records on local[8]: ~0.05 s).
