@@ -127,8 +127,15 @@ def on_spark(args: argparse.Namespace) -> int:
         for rep in range(args.repeats):
             order = policies[rep % len(policies):] + policies[:rep % len(policies)]
             cpu = BatchCPU(ProcessTreeCPU())
+            states: dict = {}
             hist = run_streams(spark, order, batches, num_partitions=n, window=cell.window,
-                               progress=False, work=20, io_us=args.io_us, cpu=cpu)
+                               progress=False, work=20, io_us=args.io_us, cpu=cpu,
+                               states=states)
+            ref = states.pop("none")
+            exact = all(s == ref for s in states.values())
+            print(f"  run {rep}: final state of every policy equals none's: {exact}")
+            if not exact:
+                return 1
             for p, h in hist.items():
                 per[p].append(float(np.mean([r.batch_seconds for r in h[2:]])))
             for p, v in cpu.means(skip=2).items():
