@@ -214,7 +214,7 @@ class _Run:
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window,
                                    lambda: self.controller.payoff.seconds_per_load)
-        self.lookahead.expect(map_stage=True)      # the bridge's path (its prior 0.01 s)
+        self.lookahead.expect(map_stage=True, rereads=True)   # the bridge's path
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
         self.keys: dict = {}           # key -> last batch it had records in

@@ -121,7 +121,7 @@ class Forecasting:
         plan moves, what the move's merges read twice."""
         la, c = self.lookahead, self._controller
         self._tally = None
-        la.expect(map_stage=at.state.ops.chunks)
+        la.expect(map_stage=at.state.ops.chunks, rereads=at.state.ops.rereads)
         looked = c.planner is not None and la.wanted()
         self._began = (time.perf_counter(), looked)     # the price as the batch pays it
         if not looked:

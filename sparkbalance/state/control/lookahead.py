@@ -45,7 +45,7 @@ from sparkbalance.state.control.lookprice import LookPrice
 
 __all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "boundary_seconds", "PRIOR_TALLY_S",
            "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_S",
-           "PRIOR_REROUTE_S", "EXPLORE_MARGIN"]
+           "PRIOR_REROUTE_S", "PRIOR_REREAD_S", "EXPLORE_MARGIN"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
 #: "never" (the reactive controller of Fang et al. §4).
@@ -83,6 +83,10 @@ REREAD_S: float = 0.2e-6
 #: Prior seconds of routing a moving look-ahead batch again before one was measured (the map
 #: stage of a batch of 20000 records on local[8]: ~0.05 s).
 PRIOR_REROUTE_S: float = 0.05
+#: Prior seconds of a moving look-ahead batch whose merges read the written shuffle again
+#: (``StateReread``), before one was measured: a batch of 20,000 records read twice at
+#: :data:`REREAD_S`.
+PRIOR_REREAD_S: float = 20000 * REREAD_S
 
 #: The price is explored (batches of the kind it lacks) only while a shift batch's lag is
 #: this many times the boundary measured from its parts: a lag nearer the price gains
@@ -275,12 +279,16 @@ class Lookahead:
         with (``looked``) or without the look-ahead."""
         self.price.observe(looked, seconds, work, max_load, moved)
 
-    def expect(self, map_stage: bool) -> None:
+    def expect(self, map_stage: bool, rereads: bool = False) -> None:
         """The look-ahead's path: through the routing shuffle's own map stage (the
         bridge's chunks; one more job submitted, :data:`MAP_STAGE_S`) or a tally job
         (:data:`PRIOR_TALLY_S`). Sets the prior tally cost until one is measured — a
         prior of a tally job on the map-stage path kept ``"auto"`` from looking ahead on
-        streams whose lag costs less than a job but more than a map stage.
+        streams whose lag costs less than a job but more than a map stage. Likewise a
+        moving batch's prior: ``rereads`` (the bridge's ``StateReread``) reads the
+        written shuffle again (:data:`PRIOR_REREAD_S`), else routes again
+        (:data:`PRIOR_REROUTE_S`) — a prior of routing again on the reread path asked
+        the first look-ahead of every stream to earn a cost it does not pay.
 
         Examples
         --------
@@ -292,6 +300,8 @@ class Lookahead:
         """
         if self._tallies_seen == 0:
             self.tally_s = MAP_STAGE_S if map_stage else PRIOR_TALLY_S
+        if self._reroutes_seen == 0:
+            self.reroute_s = PRIOR_REREAD_S if map_stage and rereads else PRIOR_REROUTE_S
 
     def observe(self, saving_per_batch: float) -> None:
         """One batch's decision: a migration decided (reactively or on the batch's own
