@@ -107,6 +107,17 @@ def simulated(args: argparse.Namespace) -> int:
     return 0
 
 
+def _records(counts: dict, seed: int, batch_records) -> list:
+    """One batch's ``(key, 1)`` records in a shuffled order: the Zipf sources' int keys
+    as ``batch_records`` makes them, the flights' string keys as they are."""
+    keys = list(counts)
+    if all(isinstance(k, (int, np.integer)) for k in keys):
+        return batch_records(np.array(keys), np.array(list(counts.values())), seed=seed)
+    recs = [(k, 1) for k in keys for _ in range(counts[k])]
+    order = np.random.default_rng(seed).permutation(len(recs))
+    return [recs[i] for i in order.tolist()]
+
+
 def on_spark(args: argparse.Namespace) -> int:
     from sparkbalance.bench.cpu import BatchCPU, ProcessTreeCPU
     from sparkbalance.bench.session import local_session, warm_up
@@ -120,8 +131,7 @@ def on_spark(args: argparse.Namespace) -> int:
     for text in args.spark.split(","):
         cell = parse_cell(text)
         counts = cell_batches(cell, n, args.batches, args.records, args.keys, seed=0)
-        batches = [batch_records(np.array(list(c)), np.array(list(c.values())), seed=t)
-                   for t, c in enumerate(counts)]
+        batches = [_records(c, t, batch_records) for t, c in enumerate(counts)]
         per: dict[str, list] = {p: [] for p in policies}
         cpu_per: dict[str, list] = {p: [] for p in policies}
         for rep in range(args.repeats):
