@@ -176,3 +176,16 @@ def test_auto_looks_ahead_where_a_shift_every_two_batches_makes_it_pay():
     assert "tally_s" not in parts["mixed:never"] and parts["mixed:never"]["move_s"] > 0
     assert abs(parts["mixed:always"]["tally_s"] - 0.01) < 1e-9
     assert parts["oracle:mixed"]["load_s"] <= parts["mixed:always"]["load_s"]
+
+
+def test_a_moving_batch_s_prior_cost_follows_the_path_it_takes():
+    from sparkbalance.state.control.lookahead import (PRIOR_REREAD_S, PRIOR_REROUTE_S,
+                                                      REREAD_S)
+    la = Lookahead("auto")
+    la.expect(map_stage=True, rereads=True)        # StateReread: the shuffle read again
+    assert la.reroute_s == PRIOR_REREAD_S == pytest.approx(20000 * REREAD_S)
+    la.expect(map_stage=True)                      # a jar without it routes again
+    assert la.reroute_s == PRIOR_REROUTE_S
+    la.observe_reroute(0.001)                      # once measured, the prior is gone
+    la.expect(map_stage=True, rereads=True)
+    assert la.reroute_s == 0.001
