@@ -11,7 +11,7 @@ cell: the default Mixed takes >= 80 % of the clairvoyant's gain and is never mor
 slower than none.
 
 Simulated (default): deterministic, the real controller on a per-record cost model
-(``--tally-s``, ``--reroute-s``: what looking ahead costs a batch, and a batch whose plan
+(``--tally-s``, ``--reread-us``: what looking ahead costs a batch, and a batch whose plan
 moves), medians over ``--seeds``, seconds per cell, insensitive to the machine's
 load. ``--spark CELL[,CELL...]`` runs cells on real Spark instead (``local[n]``, 100 µs of
 I/O-like wait per value; policies interleaved batch by batch, medians of ``--repeats``;
@@ -76,7 +76,7 @@ def format_parts(row: dict) -> str:
 
 
 def simulated(args: argparse.Namespace) -> int:
-    cost = CostModel(tally_s=args.tally_s, reroute_s=args.reroute_s,
+    cost = CostModel(tally_s=args.tally_s, reread_s=args.reread_us * 1e-6,
                      boundary_seen_s=args.seen_s)
     cells = [parse_cell(c) for c in args.cells.split(",")] if args.cells else all_cells()
     print(f"stream matrix, simulated: n={args.partitions}, {args.batches} batches of "
@@ -107,6 +107,17 @@ def simulated(args: argparse.Namespace) -> int:
     return 0
 
 
+def _records(counts: dict, seed: int, batch_records) -> list:
+    """One batch's ``(key, 1)`` records in a shuffled order: the Zipf sources' int keys
+    as ``batch_records`` makes them, the flights' string keys as they are."""
+    keys = list(counts)
+    if all(isinstance(k, (int, np.integer)) for k in keys):
+        return batch_records(np.array(keys), np.array(list(counts.values())), seed=seed)
+    recs = [(k, 1) for k in keys for _ in range(counts[k])]
+    order = np.random.default_rng(seed).permutation(len(recs))
+    return [recs[i] for i in order.tolist()]
+
+
 def on_spark(args: argparse.Namespace) -> int:
     from sparkbalance.bench.cpu import BatchCPU, ProcessTreeCPU
     from sparkbalance.bench.session import local_session, warm_up
@@ -120,15 +131,21 @@ def on_spark(args: argparse.Namespace) -> int:
     for text in args.spark.split(","):
         cell = parse_cell(text)
         counts = cell_batches(cell, n, args.batches, args.records, args.keys, seed=0)
-        batches = [batch_records(np.array(list(c)), np.array(list(c.values())), seed=t)
-                   for t, c in enumerate(counts)]
+        batches = [_records(c, t, batch_records) for t, c in enumerate(counts)]
         per: dict[str, list] = {p: [] for p in policies}
         cpu_per: dict[str, list] = {p: [] for p in policies}
         for rep in range(args.repeats):
             order = policies[rep % len(policies):] + policies[:rep % len(policies)]
             cpu = BatchCPU(ProcessTreeCPU())
+            states: dict = {}
             hist = run_streams(spark, order, batches, num_partitions=n, window=cell.window,
-                               progress=False, work=20, io_us=args.io_us, cpu=cpu)
+                               progress=False, work=20, io_us=args.io_us, cpu=cpu,
+                               states=states)
+            ref = states.pop("none")
+            exact = all(s == ref for s in states.values())
+            print(f"  run {rep}: final state of every policy equals none's: {exact}")
+            if not exact:
+                return 1
             for p, h in hist.items():
                 per[p].append(float(np.mean([r.batch_seconds for r in h[2:]])))
             for p, v in cpu.means(skip=2).items():
@@ -224,26 +241,39 @@ def reroute_costs(args: argparse.Namespace) -> int:
         return m.misplaced.routed.value if m.misplaced is not None else \
             (len(b1) if way in ("whole", "ride") else 0)
 
+    from sparkbalance.spark.session.jobs import next_job_id
     ways = ["base", "ride", "look", "whole", "misplaced", "reread"]
     wall: dict[str, list] = {w: [] for w in ways}
     cpu: dict[str, list] = {w: [] for w in ways}
+    jobs: dict[str, int] = {}
+    trips: dict[str, int] = {}
     routed_records: dict[str, int] = {}
     tree = ProcessTreeCPU()
+    client = sc._gateway._gateway_client
+    real, calls = client.send_command, [0]
+
+    def counting(*a, **kw):
+        calls[0] += 1
+        return real(*a, **kw)
+    client.send_command = counting
     run("base")
     for rep in range(args.repeats):
         for w in ways[rep % len(ways):] + ways[:rep % len(ways)]:
+            j0, calls[0] = next_job_id(sc), 0
             c0, t0 = tree.seconds(), time.perf_counter()
             routed_records[w] = run(w)
             wall[w].append(time.perf_counter() - t0)
             cpu[w].append(tree.seconds() - c0)
+            jobs[w], trips[w] = next_job_id(sc) - j0, calls[0] - 1   # less the reading
+    client.send_command = real
     print(f"look-ahead costs on Spark local[{n}], {len(b1)} records, {cell.name} batch 1, "
           f"plan moves {len(hot)} keys from rank {args.move_rank}; "
           f"load {os.getloadavg()[0]:.1f}")
     med = {w: statistics.median(wall[w]) for w in ways}
     mcpu = {w: statistics.median(cpu[w]) for w in ways}
     for w in ways:
-        print(f"  {w:10s} wall {med[w]:6.3f} s  CPU {mcpu[w]:6.3f} s  "
-              f"records routed by the plan's layout {routed_records[w]}")
+        print(f"  {w:10s} wall {med[w]:6.3f} s  CPU {mcpu[w]:6.3f} s  jobs {jobs[w]}  "
+              f"py4j {trips[w]:3d}  records routed by the plan's layout {routed_records[w]}")
     for name, d in (("wall", med), ("CPU", mcpu)):
         move = d["ride"] - d["base"]
         print(f"  {name}: tally_s = {d['look'] - d['base']:.3f}; reroute_s whole = "
@@ -322,11 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", type=int, default=5000, help="keys of the Zipf sources")
     p.add_argument("--seeds", type=int, default=3, help="simulated runs per cell (median)")
     p.add_argument("--tally-s", type=float, default=CostModel().tally_s,
-                   help="simulation: seconds a batch pays to look ahead (the map stage's "
-                        "job boundary, measured by --spark-costs: 0.05)")
-    p.add_argument("--reroute-s", type=float, default=CostModel().reroute_s,
-                   help="simulation: a batch's map stage (a moving batch reads "
-                        "REREAD_COST of it per record read twice)")
+                   help="simulation: seconds a batch pays to look ahead (the price the "
+                        "operator learns from whole batches on a quiet machine: 0.02)")
+    p.add_argument("--reread-us", type=float, default=CostModel().reread_s * 1e6,
+                   help="simulation: µs a moving look-ahead batch pays per record its "
+                        "merges read twice (REREAD_S)")
     p.add_argument("--seen-s", type=float, default=None,
                    help="what the boundary's parts measurement sees of --tally-s "
                         "(default: all of it; on the flights stream it saw about half)")

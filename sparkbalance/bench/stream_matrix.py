@@ -33,7 +33,7 @@ from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.controller import Controller
 from sparkbalance.state.control.layout import TableLayout
-from sparkbalance.state.control.lookahead import REREAD_COST, Lookahead
+from sparkbalance.state.control.lookahead import REREAD_S, Lookahead
 
 __all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES",
            "all_cells", "base_frequencies", "cell_batches", "simulate", "run_cell",
@@ -81,22 +81,28 @@ class CostModel:
     job boundary of the routing shuffle's map stage submitted on its own, as the operator
     measures it (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`) — and a
     batch whose plan moves reads the written shuffle again where its moving keys were
-    written (``StateReread``): :data:`~sparkbalance.state.control.lookahead.REREAD_COST` ×
-    ``reroute_s`` (the map stage of a whole batch, what routing it costs) × the share of
-    its records read twice. Nothing is routed again.
+    written (``StateReread``): ``reread_s`` (:data:`~sparkbalance.state.control.lookahead.
+    REREAD_S`) per record read twice. Nothing is routed again.
 
-    ``tally_s`` = 0.05 s: the job boundary measured on real Spark
-    (``bench_stream_matrix.py --spark-costs``, 20,000 records on ``local[8]``, 27-28 Nov
-    2026, medians of 5, ``look`` − ``base``): 0.045 s wall, 0.06 CPU s of the process tree
-    under a load of ~10; 0.10 CPU s under ~21. A batch reading the shuffle again cost
-    −0.01 to −0.02 s (noise) beyond ``look`` and the move, against 0.32-0.42 s for routing
-    it again whole and 0.32-0.40 s for its misplaced records.
+    ``tally_s`` = 0.02 s: the price a user pays on a quiet machine, the difference between
+    whole batches with and without the look-ahead that the operator learns
+    (:mod:`~sparkbalance.state.control.lookprice`; 0.010 s on Zipf 1.0 and 0.019 s on the
+    flights stream, ``bench_stateful.py``, quiet, 28 Nov 2026). What the look-ahead adds
+    to a batch, counted (``bench_stream_matrix.py --spark-costs``, 20,000 records on
+    ``local[8]``): one job (2 against 1), no stage, task or pass over the data more, one
+    driver round trip to run the map stage and the job group's 7; the tally costs its map
+    task 1.4-2.6 ms of CPU (one process over the batch's chunks: 14.4 → 17.0 ms Zipf
+    1.0, 10.5 → 11.9 ms flights); planning 1.5-2.4 ms of driver CPU. The rest is the
+    job's hand-offs (the map job's end reaching the driver, the merge job submitted and
+    scheduled), whose wall grows with the machine's load: ``look − base`` read 0.045 s
+    under a load of ~10 and 0.13-0.75 s under 22-34, with CPU differences inside the
+    noise (−0.04 to 0.22 s). The 0.05 s simulated before was one such loaded reading.
     """
 
     s_per_value: float = 100e-6
     fixed_s: float = 0.15
-    tally_s: float = 0.05
-    reroute_s: float = 0.05
+    tally_s: float = 0.02
+    reread_s: float = REREAD_S
     move_fixed_s: float = 0.02
     s_per_byte: float = 2e-8
     bytes_per_key: float = 200.0
@@ -208,7 +214,7 @@ class _Run:
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window,
                                    lambda: self.controller.payoff.seconds_per_load)
-        self.lookahead.expect(map_stage=True)      # the bridge's path (its prior 0.01 s)
+        self.lookahead.expect(map_stage=True, rereads=True)   # the bridge's path
         self.layout = TableLayout(n, n, RoutingTable())
         self.pending: TableLayout | None = None
         self.keys: dict = {}           # key -> last batch it had records in
@@ -267,7 +273,7 @@ class _Run:
         keys = list(counts)
         first = np.asarray(self.layout.fn.assign(keys)) % self.n
         again = sum(counts[k] * len(reach.get(p, ())) for k, p in zip(keys, first.tolist()))
-        return REREAD_COST * self.cost.reroute_s * again / total
+        return self.cost.reread_s * again
 
     def batch(self, t: int, batches: Sequence[Counter]) -> None:
         counts = batches[t]

@@ -86,7 +86,7 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
                 num_partitions: int, theta: float = 0.08, window: int | None = 3,
                 progress: bool = True, work: int = 200, io_us: float = 0.0,
                 profiler: BatchProfiler | None = None, cpu: BatchCPU | None = None,
-                **kw: Any) -> dict[str, list]:
+                states: dict | None = None, **kw: Any) -> dict[str, list]:
     """Run ``batches`` through one fresh operator per planner, interleaved batch by batch.
 
     Parameters
@@ -111,6 +111,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
         Records each batch's jobs and stages.
     cpu : BatchCPU, optional
         Records each batch's CPU seconds (driver and executors).
+    states : dict, optional
+        Filled with each sparkbalance planner's final state (``collect_state``).
     **kw
         More :class:`~sparkbalance.state.operator.KeyedStateOperator` arguments.
 
@@ -147,6 +149,8 @@ def run_streams(spark: Any, planners: Sequence[str], batches: Sequence[list], *,
                 used = cpu.batch(p, t) if cpu is not None else contextlib.nullcontext()
                 with prof, used:
                     ops[p].process(rdd, batch_id=t)
+        if states is not None:      # each planner's final state, to check it exact
+            states.update({p: ops[p].collect_state() for p in planners if p != PLAIN})
         return {p: list(ops[p].history) for p in planners}
     finally:
         for op in ops.values():

@@ -32,7 +32,7 @@ from sparkbalance.hashing import validate_key
 from sparkbalance.routing.keygroups import key_groups
 from sparkbalance.state.control.controller import Controller, Decision, Measurement
 from sparkbalance.state.control.layout import GroupLayout
-from sparkbalance.state.control.lookahead import (MISPLACED_COST, MISPLACED_SHARE, REREAD_COST,
+from sparkbalance.state.control.lookahead import (MISPLACED_COST, MISPLACED_SHARE, REREAD_S,
                                                   Lookahead, boundary_seconds)
 from sparkbalance.state.control.payoff import Judgement
 from sparkbalance.state.control.records import MigrationRecord
@@ -121,7 +121,7 @@ class Forecasting:
         plan moves, what the move's merges read twice."""
         la, c = self.lookahead, self._controller
         self._tally = None
-        la.expect(map_stage=at.state.ops.chunks)
+        la.expect(map_stage=at.state.ops.chunks, rereads=at.state.ops.rereads)
         looked = c.planner is not None and la.wanted()
         self._began = (time.perf_counter(), looked)     # the price as the batch pays it
         if not looked:
@@ -165,11 +165,10 @@ class Forecasting:
             la.observe_tally(boundary_seconds(seconds, span, time.perf_counter() - t1))
         if mis is not None:
             # A moving batch's price beyond the boundary: with StateReread the records its
-            # merges read twice (REREAD_COST of routing them, at the map stage's rate),
+            # merges read twice (REREAD_S each: a count, not the loaded map job's wall),
             # else the batch (or its misplaced records) routed again.
-            total = max(sum(counts.values()), 1)
             if rereads:
-                la.observe_reroute(REREAD_COST * seconds * mis.read_again(counts) / total)
+                la.observe_reroute(REREAD_S * mis.read_again(counts))
             else:
                 la.observe_reroute(seconds if routed is None else MISPLACED_COST * seconds)
         if decision is None:

@@ -72,11 +72,18 @@ def test_auto_looks_ahead_on_the_batches_a_rhythm_says_will_shift():
     assert not la.wanted()
 
 
-def test_the_lag_estimate_is_a_mean_from_the_first_batch():
+def test_the_lag_and_move_rate_are_derived_from_the_hazard_and_the_shifts():
     la = Lookahead("auto")
     la.observe(0.0)
-    la.observe(0.1)               # one batch of two lost 0.1 s: ~0.05 s a batch, not 0.01
-    assert 0.04 < la.lag_s < 0.06 and 0.4 < la.move_rate < 0.6
+    la.observe(0.1)               # the first move starts the hazard's clock
+    assert la.move_rate == la.hazard.rate == 1.0 and la.lag_s == pytest.approx(0.1)
+    for t in range(30):           # a move every other batch saving 0.04 s, one 0.5 s
+        la.observe((0.5 if t == 27 else 0.04) if t % 2 else 0.0)
+    assert la.move_rate == la.hazard.rate and 0.4 < la.move_rate < 0.6
+    # not kept twice: the share that moves times a shift's median saving (one outlier
+    # does not set it, as it set a mean)
+    assert la.lag_s == pytest.approx(la.hazard.rate * 0.04)
+    assert la.cost_s == pytest.approx(la.boundary_s + la.hazard.rate * la.reroute_s)
 
 
 @pytest.mark.parametrize("mode, wanted", [("always", True), ("never", False)])
@@ -169,3 +176,16 @@ def test_auto_looks_ahead_where_a_shift_every_two_batches_makes_it_pay():
     assert "tally_s" not in parts["mixed:never"] and parts["mixed:never"]["move_s"] > 0
     assert abs(parts["mixed:always"]["tally_s"] - 0.01) < 1e-9
     assert parts["oracle:mixed"]["load_s"] <= parts["mixed:always"]["load_s"]
+
+
+def test_a_moving_batch_s_prior_cost_follows_the_path_it_takes():
+    from sparkbalance.state.control.lookahead import (PRIOR_REREAD_S, PRIOR_REROUTE_S,
+                                                      REREAD_S)
+    la = Lookahead("auto")
+    la.expect(map_stage=True, rereads=True)        # StateReread: the shuffle read again
+    assert la.reroute_s == PRIOR_REREAD_S == pytest.approx(20000 * REREAD_S)
+    la.expect(map_stage=True)                      # a jar without it routes again
+    assert la.reroute_s == PRIOR_REROUTE_S
+    la.observe_reroute(0.001)                      # once measured, the prior is gone
+    la.expect(map_stage=True, rereads=True)
+    assert la.reroute_s == 0.001

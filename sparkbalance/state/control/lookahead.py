@@ -44,8 +44,8 @@ from sparkbalance.state.control.hazard import ShiftHazard
 from sparkbalance.state.control.lookprice import LookPrice
 
 __all__ = ["LOOKAHEAD_MODES", "Lookahead", "batch_work", "boundary_seconds", "PRIOR_TALLY_S",
-           "FORGET_LAG", "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_COST",
-           "PRIOR_REROUTE_S", "EXPLORE_MARGIN"]
+           "MAP_STAGE_S", "MISPLACED_SHARE", "MISPLACED_COST", "REREAD_S",
+           "PRIOR_REROUTE_S", "PRIOR_REREAD_S", "EXPLORE_MARGIN"]
 
 #: "auto" (default): tally while the lag it removes costs more than the tally; "always";
 #: "never" (the reactive controller of Fang et al. §4).
@@ -69,26 +69,30 @@ MISPLACED_SHARE: float = 0.1
 #: again (the same measurement: 0.15 s against 0.60 s of CPU).
 MISPLACED_COST: float = 0.25
 
-#: What a moving look-ahead batch pays when its merges read the written routing shuffle
-#: again (``StateReread``): per record read twice, this share of the map stage's seconds
-#: per record. Measured (the process CPU of
-#: :func:`~sparkbalance.spark.rdd.shuffle.route_records` writing ``R`` frames against
-#: ``chunk_records`` + ``gather`` decoding them, 20000 records): 0.14-0.20 µs against
-#: 0.49-1.13 µs a record (Zipf 1.0, uniform keys), 0.18-0.29; the map stage also reads
-#: the batch and writes the shuffle, so 0.3 bounds it from above.
-REREAD_COST: float = 0.3
+#: Seconds a moving look-ahead batch pays per record its merges read twice when they read
+#: the written routing shuffle again (``StateReread``;
+#: :meth:`~sparkbalance.state.frames.route_chunks.Misplaced.read_again` counts them):
+#: unpickling a chunk and keeping the merge's own keys, measured as one process's CPU
+#: over the chunks of a 20,000-record batch: 0.05-0.06 µs a record to unpickle (Zipf
+#: 1.0, flights), 0.14-0.20 µs with the keys kept. Before, a share (0.3) of the map-stage
+#: job's wall per record, which under load carried the job boundary and the load with it
+#: (0.75 µs a record at the stream matrix's 0.05 s map stage) and counted the boundary
+#: twice.
+REREAD_S: float = 0.2e-6
 
 #: Prior seconds of routing a moving look-ahead batch again before one was measured (the map
 #: stage of a batch of 20000 records on local[8]: ~0.05 s).
 PRIOR_REROUTE_S: float = 0.05
+#: Prior seconds of a moving look-ahead batch whose merges read the written shuffle again
+#: (``StateReread``), before one was measured: a batch of 20,000 records read twice at
+#: :data:`REREAD_S`.
+PRIOR_REREAD_S: float = 20000 * REREAD_S
 
 #: The price is explored (batches of the kind it lacks) only while a shift batch's lag is
 #: this many times the boundary measured from its parts: a lag nearer the price gains
 #: too little from looking ahead to pay for the look-aheads that measure it (on the stream
 #: matrix's Zipf 0.8 cells, 3 exploring look-aheads at 0.05 s cost 8 % of the gain).
 EXPLORE_MARGIN: float = 2.0
-#: Weight of one batch in the lag estimate (≈ the last 10 batches: shifts every 2 to 10).
-FORGET_LAG: float = 0.1
 #: Weight of one measurement in the tally's cost estimate.
 FORGET_TALLY: float = 0.3
 
@@ -174,13 +178,10 @@ class Lookahead:
             raise ValueError(f"lookahead={mode!r}; expected one of {LOOKAHEAD_MODES}")
         self.mode = mode
         self.window = window
-        self.lag_s = 0.0          # seconds per batch a reactive controller loses to lag
         self.tally_s = PRIOR_TALLY_S   # seconds every looked-ahead batch pays
         self.reroute_s = PRIOR_REROUTE_S   # seconds more a looked-ahead batch that moves pays
-        self.move_rate = 0.0      # share of batches whose decision moves the state
         self._tallies_seen = 0
         self._reroutes_seen = 0
-        self._weights = self._lag = self._moves = 0.0
         #: the price as batches with and without the look-ahead differ (replaces
         #: ``tally_s`` once both kinds were seen, :mod:`~sparkbalance.state.control.lookprice`)
         self.price = LookPrice()
@@ -191,6 +192,31 @@ class Lookahead:
         self.hazard = ShiftHazard()
         self.shifts: deque = deque(maxlen=9)
         self.past: deque = deque(maxlen=(window or 0) + 1)
+
+    @property
+    def move_rate(self) -> float:
+        """Share of the recent batches whose decision moved the state: the hazard's mean
+        rate (:attr:`~sparkbalance.state.control.hazard.ShiftHazard.rate`), not kept
+        twice."""
+        return self.hazard.rate
+
+    @property
+    def lag_s(self) -> float:
+        """Seconds per batch a reactive controller loses to lag, averaged over batches:
+        the share that moved (:attr:`move_rate`) times what a batch that needed a move
+        lost (the median of the last ones).
+
+        Examples
+        --------
+        >>> la = Lookahead("auto")
+        >>> la.observe(0.0); la.observe(0.1)     # the first move starts the clock
+        >>> la.move_rate, la.lag_s               # another is expected until quiet ones
+        (1.0, 0.1)
+        >>> for _ in range(3): la.observe(0.0)
+        >>> round(la.move_rate, 2), round(la.lag_s, 3)
+        (0.16, 0.016)
+        """
+        return self.move_rate * statistics.median(self.shifts) if self.shifts else 0.0
 
     @property
     def boundary_s(self) -> float:
@@ -210,7 +236,7 @@ class Lookahead:
         --------
         >>> la = Lookahead("auto")
         >>> la.observe_tally(0.01); la.observe_reroute(0.05)
-        >>> la.observe(0.04); la.observe(0.0)    # one batch in two moves (EWMA)
+        >>> la.observe(0.04); la.observe(0.0)
         >>> round(la.cost_s, 4) == round(0.01 + la.move_rate * 0.05, 4)
         True
         """
@@ -253,12 +279,16 @@ class Lookahead:
         with (``looked``) or without the look-ahead."""
         self.price.observe(looked, seconds, work, max_load, moved)
 
-    def expect(self, map_stage: bool) -> None:
+    def expect(self, map_stage: bool, rereads: bool = False) -> None:
         """The look-ahead's path: through the routing shuffle's own map stage (the
         bridge's chunks; one more job submitted, :data:`MAP_STAGE_S`) or a tally job
         (:data:`PRIOR_TALLY_S`). Sets the prior tally cost until one is measured — a
         prior of a tally job on the map-stage path kept ``"auto"`` from looking ahead on
-        streams whose lag costs less than a job but more than a map stage.
+        streams whose lag costs less than a job but more than a map stage. Likewise a
+        moving batch's prior: ``rereads`` (the bridge's ``StateReread``) reads the
+        written shuffle again (:data:`PRIOR_REREAD_S`), else routes again
+        (:data:`PRIOR_REROUTE_S`) — a prior of routing again on the reread path asked
+        the first look-ahead of every stream to earn a cost it does not pay.
 
         Examples
         --------
@@ -270,23 +300,18 @@ class Lookahead:
         """
         if self._tallies_seen == 0:
             self.tally_s = MAP_STAGE_S if map_stage else PRIOR_TALLY_S
+        if self._reroutes_seen == 0:
+            self.reroute_s = PRIOR_REREAD_S if map_stage and rereads else PRIOR_REROUTE_S
 
     def observe(self, saving_per_batch: float) -> None:
         """One batch's decision: a migration decided (reactively or on the batch's own
         tally) saves ``saving_per_batch`` seconds per batch; 0 when none was needed."""
         if not math.isfinite(saving_per_batch):
             return
-        # Means over the batches seen, recent ones weighed more (EWMA divided by its
-        # weights: a zero start would hide the lag of the first shifts for ~10 batches).
         saving = max(saving_per_batch, 0.0)
         self.hazard.observe(saving > 0)
         if saving > 0:
             self.shifts.append(saving)
-        self._weights = (1 - FORGET_LAG) * self._weights + FORGET_LAG
-        self._lag = (1 - FORGET_LAG) * self._lag + FORGET_LAG * saving
-        self._moves = (1 - FORGET_LAG) * self._moves + FORGET_LAG * (saving > 0)
-        self.lag_s = self._lag / self._weights
-        self.move_rate = self._moves / self._weights
 
     def observe_tally(self, seconds: float) -> None:
         """A tally took ``seconds``: what every looked-ahead batch pays (the first
