@@ -56,7 +56,7 @@ def test_bridge_route_equals_pyspark_steps(sc, ops, monkeypatch) -> None:
     calls = _Calls(monkeypatch)
     routed = shuffle_chunks([one], P, fn, ops)
     run_map_stage(routed, ops)
-    assert calls.n == 3                     # route, the RDD's id, the map stage
+    assert calls.n == 2                     # route, the map stage (the id read when asked)
     monkeypatch.undo()
     plain = FrameOps(sc, True)
     plain.routes = False                    # PySpark's steps, as without the class
