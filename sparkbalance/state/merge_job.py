@@ -49,7 +49,8 @@ def stats_outputs_written(merged: Merged, store: Any, name: str
     sub-directory ``name`` (their file table, as a checkpoint records it), in one job,
     with or without the bridge jar."""
     table, back = write_selected(store, name, merged.rdd, fr.TAG_STATE,
-                                 (fr.TAG_STATS, fr.TAG_BYPASS, fr.TAG_OUTPUTS))
+                                 (fr.TAG_STATS, fr.TAG_BYPASS, fr.TAG_OUTPUTS),
+                                 merged.layout.num_physical)
     # per partition its T frame, then its U frames (stats_of_frames' order); O frames apart
     raw = [f for fs in back for t in (fr.TAG_STATS, fr.TAG_BYPASS) for f in fs if f[0] == t]
     frames = [f for fs in back for f in fs if f[0] == fr.TAG_OUTPUTS]

@@ -1,15 +1,21 @@
 """The keyed state's routing shuffle built and its map stage run in one bridge call each
 (``StateShuffle``): the same chunks in the same partitions as PySpark's step-by-step
-shuffle, in a handful of py4j round trips instead of dozens."""
+shuffle, in a handful of py4j round trips instead of dozens; and the RDDs the keyed state
+builds over Java RDDs (``built_rdd``) and persists (``caching.persist``) without needless
+round trips, with the same results and cache."""
 from __future__ import annotations
 
 import threading
 
 import pytest
 
+from pyspark import StorageLevel
+from pyspark.serializers import CPickleSerializer, NoOpSerializer
+
 from sparkbalance.routing.hash import HashPartitioner
+from sparkbalance.state.frames.caching import persist
 from sparkbalance.state.frames import format as fr
-from sparkbalance.state.frames.rdds import FrameOps, frame_ops
+from sparkbalance.state.frames.rdds import FrameOps, as_frames, built_rdd, frame_ops
 from sparkbalance.state.frames.route_chunks import batch_chunks, run_map_stage, shuffle_chunks
 
 P, G = 4, 16
@@ -56,7 +62,7 @@ def test_bridge_route_equals_pyspark_steps(sc, ops, monkeypatch) -> None:
     calls = _Calls(monkeypatch)
     routed = shuffle_chunks([one], P, fn, ops)
     run_map_stage(routed, ops)
-    assert calls.n == 3                     # route, the RDD's id, the map stage
+    assert calls.n == 2                     # route, the map stage (the id read when asked)
     monkeypatch.undo()
     plain = FrameOps(sc, True)
     plain.routes = False                    # PySpark's steps, as without the class
@@ -108,3 +114,54 @@ def test_python_pass_with_a_broadcast_is_left_to_pyspark(sc, ops) -> None:
     passes.built(rdd)
     assert passes.built_here == before                # PySpark built it
     assert rdd.collect() == ["a", None]
+
+
+def test_built_rdd_reads_as_the_plain_rdd_with_its_id_read_when_asked(spark, monkeypatch):
+    sc = spark.sparkContext
+    src = sc.parallelize([b"a", b"bc", b"d"], 2)
+    jrdd = as_frames(src.map(lambda b: b))._jrdd
+    calls = _Calls(monkeypatch)
+    rdd = built_rdd(jrdd, sc)
+    passed = rdd.mapPartitionsWithIndex(lambda i, it: [(i, bytes(f)) for f in it])
+    assert calls.n == 0           # no id, no barrier question
+    assert not passed.is_barrier
+    monkeypatch.undo()
+    assert rdd.id() == jrdd.id()
+    assert passed.collect() == [(0, b"a"), (1, b"bc"), (1, b"d")]
+    assert sorted(rdd.collect()) == [b"a", b"bc", b"d"]
+    assert isinstance(rdd._jrdd_deserializer, NoOpSerializer)
+
+
+def test_a_pass_over_a_barrier_rdd_stays_a_barrier_rdd_in_the_jvm(spark):
+    sc = spark.sparkContext
+    barrier = sc.parallelize([1, 2], 2).barrier().mapPartitions(lambda it: it)
+    rdd = built_rdd(barrier._jrdd, sc, barrier._jrdd_deserializer)
+    passed = rdd.map(lambda x: x + 1)
+    assert passed._jrdd.rdd().isBarrier()      # the JVM asks the narrow parents
+    assert sorted(passed.collect()) == [2, 3]
+
+
+def test_persist_builds_the_jvm_storage_level_once(spark, monkeypatch):
+    sc = spark.sparkContext
+    a = sc.parallelize(range(10), 2)
+    b = sc.parallelize(range(5), 2)
+    b._jrdd                       # a pass's Java RDD is built when first read
+    persist(a, StorageLevel.MEMORY_AND_DISK)
+    calls = _Calls(monkeypatch)
+    persist(b, StorageLevel.MEMORY_AND_DISK)
+    assert calls.n == 1           # the persist call alone
+    monkeypatch.undo()
+    try:
+        for r in (a, b):
+            assert r.is_cached
+            assert r.getStorageLevel() == StorageLevel.MEMORY_AND_DISK
+        assert b.sum() == 10 and a.sum() == 45
+    finally:
+        a.unpersist(), b.unpersist()
+
+
+def test_built_rdd_with_a_pickled_deserializer(spark):
+    sc = spark.sparkContext
+    src = sc.parallelize([(1, "x"), (2, "y")], 2)._reserialize(CPickleSerializer())
+    rdd = built_rdd(src._jrdd, sc, CPickleSerializer())
+    assert sorted(rdd.collect()) == [(1, "x"), (2, "y")]

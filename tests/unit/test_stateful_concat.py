@@ -58,3 +58,31 @@ def test_concat_frames_one_dtype_path():
     got = concat_frames(frames)
     pd.testing.assert_frame_equal(got, pd.concat(frames, ignore_index=True))
     assert got.index.equals(pd.RangeIndex(50))
+
+
+def test_to_arrow_by_position_when_the_columns_are_the_schemas_equals_by_name():
+    """A run whose columns are the output schema's names in its order is converted
+    without selecting them by name; the Arrow stream is the same as by name, and frames
+    in another column order are still matched by name."""
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark.sql.conversion")
+    from pyspark.sql.conversion import PandasToArrowConversion
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    from sparkbalance.state.pandas_state.arrow_rows import RowConverter, arrow_table
+    out = StructType([StructField("k", StringType()), StructField("n", LongType()),
+                      StructField("x", DoubleType())])
+    conv = RowConverter(out, out, "UTC", 10_000)
+    runs = [
+        [pd.DataFrame({"k": ["a"], "n": [1], "x": [0.5]}),
+         pd.DataFrame({"k": [None], "n": [2], "x": [float("nan")]})],
+        [pd.DataFrame({"n": [3], "x": [1.5], "k": ["b"]})],            # by name
+        [pd.DataFrame({"k": ["c"], "n": [4], "x": [2.0]}),
+         pd.DataFrame({"x": [3.0], "k": ["d"], "n": [5]})],            # mixed: pd.concat
+    ]
+    for frames in runs:
+        got = arrow_table([conv.to_arrow(frames)])
+        want = PandasToArrowConversion.convert(
+            pd.concat(frames, ignore_index=True), out, timezone="UTC", safecheck=True,
+            arrow_cast=True, assign_cols_by_name=True)
+        assert got.equals(pa.Table.from_batches([want]))

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from pyspark.accumulators import AccumulatorParam
 
-from sparkbalance.state.frames.rdds import as_frames, frame_ops
+from sparkbalance.state.frames.rdds import as_frames, built_rdd, frame_ops
 
 __all__ = ["frames_digest", "part_name", "write_frames", "write_selected", "check_files",
            "read_frames", "read_parts", "FileTable"]
@@ -84,14 +84,16 @@ def write_frames(store: Any, name: str, rdd: Any) -> FileTable:
     return _write(store, name, rdd, None, ())[0]
 
 
-def write_selected(store: Any, name: str, rdd: Any, tag: int,
-                   collect: tuple[int, ...]) -> tuple[FileTable, list[list[bytes]]]:
+def write_selected(store: Any, name: str, rdd: Any, tag: int, collect: tuple[int, ...],
+                   num_partitions: int | None = None
+                   ) -> tuple[FileTable, list[list[bytes]]]:
     """As :func:`write_frames` for the frames of ``rdd`` whose first byte is ``tag``
     (those an ``ops.select(rdd, tag)`` keeps, in the same order), in the same job that
     brings the frames of the tags in ``collect`` back to the driver: ``(table, frames)``,
     ``frames[pid]`` partition ``pid``'s, in its order. One job where a select written and
     a select collected take two: the keyed state's commit writes the state frames while
-    its merge job brings the statistics and outputs back.
+    its merge job brings the statistics and outputs back. ``num_partitions``: ``rdd``'s,
+    when the caller knows it (else read from the JVM, two round trips).
 
     Examples
     --------
@@ -100,11 +102,11 @@ def write_selected(store: Any, name: str, rdd: Any, tag: int,
     >>> len(back) == merged.rdd.getNumPartitions()                     # doctest: +SKIP
     True
     """
-    return _write(store, name, rdd, tag, tuple(collect))
+    return _write(store, name, rdd, tag, tuple(collect), num_partitions)
 
 
-def _write(store: Any, name: str, rdd: Any, tag: int | None,
-           collect: tuple[int, ...]) -> tuple[FileTable, list[list[bytes]]]:
+def _write(store: Any, name: str, rdd: Any, tag: int | None, collect: tuple[int, ...],
+           num_partitions: int | None = None) -> tuple[FileTable, list[list[bytes]]]:
     sc = rdd.context
     acc = sc.accumulator([], _ListParam())
 
@@ -133,7 +135,7 @@ def _write(store: Any, name: str, rdd: Any, tag: int | None,
             raise OSError(f"{store.display(name)}: two attempts of partition {pid} wrote "
                           "different frames (non-deterministic state)")
         frames.setdefault(pid, back)
-    P = rdd.getNumPartitions()
+    P = rdd.getNumPartitions() if num_partitions is None else int(num_partitions)
     if sorted(digests) != list(range(P)):
         raise OSError(f"{store.display(name)}: checksums of {len(digests)} of {P} partitions "
                       "came back from the writing tasks")
@@ -224,7 +226,6 @@ def read_parts(sc: Any, store: Any, name: str, table: FileTable, num_physical: i
     >>> read_parts(sc, store, man.state_dir, man.state_files, 4).count()   # doctest: +SKIP
     17
     """
-    from pyspark import RDD
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
 
     verify = _verifier(store, name, table, num_physical, check)
@@ -232,5 +233,5 @@ def read_parts(sc: Any, store: Any, name: str, table: FileTable, num_physical: i
     jrdd = (parts(sc._jsc, store.uri(name), int(num_physical)) if near is None else
             parts(sc._jsc, store.uri(name), int(num_physical), near._jrdd))
     # saveAsPickleFile's batches (batchSize 10): one pickled list per JVM element
-    raw = RDD(jrdd, sc, BatchedSerializer(CPickleSerializer(), 10))
+    raw = built_rdd(jrdd, sc, BatchedSerializer(CPickleSerializer(), 10))
     return as_frames(raw.mapPartitionsWithIndex(verify, preservesPartitioning=True))

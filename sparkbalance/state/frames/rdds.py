@@ -35,7 +35,8 @@ STATE_SHUFFLE_CLASS: str = "io.sparkbalance.bridge.StateShuffle"
 #: The bridge class that reads a written routing shuffle again under a new plan.
 STATE_REREAD_CLASS: str = "io.sparkbalance.bridge.StateReread"
 
-__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "FrameOps", "frame_ops", "as_frames", "mask_of", "summaries"]
+__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "FrameOps", "frame_ops", "as_frames",
+           "mask_of", "summaries", "built_rdd"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -44,6 +45,60 @@ def _routed(pair: tuple[int, bytes]) -> tuple[bytes, bytes]:
     """A moving frame as ``StateFrames.moveFrames`` reads it: its destination (big-endian
     int32) then the frame."""
     return struct.pack(">i", pair[0]), pair[1]
+
+
+class _NoId:
+    """Stands for a Java RDD in ``RDD.__init__``, which asks it for its id (a round trip)."""
+
+    @staticmethod
+    def id() -> None:
+        return None
+
+
+_BUILT: list = []
+
+
+def _built_class() -> type:
+    if not _BUILT:
+        from pyspark import RDD
+
+        class BuiltRDD(RDD):
+            """An RDD over a Java RDD the keyed state built (never in a barrier stage):
+            its id is read when asked, and a Python pass over it does not ask the JVM
+            whether it is a barrier RDD."""
+
+            def __init__(self, jrdd: Any, ctx: Any, deserializer: Any) -> None:
+                super().__init__(_NoId, ctx, deserializer)
+                self._jrdd = jrdd
+
+            def id(self) -> int:
+                if self._id is None:
+                    self._id = self._jrdd.id()
+                return self._id
+
+            def _is_barrier(self) -> bool:
+                return False
+
+        _BUILT.append(BuiltRDD)
+    return _BUILT[0]
+
+
+def built_rdd(jrdd: Any, sc: Any, deserializer: Any = None) -> Any:
+    """A PySpark RDD over ``jrdd`` (frames by default: ``NoOpSerializer``), a Java RDD
+    the keyed state built and that is no barrier RDD (frames selected, concatenated,
+    shuffled; a micro-batch as Arrow batches; state files read back).
+
+    ``RDD(jrdd, sc, ...)`` reads the RDD's id (one py4j round trip) and each Python pass
+    over it asks the JVM whether it is a barrier RDD (two more, and a reference to
+    release): about three round trips per RDD a batch builds, some twenty a batch. This
+    one reads its id only when asked and answers the barrier question itself: no. That
+    answer is only the pass's own flag; the JVM still makes a pass over a barrier RDD a
+    barrier RDD (``RDD.isBarrier`` also asks the narrow parents).
+    """
+    if deserializer is None:
+        from pyspark.serializers import NoOpSerializer
+        deserializer = NoOpSerializer()
+    return _built_class()(jrdd, sc, deserializer)
 
 
 def as_frames(rdd: Any) -> Any:
@@ -105,9 +160,8 @@ class FrameOps:
         return m
 
     def wrap(self, jrdd: Any) -> Any:
-        from pyspark import RDD
-        from pyspark.serializers import NoOpSerializer
-        return RDD(jrdd, self.sc, NoOpSerializer())
+        """The frames RDD over ``jrdd`` (:func:`built_rdd`)."""
+        return built_rdd(jrdd, self.sc)
 
     def route(self, keyed: list, num_partitions: int, partitioner_id: int) -> Any:
         """The routing shuffle of the map sides ``keyed`` (one or two, each as

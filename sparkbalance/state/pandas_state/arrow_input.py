@@ -139,9 +139,8 @@ def key_chunks(messages: Iterable[bytes], schema: Any, key_index: list[int]
 def arrow_pairs(df: Any, schema: Any, key_index: list[int]) -> Any:
     """The RDD of ``(key, RowChunk)`` of the micro-batch ``df`` (lazy; the Arrow batches
     are written in the JVM and cut by key in the routing shuffle's map task)."""
-    from pyspark import RDD
-    from pyspark.serializers import NoOpSerializer
+    from sparkbalance.state.frames.rdds import built_rdd
     jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
-    messages = RDD(jrdd, df.sparkSession.sparkContext, NoOpSerializer())
+    messages = built_rdd(jrdd, df.sparkSession.sparkContext)
     index = list(key_index)
     return messages.mapPartitions(lambda it: key_chunks(it, schema, index))

@@ -134,12 +134,17 @@ class RowConverter:
         import pyarrow as pa
         from pyspark.sql.conversion import PandasToArrowConversion
         batches, run, count = [], [], 0
+        names = self.out_schema.names
+        unique = len(set(names)) == len(names)
 
         def flush() -> None:
             merged = run[0] if len(run) == 1 else concat_frames(run)
+            # columns already the schema's names in its order: selecting them by name
+            # (a reindex and a copy of the frame) gives the same frame back
+            by_name = not (unique and list(merged.columns) == names)
             batches.append(PandasToArrowConversion.convert(
                 merged, self.out_schema, timezone=self.timezone, safecheck=True,
-                arrow_cast=True, assign_cols_by_name=True))
+                arrow_cast=True, assign_cols_by_name=by_name))
 
         for pdf in pdfs:
             run.append(pdf)
