@@ -13,7 +13,9 @@ CPU seconds of the whole process tree (driver, JVM, Python workers) per batch, t
 ratio, and whether the final states agree.
 
 The session is ``local[n]`` with n = state partitions, so the n tasks of a batch wait side
-by side even on few cores and the slowest partition sets the batch time.
+by side even on few cores and the slowest partition sets the batch time. It is built as the
+README builds one (``--session plain``: the bridge jar comes on first use) or with
+``sb.configure(builder)`` (``--session configured``: the jar and UI plugin from launch).
 
 ``python integration/benchmarks/bench_stateful.py --quick`` (a few minutes), or with
 ``--batches 20 --rows 20000 --partitions 8 --runs 3`` for the setting of the issue.
@@ -302,6 +304,9 @@ def main(argv: list[str] | None = None) -> None:
                          "per-batch timeline: the engine's durationMs phases, each job's "
                          "wall and tasks, the driver's time outside jobs, py4j calls by "
                          "phase, Python workers (no table)")
+    ap.add_argument("--session", choices=("plain", "configured"), default="plain",
+                    help="plain: the README's builder, the bridge comes on first use; "
+                         "configured: sb.configure(builder), the jar and UI plugin from launch")
     ap.add_argument("--quick", action="store_true",
                     help="6 batches of 4000 rows, 4 partitions, 2 runs (indicative only)")
     a = ap.parse_args(argv)
@@ -320,17 +325,21 @@ def main(argv: list[str] | None = None) -> None:
     cores = os.cpu_count() or 1
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master(f"local[{a.partitions}]")
-             .appName("sparkbalance-bench-stateful")
-             .config("spark.sql.shuffle.partitions", str(a.partitions))
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.ui.retainedJobs", "100000")
-             .config("spark.ui.retainedStages", "100000").getOrCreate())
+    builder = (SparkSession.builder.master(f"local[{a.partitions}]")
+               .appName("sparkbalance-bench-stateful")
+               .config("spark.sql.shuffle.partitions", str(a.partitions))
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.ui.retainedJobs", "100000")
+               .config("spark.ui.retainedStages", "100000"))
+    if a.session == "configured":
+        import sparkbalance as sb
+        builder = sb.configure(builder)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     base = tempfile.mkdtemp(prefix="sb-bench-stateful-")
     print(f"{a.batches} batches x {a.rows} rows, {a.keys} keys, {a.partitions} partitions "
           f"(slots), {cores} cores, us/record {a.work_us}, medians of {a.runs} alternating "
-          f"runs; load {os.getloadavg()[0]:.2f}")
+          f"runs, {a.session} session; load {os.getloadavg()[0]:.2f}")
     print("per batch (medians): wall s, ratio = ours / spark; floor = max(wait / slots, "
           "busiest key's wait) + this mode's fixed cost (its wall at 0 us); /fl = wall / "
           "floor; cpu s and its ratio; cpu/core = cpu / cores (the CPU-bound floor); "
