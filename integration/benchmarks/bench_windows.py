@@ -108,6 +108,62 @@ def _proc_cpu(pid: int) -> float:
     return total
 
 
+#: JVM and Python thread names (``/proc/<pid>/task/<tid>/comm``, 15 characters) by the
+#: work they do: where a run's CPU goes outside the tasks.
+_THREAD_KINDS = (("jit", ("C1 CompilerThre", "C2 CompilerThre")),
+                 ("gc", ("GC Thread", "G1 ", "GC ")),
+                 ("tasks", ("Executor task l",)),
+                 ("shuffle", ("shuffle-", "rpc-", "netty", "dispatcher")),
+                 ("driver", ("Thread-", "main", "dag-scheduler", "py4j")))
+
+
+def _kind(name: str, python: bool) -> str:
+    if python:
+        return "python"
+    return next((k for k, prefixes in _THREAD_KINDS if name.startswith(prefixes)), "other")
+
+
+def thread_cpu(pid: int) -> dict[tuple[int, int], tuple[str, float]]:
+    """CPU seconds of every thread of ``pid`` and its descendants, by (pid, tid): the
+    thread's kind (:data:`_THREAD_KINDS`) and its user+system seconds. A difference of two
+    readings attributes a run's CPU to the JIT, GC, the tasks, the driver's planning."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                text = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(text[text.rindex(")") + 2:].split()[1]), []).append(int(d))
+    out, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            python = "python" in Path(f"/proc/{p}/comm").read_text()
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                text = Path(f"/proc/{p}/task/{t}/stat").read_text()
+            except OSError:
+                continue
+            name = text[text.index("(") + 1:text.rindex(")")]
+            f = text[text.rindex(")") + 2:].split()
+            out[(p, int(t))] = (_kind(name, python), (int(f[11]) + int(f[12])) / tick)
+    return out
+
+
+def thread_delta(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds per thread kind between two :func:`thread_cpu` readings."""
+    out: dict[str, float] = {}
+    for key, (kind, cpu) in after.items():
+        out[kind] = out.get(kind, 0.0) + cpu - before.get(key, (kind, 0.0))[1]
+    return {k: round(v, 2) for k, v in sorted(out.items())}
+
+
 def build_session(slots: int, memory: str = "3g", master: str | None = None):
     """``local[slots]`` by default; ``master`` (e.g. ``local-cluster[4,1,1024]``: executors
     with fixed memory each) runs the executors as separate JVMs, each with the memory the
@@ -185,6 +241,7 @@ def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None 
     pid = int(jvm.java.lang.ProcessHandle.current().pid())
     jit = jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
     j0 = jit.getTotalCompilationTime()
+    th0 = thread_cpu(pid) if plan is not None else {}
     c0, t0 = _proc_cpu(pid), time.perf_counter()
     out = with_window_columns(df, slots, **cols) if method == "balanced" else df.withColumns(cols)
     q = after(out)
@@ -198,7 +255,8 @@ def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None 
         plan.update(operators=len(ops), joins=sum("Join" in o.split(" ")[0] for o in ops),
                     exchanges=sum(o.startswith(("Exchange", "BroadcastExchange"))
                                   for o in ops),
-                    jit_ms=int(jit.getTotalCompilationTime() - j0))
+                    jit_ms=int(jit.getTotalCompilationTime() - j0),
+                    threads=thread_delta(th0, thread_cpu(pid)))
     return wall, cpu, split
 
 
@@ -247,6 +305,8 @@ def metrics(spark, case: str, rows: int, share: float, slots: int, pad: int = PA
                   f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB "
                   f"shuffle rows w {s[8]:8d} r {s[9]:8d}  {s[6]}",
                   flush=True)
+        print(f"    CPU by thread kind (every JVM and Python worker): {plan['threads']}",
+              flush=True)
         out[method] = {"stages": len(new), "tasks": sum(s[1] for s in new),
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),
