@@ -112,9 +112,9 @@ def _proc_cpu(pid: int) -> float:
 #: work they do: where a run's CPU goes outside the tasks.
 _THREAD_KINDS = (("jit", ("C1 CompilerThre", "C2 CompilerThre")),
                  ("gc", ("GC Thread", "G1 ", "GC ")),
-                 ("tasks", ("Executor task l",)),
+                 ("tasks", ("Executor task",)),
                  ("shuffle", ("shuffle-", "rpc-", "netty", "dispatcher")),
-                 ("driver", ("Thread-", "main", "dag-scheduler", "py4j")))
+                 ("driver", ("Thread-", "java", "dag-scheduler", "py4j")))
 
 
 def _kind(name: str, python: bool) -> str:
