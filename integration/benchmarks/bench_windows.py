@@ -126,7 +126,8 @@ def _kind(name: str, python: bool) -> str:
 def thread_cpu(pid: int) -> dict[tuple[int, int], tuple[str, float]]:
     """CPU seconds of every thread of ``pid`` and its descendants, by (pid, tid): the
     thread's kind (:data:`_THREAD_KINDS`) and its user+system seconds. A difference of two
-    readings attributes a run's CPU to the JIT, GC, the tasks, the driver's planning."""
+    readings attributes a run's CPU to the JIT, GC, the tasks, the driver's planning, in
+    the driver JVM and in the executor JVMs (``local-cluster``) apart."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
@@ -139,6 +140,7 @@ def thread_cpu(pid: int) -> dict[tuple[int, int], tuple[str, float]]:
     out, todo = {}, [pid]
     while todo:
         p = todo.pop()
+        role = "driver" if p == pid else "executor"
         todo.extend(children.get(p, []))
         try:
             python = "python" in Path(f"/proc/{p}/comm").read_text()
@@ -152,7 +154,9 @@ def thread_cpu(pid: int) -> dict[tuple[int, int], tuple[str, float]]:
                 continue
             name = text[text.index("(") + 1:text.rindex(")")]
             f = text[text.rindex(")") + 2:].split()
-            out[(p, int(t))] = (_kind(name, python), (int(f[11]) + int(f[12])) / tick)
+            kind = _kind(name, python)
+            out[(p, int(t))] = (kind if python else f"{role} {kind}",
+                                (int(f[11]) + int(f[12])) / tick)
     return out
 
 
