@@ -54,8 +54,10 @@ Wall = seconds to write the result to the ``noop`` sink; CPU = user+system secon
 Spark JVM and every process under it (Python workers included), read from /proc.
 
 ``--metrics`` runs each method once per cell and prints, per stage, the tasks, executor CPU
-and GC seconds and bytes spilled (memory / disk) from Spark's status store: figures that
-do not hang on the machine's load.
+and GC seconds and bytes spilled (memory / disk) from Spark's status store, and the CPU of
+every thread of the driver and executor JVMs and the Python workers by kind (tasks, JIT,
+GC, shuffle, the driver's own; :func:`thread_cpu`): figures that do not hang on the
+machine's load.
 
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
