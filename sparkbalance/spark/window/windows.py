@@ -298,7 +298,8 @@ def _summary(d: "DataFrame", pcols: list[str], summaries: list, whole: bool = Fa
     if whole:
         # the key's aggregate over its rows is the segments' combined: the segment
         # expression (a comparison tree over the cut points) is then pruned from this branch
-        return hot_rows.groupBy(*pcols).agg(*aggs).select(
+        # (one task reads the few per-key rows for the broadcast)
+        return hot_rows.groupBy(*pcols).agg(*aggs).coalesce(1).select(
             *pcols, F.lit(True).alias(_HOT),
             *[F.col(c).alias(f"{name}_t_{a}") for c, (name, a, _) in ops.items()])
     # the rows before the halo copies (each counted once, by its own segment); one task
