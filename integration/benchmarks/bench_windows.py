@@ -54,8 +54,10 @@ Wall = seconds to write the result to the ``noop`` sink; CPU = user+system secon
 Spark JVM and every process under it (Python workers included), read from /proc.
 
 ``--metrics`` runs each method once per cell and prints, per stage, the tasks, executor CPU
-and GC seconds and bytes spilled (memory / disk) from Spark's status store: figures that
-do not hang on the machine's load.
+and GC seconds and bytes spilled (memory / disk) from Spark's status store, and the CPU of
+every thread of the driver and executor JVMs and the Python workers by kind (tasks, JIT,
+GC, shuffle, the driver's own; :func:`thread_cpu`): figures that do not hang on the
+machine's load.
 
 Usage: python integration/benchmarks/bench_windows.py [--quick] [--slots 16] [--repeats 3]
        [--rows 200000,1000000] [--shares 0.1,0.3,0.9] [--cases costly,memory]
@@ -106,6 +108,66 @@ def _proc_cpu(pid: int) -> float:
             total += sum(int(x) for x in f[11:15]) / tick  # utime stime cutime cstime
         todo.extend(children.get(p, []))
     return total
+
+
+#: JVM and Python thread names (``/proc/<pid>/task/<tid>/comm``, 15 characters) by the
+#: work they do: where a run's CPU goes outside the tasks.
+_THREAD_KINDS = (("jit", ("C1 CompilerThre", "C2 CompilerThre")),
+                 ("gc", ("GC Thread", "G1 ", "GC ")),
+                 ("tasks", ("Executor task",)),
+                 ("shuffle", ("shuffle-", "rpc-", "netty", "dispatcher")),
+                 ("driver", ("Thread-", "java", "dag-scheduler", "py4j")))
+
+
+def _kind(name: str, python: bool) -> str:
+    if python:
+        return "python"
+    return next((k for k, prefixes in _THREAD_KINDS if name.startswith(prefixes)), "other")
+
+
+def thread_cpu(pid: int) -> dict[tuple[int, int], tuple[str, float]]:
+    """CPU seconds of every thread of ``pid`` and its descendants, by (pid, tid): the
+    thread's kind (:data:`_THREAD_KINDS`) and its user+system seconds. A difference of two
+    readings attributes a run's CPU to the JIT, GC, the tasks, the driver's planning, in
+    the driver JVM and in the executor JVMs (``local-cluster``) apart."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                text = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(text[text.rindex(")") + 2:].split()[1]), []).append(int(d))
+    out, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        role = "driver" if p == pid else "executor"
+        todo.extend(children.get(p, []))
+        try:
+            python = "python" in Path(f"/proc/{p}/comm").read_text()
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                text = Path(f"/proc/{p}/task/{t}/stat").read_text()
+            except OSError:
+                continue
+            name = text[text.index("(") + 1:text.rindex(")")]
+            f = text[text.rindex(")") + 2:].split()
+            kind = _kind(name, python)
+            out[(p, int(t))] = (kind if python else f"{role} {kind}",
+                                (int(f[11]) + int(f[12])) / tick)
+    return out
+
+
+def thread_delta(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds per thread kind between two :func:`thread_cpu` readings."""
+    out: dict[str, float] = {}
+    for key, (kind, cpu) in after.items():
+        out[kind] = out.get(kind, 0.0) + cpu - before.get(key, (kind, 0.0))[1]
+    return {k: round(v, 2) for k, v in sorted(out.items())}
 
 
 def build_session(slots: int, memory: str = "3g", master: str | None = None):
@@ -185,6 +247,7 @@ def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None 
     pid = int(jvm.java.lang.ProcessHandle.current().pid())
     jit = jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
     j0 = jit.getTotalCompilationTime()
+    th0 = thread_cpu(pid) if plan is not None else {}
     c0, t0 = _proc_cpu(pid), time.perf_counter()
     out = with_window_columns(df, slots, **cols) if method == "balanced" else df.withColumns(cols)
     q = after(out)
@@ -198,7 +261,8 @@ def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None 
         plan.update(operators=len(ops), joins=sum("Join" in o.split(" ")[0] for o in ops),
                     exchanges=sum(o.startswith(("Exchange", "BroadcastExchange"))
                                   for o in ops),
-                    jit_ms=int(jit.getTotalCompilationTime() - j0))
+                    jit_ms=int(jit.getTotalCompilationTime() - j0),
+                    threads=thread_delta(th0, thread_cpu(pid)))
     return wall, cpu, split
 
 
@@ -247,6 +311,8 @@ def metrics(spark, case: str, rows: int, share: float, slots: int, pad: int = PA
                   f"gc {s[7]:5.2f}s spill {s[4] / 2**20:7.1f}/{s[5] / 2**20:6.1f} MiB "
                   f"shuffle rows w {s[8]:8d} r {s[9]:8d}  {s[6]}",
                   flush=True)
+        print(f"    CPU by thread kind (every JVM and Python worker): {plan['threads']}",
+              flush=True)
         out[method] = {"stages": len(new), "tasks": sum(s[1] for s in new),
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),

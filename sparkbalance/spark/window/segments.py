@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["HOT_SHARE", "SEGMENT_SHARE", "SAMPLE_PER_SEGMENT", "HotKey", "hot_index",
-           "sample_orders", "cut_segments", "precedes", "segment_expr", "assign_segments",
+           "sample_orders", "cut_segments", "precedes", "precedes_text", "segment_expr", "assign_segments",
            "SAMPLE_SEED"]
 
 #: A key with more rows than this share of the mean partition is split.
@@ -188,11 +188,19 @@ def _sql_lit(v: Any, dtype: Any) -> str:
 
 def _precedes_sql(ocols: Sequence[str], order: Sequence[SortKey], dtypes: Sequence[Any],
                   tup: tuple, or_equal: bool) -> str:
+    return precedes_text(ocols, order, [_sql_lit(v, t) for t, v in zip(dtypes, tup)],
+                         or_equal, [v is None for v in tup])
+
+
+def precedes_text(ocols: Sequence[str], order: Sequence[SortKey], values: Sequence[str],
+                  or_equal: bool, nulls: Sequence[bool] | None = None) -> str:
+    """SQL of :func:`precedes` against an order tuple given as SQL text per column
+    (``nulls``: which of them are null; default none); a value may be any expression,
+    e.g. a lookup in an array literal."""
     out, prefix = None, None
-    for c, k, t, v in zip(ocols, order, dtypes, tup):
+    for j, (c, k, lv) in enumerate(zip(ocols, order, values)):
         col = f"`{c}`"
-        lv = _sql_lit(v, t)
-        if v is None:
+        if nulls is not None and nulls[j]:
             lt = "false" if k.nulls_first else f"({col} IS NOT NULL)"
         else:
             cmp = f"{col} {'<' if k.ascending else '>'} {lv}"

@@ -245,8 +245,9 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         # a small aggregation of the hot keys' rows before the exchange (summaries taken
         # from the placed rows would not reuse the exchange: Spark prunes and filters
         # below it, making it another one)
-        win = win.join(F.broadcast(_summary(counted, pcols, summaries)), on=[*pcols, _TSEG],
-                       how="left")
+        whole = all(s.kind == "whole" for _, s in summaries)
+        win = win.join(F.broadcast(_summary(counted, pcols, summaries, whole)),
+                       on=[*pcols] if whole else [*pcols, _TSEG], how="left")
     else:
         win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
     hot_flag = F.col(_HOT).isNotNull()
@@ -281,9 +282,11 @@ def _plain_group(df: "DataFrame", group: list[tuple[str, frames.Split]]) -> "Dat
     return df.withColumns({name: s.wc.fn.over(_spec(s.wc)) for name, s in group})
 
 
-def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
+def _summary(d: "DataFrame", pcols: list[str], summaries: list, whole: bool = False
+             ) -> "DataFrame":
     """Per (hot key, segment): each summary over the earlier segments and over all
-    (``d``: the rows with their segment, before any halo copy)."""
+    (``d``: the rows with their segment, before any halo copy); with ``whole`` (only
+    whole-partition columns) per hot key: the aggregate of its rows, no segment needed."""
     from pyspark.sql import Window
     F = _F()
     aggs, ops = [], {}
@@ -291,9 +294,17 @@ def _summary(d: "DataFrame", pcols: list[str], summaries: list) -> "DataFrame":
         for a, (agg, op) in s.summaries.items():
             aggs.append(agg.alias(f"{name}_{a}"))
             ops[f"{name}_{a}"] = (name, a, op)
+    hot_rows = d.where(F.col(_HIDX) >= 0)
+    if whole:
+        # the key's aggregate over its rows is the segments' combined: the segment
+        # expression (a comparison tree over the cut points) is then pruned from this branch
+        # (one task reads the few per-key rows for the broadcast)
+        return hot_rows.groupBy(*pcols).agg(*aggs).coalesce(1).select(
+            *pcols, F.lit(True).alias(_HOT),
+            *[F.col(c).alias(f"{name}_t_{a}") for c, (name, a, _) in ops.items()])
     # the rows before the halo copies (each counted once, by its own segment); one task
     # combines the few per-segment rows, so the window below needs no exchange of its own
-    seg = (d.where(F.col(_HIDX) >= 0).groupBy(*pcols, F.col(_SEG).alias(_TSEG)).agg(*aggs)
+    seg = (hot_rows.groupBy(*pcols, F.col(_SEG).alias(_TSEG)).agg(*aggs)
            .coalesce(1))
     w = Window.partitionBy(*pcols).orderBy(_TSEG)
     earlier = w.rowsBetween(Window.unboundedPreceding, -1)
