@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["HOT_SHARE", "SEGMENT_SHARE", "SAMPLE_PER_SEGMENT", "HotKey", "hot_index",
-           "sample_orders", "cut_segments", "precedes", "precedes_text", "segment_expr", "assign_segments",
-           "SAMPLE_SEED"]
+           "sample_orders", "cut_segments", "precedes", "precedes_text", "segment_expr",
+           "assign_segments", "SAMPLE_SEED"]
 
 #: A key with more rows than this share of the mean partition is split.
 HOT_SHARE = 0.5

@@ -35,10 +35,12 @@ from __future__ import annotations
 import weakref
 from typing import Any, Iterable
 
+from sparkbalance.spark.session.memo import SessionMemo
+
 __all__ = ["BatchCache", "FileLoans", "check_storage_level", "held_outputs", "persist"]
 
-# (id(JavaSparkContext), the level's fields) -> (that context, the JVM StorageLevel)
-_LEVELS: dict[tuple, tuple[Any, Any]] = {}
+# per live context: the level's fields -> the JVM StorageLevel
+_LEVELS = SessionMemo()
 
 
 def persist(rdd: Any, level: Any) -> Any:
@@ -54,12 +56,11 @@ def persist(rdd: Any, level: Any) -> Any:
     sc = rdd.ctx
     fields = (level.useDisk, level.useMemory, level.useOffHeap, level.deserialized,
               level.replication)
-    key = (id(sc._jsc), *fields)
-    kept = _LEVELS.get(key)
-    if kept is None or kept[0] is not sc._jsc:
-        kept = _LEVELS[key] = (sc._jsc, sc._getJavaStorageLevel(level))
+    levels = _LEVELS.get(sc, dict)
+    if fields not in levels:
+        levels[fields] = sc._getJavaStorageLevel(level)
     rdd.is_cached = True
-    rdd._jrdd.persist(kept[1])
+    rdd._jrdd.persist(levels[fields])
     return rdd
 
 
