@@ -86,3 +86,35 @@ def test_to_arrow_by_position_when_the_columns_are_the_schemas_equals_by_name():
             pd.concat(frames, ignore_index=True), out, timezone="UTC", safecheck=True,
             arrow_cast=True, assign_cols_by_name=True)
         assert got.equals(pa.Table.from_batches([want]))
+
+
+@st.composite
+def _frames_alike(draw):
+    """Frames built alike (the usual function's output: one dict of the same column
+    types per key), sometimes one of them with a column of another dtype or built in
+    another block layout."""
+    kinds = draw(st.sampled_from(["ii", "io", "iof", "ifi", "oi", "ib", "it"]))
+    frames = []
+    for _ in range(draw(st.integers(2, 6))):
+        n = draw(st.integers(1, 3))
+        frames.append(pd.DataFrame({f"c{i}": (list(draw(_COLUMNS[k])) * n)[:n]
+                                    for i, k in enumerate(kinds)}))
+    odd = draw(st.sampled_from([None, "dtype", "layout"]))
+    if odd == "dtype":           # an int, bool or time column as objects in one frame
+        frames[-1] = frames[-1].assign(c0=frames[-1]["c0"].astype(object))
+    elif odd == "layout":        # same columns and dtypes, one block per column
+        f = frames[-1]
+        frames[-1] = pd.concat([f[[c]] for c in f.columns], axis=1)
+    return frames
+
+
+@settings(max_examples=150, deadline=None)
+@given(_frames_alike())
+def test_concat_frames_of_frames_built_alike_equals_pd_concat(frames):
+    """The block-at-a-time path (frames sharing their block layout) and its fall-backs
+    give ``pd.concat``'s frame: values, dtypes, None/NaN, a fresh RangeIndex."""
+    got = concat_frames(frames)
+    want = pd.concat(frames, ignore_index=True)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.columns) == list(want.columns)
+    assert got.index.equals(pd.RangeIndex(len(want)))

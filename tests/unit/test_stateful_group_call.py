@@ -194,3 +194,57 @@ def test_key_chunks_keep_each_keys_row_order_and_one_key_for_nan():
         got.setdefault(k, []).extend(
             pa.ipc.read_record_batch(pa.py_buffer(c.data), sch).column("v").to_pylist())
     assert got == {(1.0,): [2, 5], (2.0,): [0, 3], (NAN_KEY,): [1, 4]}
+
+
+def test_a_task_without_output_frames_passes_only_its_timeout_changes():
+    c = GroupCall(lambda k, p, s: iter([pd.DataFrame({"k": [], "n": [], "timed_out": []})]),
+                  RowConverter(IN, OUT, "UTC", 10), [0], STATE, "NoTimeout", None)
+    outs = [("a", o) for o in c(None, [("a", None)])[1]]
+    assert outs == []                          # an empty frame is not an output
+    assert c.finish_outputs([]) == []
+    assert c.finish_outputs([("z", ("t", 5))]) == [("z", ("t", 5))]
+
+
+def test_keys_yielding_other_dtypes_convert_as_their_concatenation():
+    """One key's ``n`` an int column, another's a float one, a third's objects with a
+    None: the task's Arrow stream is Spark's conversion of ``pd.concat`` of them."""
+    frames = {"a": pd.DataFrame({"k": ["a"], "n": [1], "timed_out": ["n"]}),
+              "b": pd.DataFrame({"k": ["b"], "n": [2.0], "timed_out": ["n"]}),
+              "c": pd.DataFrame({"k": ["c"], "n": [3], "timed_out": [None]})}
+    c = GroupCall(lambda k, p, s: iter([frames[k[0]]]), RowConverter(IN, OUT, "UTC", 10),
+                  [0], STATE, "NoTimeout", None)
+    outs = []
+    for k in "abc":
+        outs += [(k, o) for o in c(None, [(k, None)])[1]]
+    (_, (tag, data)), = c.finish_outputs(outs)
+    assert tag == "a"
+    assert arrow_table([data]).to_pydict() == {"k": ["a", "b", "c"], "n": [1, 2, 3],
+                                               "timed_out": ["n", "n", None]}
+
+
+def test_a_stored_key_is_plain_python_and_a_timeout_call_gets_spark_s_key_type():
+    """The stored key is plain Python (cheap to pickle); the timeout call of a key with
+    no rows still gets the key as Spark's worker would (a numpy scalar for a number)."""
+    import numpy as np
+    seen = []
+
+    def f(key, pdfs, state):
+        seen.append((key, [len(p) for p in pdfs], state.hasTimedOut))
+        if state.hasTimedOut:
+            state.remove()
+        else:
+            state.update((1,))
+            state.setTimeoutDuration(10)
+        return iter([])
+
+    ins = StructType([StructField("k", LongType()), StructField("ts", TimestampType())])
+    c = GroupCall(f, RowConverter(ins, OUT, "UTC", 10), [0], STATE,
+                  "ProcessingTimeTimeout", None)
+    c.clock = BatchClock(0)
+    e, _ = c(None, [(7, None)])
+    assert type(e[0][0]) is int and e[0] == (7,)
+    c.clock = BatchClock(1_000)
+    e, outs = c(e, [TICK])
+    assert e is None and outs == [("t", -1)]
+    key, sizes, timed_out = seen[-1]
+    assert type(key[0]) is np.int64 and key == (7,) and sizes == [0] and timed_out

@@ -180,7 +180,8 @@ def concat_frames(frames: list) -> Any:
     the same plain column names (unique) and each column the same numpy dtype in every
     frame: the usual case of a function yielding one small frame per key, where
     ``pd.concat`` spends ~25 us a frame aligning and checking what this checks once a
-    column (~2 us a frame). Any other run is left to ``pd.concat``.
+    column (~2 us a frame; a block at a time, ~1 us a frame, when the frames also share
+    their block layout, :func:`_block_columns`). Any other run is left to ``pd.concat``.
 
     Examples
     --------
@@ -198,23 +199,66 @@ def concat_frames(frames: list) -> Any:
     try:
         if type(first) is not pd.Index or len(set(names)) != len(names):
             raise LookupError
-        cols = [[] for _ in names]
-        for f in frames:
-            if f.columns is not first and list(f.columns) != names:
-                raise LookupError
-            mgr = f._mgr
-            for i, col in enumerate(cols):
-                col.append(mgr.iget_values(i))
-        for col in cols:
-            dtype = col[0].dtype
-            if type(col[0]) is not np.ndarray or any(
-                    type(a) is not np.ndarray or a.dtype != dtype for a in col):
-                raise LookupError
+        by_block = _block_columns(frames, first, names)
+        if by_block is not None:
+            cols = by_block
+        else:
+            cols = [[] for _ in names]
+            for f in frames:
+                if f.columns is not first and list(f.columns) != names:
+                    raise LookupError
+                mgr = f._mgr
+                for i, col in enumerate(cols):
+                    col.append(mgr.iget_values(i))
+            for col in cols:
+                dtype = col[0].dtype
+                if type(col[0]) is not np.ndarray or any(
+                        type(a) is not np.ndarray or a.dtype != dtype for a in col):
+                    raise LookupError
+            cols = [np.concatenate(col) for col in cols]
     except (LookupError, AttributeError, TypeError):   # AttributeError: pandas internals
         return pd.concat(frames, ignore_index=True)
-    out = pd.DataFrame({i: np.concatenate(col) for i, col in enumerate(cols)}, copy=False)
+    out = pd.DataFrame(dict(enumerate(cols)), copy=False)
     out.columns = first
     return out
+
+
+def _block_columns(frames: list, first: Any, names: list) -> list | None:
+    """The concatenated columns of ``frames`` when every frame has the columns ``names``
+    in the same numpy blocks (same dtypes, each block's columns a run at the same
+    places): the case of a function building each output frame from a dict alike, whose
+    blocks are concatenated once each (about 1 us a frame, against ~1 us a column of a
+    frame when taken column by column). None otherwise (the caller takes the columns
+    one by one)."""
+    import numpy as np
+    layout = None
+    parts: list = []
+    for f in frames:
+        cols = f.columns
+        if cols is not first and cols._values.tolist() != names:
+            return None
+        blocks = f._mgr.blocks
+        if layout is None:
+            layout = []
+            for b in blocks:
+                if type(b.values) is not np.ndarray or not b.mgr_locs.is_slice_like:
+                    return None
+                layout.append((b.values.dtype, b.mgr_locs.as_slice))
+                parts.append([])
+        if len(blocks) != len(layout):
+            return None
+        for b, (dtype, where), part in zip(blocks, layout, parts):
+            v = b.values
+            if (type(v) is not np.ndarray or v.dtype != dtype
+                    or not b.mgr_locs.is_slice_like or b.mgr_locs.as_slice != where):
+                return None
+            part.append(v)
+    out: list = [None] * len(names)
+    for (_, where), part in zip(layout, parts):
+        values = np.concatenate(part, axis=1)
+        for j, i in enumerate(range(*where.indices(len(names)))):
+            out[i] = values[j]
+    return out if all(c is not None for c in out) else None
 
 
 def _aware(v: Any) -> Any:

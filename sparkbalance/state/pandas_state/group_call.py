@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterable
 
 from sparkbalance.state.pandas_state.arrow_input import RowChunk, arrow_schema
 from sparkbalance.state.pandas_state.arrow_rows import RowConverter
-from sparkbalance.state.pandas_state.group_state import Entry, new_group_state, stored_after
+from sparkbalance.state.pandas_state.group_state import (Entry, new_group_state, plain_value,
+                                                          stored_after)
 from sparkbalance.state.pandas_state.task_frames import KeyFrames, prepare_block
 from sparkbalance.state.pandas_state.watermark import NO_TIMESTAMP
 
@@ -202,7 +203,7 @@ class GroupCall:
         row = [None] * len(self.converter.schema)
         for i, v in zip(self.key_index, entry[0]):
             row[i] = v
-        pdf = self.converter.to_pandas([tuple(_plain(v) for v in row)])[0]
+        pdf = self.converter.to_pandas([tuple(plain_value(v) for v in row)])[0]
         key = tuple(_scalar(pdf.iloc[:, i]) for i in self.key_index)
         return self._call(entry, key, [pdf.iloc[0:0]], True, watermark_ms, outs)
 
@@ -260,15 +261,6 @@ def _frames(result: Any, width: int) -> Iterable[Any]:
 def _scalar(series: Any) -> Any:
     # Spark's worker takes the key as ``series[0]``: numpy scalars for numeric columns.
     return series[0] if len(series) else None
-
-
-def _plain(v: Any) -> Any:
-    """A numpy / pandas scalar as the Python value Arrow reads."""
-    if hasattr(v, "to_pydatetime"):
-        return v.to_pydatetime()
-    if hasattr(v, "item") and not isinstance(v, (bytes, str)):
-        return v.item()
-    return v
 
 
 def _micros(ts: Any) -> int:
