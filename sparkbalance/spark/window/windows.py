@@ -233,7 +233,14 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     win = placed
     halo_local: dict[str, Any] = {}
     other_local: dict[str, Any] = {}
+    # combinable running and whole aggregates join the halo columns' window, reading only
+    # the segment's own rows: one window operator buffers the rows, not two
+    lead = halo_splits[0].wc if halo_splits else None
     for name, s in group:
+        if lead is not None and frames.beside_halo(s):
+            over = _over_factory(lead if s.kind == "whole" else s.wc, keys)
+            halo_local.update(frames.local_columns(s, name, over, own=~F.col(_HALO)))
+            continue
         local = frames.local_columns(s, name, _over_factory(s.wc, keys))
         (halo_local if s.kind == "halo" else other_local).update(local)
     if halo_local:
