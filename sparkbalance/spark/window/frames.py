@@ -195,8 +195,12 @@ def beside_halo(s: Split) -> bool:
     ``own``): a combinable aggregate of one argument over a running or whole frame. A copy
     lies wholly before or after the segment's rows in the window's order (segments are
     contiguous ranges and ties are never cut), so a running frame of an own row holds the
-    copies before it, which the condition leaves out, and none after."""
+    copies before it, which the condition leaves out, and none after. A ranking function
+    (not ``dense_rank``) is corrected by the copies before the row, which all precede it and
+    none is its peer."""
     wc = s.wc
+    if s.kind == "rank":   # the copies before a row counted out (dense_rank would need
+        return wc.function != "dense_rank"   # their distinct order values)
     return (s.kind in ("running", "whole") and bool(s.summaries) and not wc.distinct
             and wc.function in (*COMBINABLE, *_AVG) and len(wc.args) == 1
             and "*" not in str(wc.args[0]))
@@ -214,6 +218,19 @@ def local_columns(s: Split, name: str, over: Callable[..., "Column"],
     shares the halo columns' window operator (and its buffer of the rows)."""
     F, wc = _F(), s.wc
     f = wc.function
+    if own is not None and s.kind == "rank":
+        every = Frame("rows", UNBOUNDED, UNBOUNDED)
+        copies = over(F.count(F.when(~own, F.lit(1))), Frame("rows", UNBOUNDED, 0))
+        if f in ("row_number", "rank"):
+            return {name: over(wc.fn, None) - copies}
+        out = {name + "_n": over(F.count(F.when(own, F.lit(1))), every)}
+        if f == "percent_rank":
+            out[name] = over(F.rank(), None) - copies
+        elif f == "cume_dist":   # own rows through the current row's last peer
+            out[name] = over(F.count(F.when(own, F.lit(1))), Frame("range", UNBOUNDED, 0))
+        else:  # ntile
+            out[name] = over(F.row_number(), None) - copies
+        return out
     if own is not None:
         arg = F.when(own, wc.args[0])
         fn = {"sum": F.sum, "count": F.count, "min": F.min, "max": F.max}.get(f, F.avg)

@@ -227,14 +227,13 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     # halo flag where copies exist, and the partition (not the hot index or own segment)
     placed = place(d.drop(_HIDX, _SEG), n, PID_COL)
     keys = [F.col(PID_COL), *[F.col(c) for c in pcols], F.col(_TSEG)]
-    # The halo columns first, over a segment and its halo copies; the copies are dropped
-    # before the other columns, which then see the segment's own rows only. Both share
-    # the partitioning and the order, so Spark sorts the placed rows once.
+    # The halo columns first, over a segment and its halo copies, and beside them what can
+    # read the segment's own rows only (frames.beside_halo); the copies are dropped before
+    # the other columns. All share the partitioning and the order: one sort.
     win = placed
     halo_local: dict[str, Any] = {}
     other_local: dict[str, Any] = {}
-    # combinable running and whole aggregates join the halo columns' window, reading only
-    # the segment's own rows: one window operator buffers the rows, not two
+    # one window operator buffers the segment's rows, not two, where nothing is left after
     lead = halo_splits[0].wc if halo_splits else None
     for name, s in group:
         if lead is not None and frames.beside_halo(s):
