@@ -266,6 +266,29 @@ def run_once(spark, method: str, df, cols, after, slots: int, plan: dict | None 
     return wall, cpu, split
 
 
+def operator_rows(spark) -> list[tuple[str, int]]:
+    """The last SQL execution's operators with their output rows (SQL metrics "number of
+    output rows", summed over tasks), in plan order: where each method's rows go."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    execs = store.executionsList()
+    last = max((execs.apply(i) for i in range(execs.size())), key=lambda e: e.executionId())
+    values = store.executionMetrics(last.executionId())
+    nodes = store.planGraph(last.executionId()).allNodes()
+    out = []
+    for i in range(nodes.size()):
+        node = nodes.apply(i)
+        rows = None
+        ms = node.metrics()
+        for j in range(ms.size()):
+            m = ms.apply(j)
+            if m.name() == "number of output rows" and values.contains(m.accumulatorId()):
+                text = str(values.apply(m.accumulatorId())).split("\n")[0]
+                digits = "".join(ch for ch in text.split("(")[0] if ch.isdigit())
+                rows = int(digits) if digits else None
+        out.append((str(node.name()), rows))
+    return out
+
+
 def _stages(spark) -> list:
     """Every stage in the status store: (id, tasks, executor CPU s, run s, memory and disk
     bytes spilled, name, GC s, rows written to and read from the shuffle)."""
@@ -313,6 +336,9 @@ def metrics(spark, case: str, rows: int, share: float, slots: int, pad: int = PA
                   flush=True)
         print(f"    CPU by thread kind (every JVM and Python worker): {plan['threads']}",
               flush=True)
+        ops = operator_rows(spark)
+        print(f"    operators with rows ({len(ops)}): "
+              + "; ".join(f"{o} {r}" if r is not None else o for o, r in ops), flush=True)
         out[method] = {"stages": len(new), "tasks": sum(s[1] for s in new),
                        "executor_cpu": sum(s[2] for s in new), "process_cpu": cpu,
                        "spill_memory": sum(s[4] for s in new),

@@ -270,3 +270,42 @@ def test_payoff_cores_named_by_the_session_setting(spark):
     finally:
         spark.conf.unset(CORES_CONF)
     assert cores(df, 16) <= 2    # local[2]: its slots, at most this machine's cores
+
+
+def test_halo_copies_carry_wide_columns_thin_and_results_stay_exact(spark):
+    """A halo copy carries a wide column no halo column reads as null (empty where the
+    column is not nullable); one a halo column reads (here inside ``length``) stays whole,
+    and the result, its schema's nullability included, is plain Spark's."""
+    import random
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    from sparkbalance.spark.window.windows import _HALO, _thin_copies
+    rnd = random.Random(11)
+    rows = [("hot" if rnd.random() < 0.8 else f"c{u % 5}", u, rnd.randrange(30),
+             "p" * rnd.randrange(50), "q" * (u % 7), None if u % 9 == 0 else "s" * (u % 4))
+            for u in range(400)]
+    schema = StructType([StructField("k", StringType()), StructField("u", IntegerType()),
+                         StructField("x", IntegerType()),
+                         StructField("pad", StringType(), False),
+                         StructField("note", StringType()), StructField("s", StringType())])
+    df = spark.createDataFrame(rows, schema)
+    w = Window.partitionBy("k").orderBy("u")
+    cols = {"prev": F.lag("x").over(w), "near": F.sum(F.length("s")).over(w.rowsBetween(-2, 3)),
+            "n": F.row_number().over(w), "tot": F.sum("x").over(Window.partitionBy("k"))}
+    got = with_window_columns(df, 4, **cols)
+    expected = df.withColumns(cols)
+    assert got.schema == expected.schema
+    assertDataFrameEqual(got, expected)
+    # what a copy carries: pad (not nullable) empty, note null, s (read by a halo) whole
+    marked = df.withColumn(_HALO, F.col("u") % 2 == 0)
+    thin = _thin_copies(marked, ["pad", "note", "s"], [_split(cols["near"])])
+    row = thin.where(F.col("u") == 4).first()
+    assert (row["pad"], row["note"], row["s"]) == ("", None, rows[4][5])
+    row = thin.where(F.col("u") == 5).first()
+    assert (row["pad"], row["note"], row["s"]) == (rows[5][3], rows[5][4], rows[5][5])
+    assert thin.schema == marked.schema
+
+
+def _split(col):
+    from sparkbalance.spark.window.frames import split_of
+    from sparkbalance.spark.window.spec import window_column
+    return split_of(window_column(col), {})

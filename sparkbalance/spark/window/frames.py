@@ -36,8 +36,8 @@ from sparkbalance.spark.window.spec import UNBOUNDED, Frame, WindowColumn
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
 
-__all__ = ["RANKING", "COMBINABLE", "Split", "split_of", "frame_of", "local_columns",
-           "final_column"]
+__all__ = ["RANKING", "COMBINABLE", "Split", "split_of", "frame_of", "beside_halo",
+           "local_columns", "final_column"]
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
 #: Aggregates whose value over a union of segments follows from the segments' own values
@@ -189,12 +189,56 @@ def _halo_split(wc: WindowColumn, fr: Frame, types: dict[str, str]) -> Split:
 
 # --------------------------------------------------------------- corrected values
 
-def local_columns(s: Split, name: str, over: Callable[..., "Column"]) -> dict[str, "Column"]:
+def beside_halo(s: Split) -> bool:
+    """Whether ``s`` can be computed in the halo columns' window, over a segment *and* its
+    halo copies, by aggregating only the segment's own rows (:func:`local_columns` with
+    ``own``): a combinable aggregate of one argument over a running or whole frame. A copy
+    lies wholly before or after the segment's rows in the window's order (segments are
+    contiguous ranges and ties are never cut), so a running frame of an own row holds the
+    copies before it, which the condition leaves out, and none after. A ranking function
+    (not ``dense_rank``) is corrected by the copies before the row, which all precede it and
+    none is its peer."""
+    wc = s.wc
+    if s.kind == "rank":   # the copies before a row counted out (dense_rank would need
+        return wc.function != "dense_rank"   # their distinct order values)
+    return (s.kind in ("running", "whole") and bool(s.summaries) and not wc.distinct
+            and wc.function in (*COMBINABLE, *_AVG) and len(wc.args) == 1
+            and "*" not in str(wc.args[0]))
+
+
+def local_columns(s: Split, name: str, over: Callable[..., "Column"],
+                  own: "Column | None" = None) -> dict[str, "Column"]:
     """Columns computed over each segment only. ``over(fn)`` applies ``fn`` with the column's
     own order and frame over the segment, ``over(fn, frame)`` with another frame (None: no
-    frame, as ranking functions take; ``"whole"``: the segment's rows, unordered)."""
+    frame, as ranking functions take; ``"whole"``: the segment's rows, unordered).
+
+    With ``own`` (true on the segment's own rows; :func:`beside_halo` columns only), the
+    window also holds halo copies: the aggregate reads its argument on own rows only, and a
+    whole-partition one takes the window's order with a frame of every row, so that it
+    shares the halo columns' window operator (and its buffer of the rows)."""
     F, wc = _F(), s.wc
     f = wc.function
+    if own is not None and s.kind == "rank":
+        every = Frame("rows", UNBOUNDED, UNBOUNDED)
+        copies = over(F.count(F.when(~own, F.lit(1))), Frame("rows", UNBOUNDED, 0))
+        if f in ("row_number", "rank"):
+            return {name: over(wc.fn, None) - copies}
+        out = {name + "_n": over(F.count(F.when(own, F.lit(1))), every)}
+        if f == "percent_rank":
+            out[name] = over(F.rank(), None) - copies
+        elif f == "cume_dist":   # own rows through the current row's last peer
+            out[name] = over(F.count(F.when(own, F.lit(1))), Frame("range", UNBOUNDED, 0))
+        else:  # ntile
+            out[name] = over(F.row_number(), None) - copies
+        return out
+    if own is not None:
+        arg = F.when(own, wc.args[0])
+        fn = {"sum": F.sum, "count": F.count, "min": F.min, "max": F.max}.get(f, F.avg)
+        frame = Frame("rows", UNBOUNDED, UNBOUNDED) if s.kind == "whole" else "own"
+        if f in _AVG and s.kind == "running":
+            return {name + "_s": over(F.sum(arg.cast("double")), frame),
+                    name + "_c": over(F.count(arg), frame)}
+        return {name: over(fn(arg), frame)}
     if s.kind == "running" and f in _AVG:
         return {name + "_s": over(F.sum(wc.args[0].cast("double"))),
                 name + "_c": over(F.count(wc.args[0]))}

@@ -12,11 +12,14 @@ the time plain Spark spends on one row: exchange, sort, window):
 
 * ``excess = c + (N - c) / n - N / P`` (``c (1 - 1/n)`` when there is a core per partition)
 * ``cost = OVERHEAD_PER_ROW * N / P + FIXED_ROWS``, ``P`` the cores the job runs on (at most
-  ``n``): the split's extra CPU per input row over plain Spark's, measured by ``--metrics``
-  of ``integration/benchmarks/bench_windows.py`` (executor CPU +0.3 to +0.8 of plain
-  Spark's per row, the whole process's, JIT and GC included, +0.6 to +0.8, over the costly
-  case: row_number, a running sum and lag, and the memory case: a whole-partition sum, lag
-  and a bounded average), plus the statistics jobs' and the summaries' stages' latency.
+  ``n``), fitted from ``--metrics`` of ``integration/benchmarks/bench_windows.py`` (the
+  memory case: a whole-partition sum, lag and a 21-row average; rows of ~100 bytes, which
+  do not spill, on ``local-cluster[4,1,512]``; 3*10^5 and 6*10^5 rows, keys of 30 % and
+  90 %): the split's task CPU over plain Spark's per row, +0.25 to +0.5 (the upper end
+  taken), and its CPU outside the tasks, +1.4 to +5.8 s a call whatever the rows (the
+  driver's planning, and the JIT of a plan of ~44 operators in every JVM), about 4.5 s:
+  over 2 cores, ~160,000 rows of plain Spark's work on the kilobyte rows of the
+  memory-bound set-up (8.2 s of task CPU over 6*10^5 rows where it does not spill).
 
 When the hot key's rows do not fit the execution memory of the task holding them
 (:mod:`sparkbalance.spark.window.memory`: its rows times their estimated bytes against the
@@ -41,7 +44,7 @@ Examples
 >>> decide(np.array([300_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=16)[0]
 True
 >>> decide(np.array([900_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=2)
-(False, 'hot key holds 900000 rows, its task 406250 more than an even share of 2 cores; the split costs ~440000 row-equivalents')
+(False, 'hot key holds 900000 rows, its task 406250 more than an even share of 2 cores; the split costs ~410000 row-equivalents')
 >>> decide(np.array([900_000.0, 30.0]), 1_000_000.0, 16, "auto", cores=2,
 ...        bytes_per_row=500.0, memory=128 * 2**20)[0]
 True
@@ -62,10 +65,11 @@ __all__ = ["OVERHEAD_PER_ROW", "FIXED_ROWS", "SPILL_PER_ROW", "SPLIT_CONF", "COR
            "split_cost", "decide"]
 
 #: The split's extra work per input row, in row-equivalents (plain Spark's work per row):
-#: its executor CPU over plain Spark's, ``--metrics`` on 10^6 rows, a key of 30 %.
-OVERHEAD_PER_ROW = 0.8
-#: The split's fixed cost (its statistics job, the summaries' stages), in row-equivalents.
-FIXED_ROWS = 40_000.0
+#: its task CPU over plain Spark's, ``--metrics`` of the memory case (module docstring).
+OVERHEAD_PER_ROW = 0.5
+#: The split's cost per call, in row-equivalents: its CPU outside the tasks (planning and
+#: compiling its larger plan in every JVM; the statistics jobs' and summaries' stages).
+FIXED_ROWS = 160_000.0
 #: Plain Spark's extra work per hot row its task cannot hold in memory, in row-equivalents:
 #: the row serialised, compressed and written to a spill file, then read back (about what
 #: its shuffle write and read cost it, a share of the one row-equivalent).
@@ -132,7 +136,7 @@ def split_cost(total: float, num_cores: int) -> float:
     Examples
     --------
     >>> split_cost(1_000_000.0, 2)
-    440000.0
+    410000.0
     """
     return OVERHEAD_PER_ROW * float(total) / max(1, int(num_cores)) + FIXED_ROWS
 
