@@ -305,6 +305,27 @@ def test_halo_copies_carry_wide_columns_thin_and_results_stay_exact(spark):
     assert thin.schema == marked.schema
 
 
+def test_a_star_argument_runs_as_plain_spark(spark, caplog):
+    """``struct(*)`` in a window function reads every column: over the split it would take
+    in the split's own columns, so the column runs as plain Spark, with its reason logged,
+    and equals plain Spark (a product, ``x * 2``, still splits)."""
+    import logging
+    rows = [("hot" if u % 5 else f"c{u % 3}", u, u % 7, "p" * (u % 11)) for u in range(300)]
+    df = spark.createDataFrame(rows, "k string, u int, x int, pad string")
+    w = Window.partitionBy("k").orderBy("u")
+    cols = {"prev": F.lag(F.struct("*")).over(w),
+            "js": F.lead(F.to_json(F.struct(df["*"]))).over(w),
+            "re": F.lag(F.struct(df.colRegex("`(u|pad)`"))).over(w),
+            "dbl": F.lag(F.col("x") * 2).over(w)}
+    assert all(_split(cols[c]).kind == "plain" for c in ("prev", "js", "re"))
+    assert _split(cols["dbl"]).kind == "halo"
+    with caplog.at_level(logging.INFO, logger="sparkbalance.window"):
+        got = with_window_columns(df, 4, **cols)
+    assert any("every column (*)" in r.getMessage() for r in caplog.records)
+    assert got.schema == df.withColumns(cols).schema
+    assertDataFrameEqual(got, df.withColumns(cols))
+
+
 def _split(col):
     from sparkbalance.spark.window.frames import split_of
     from sparkbalance.spark.window.spec import window_column

@@ -28,6 +28,7 @@ Examples
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -44,6 +45,10 @@ RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "nti
 #: (avg from its sum and count), and how segment values combine.
 COMBINABLE = {"sum": "sum", "count": "sum", "min": "min", "max": "max"}
 _AVG = ("avg", "mean")
+#: A star among a function's arguments (``struct(*)``, ``struct(t.*)``, ``df["*"]``'s
+#: ``resolvedstar()``, ``colRegex``'s ``unresolvedregex()``), not a product (``(x * 2)``):
+#: it would expand over the split's own columns too.
+_STAR = re.compile(r"(?:[(,]\s*|\.)\*\s*[),]|\b(?:resolvedstar|unresolvedregex)\(")
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
 
 
@@ -100,6 +105,9 @@ def split_of(wc: WindowColumn | None, types: dict[str, str]) -> Split:
     """
     if wc is None:
         return _plain(None, "its window spec could not be read")
+    if _STAR.search(wc.text):
+        return _plain(wc, "it reads every column (*), which over the split would take in "
+                          "the split's own columns")
     f = wc.function
     if f in RANKING:
         if not wc.order:
