@@ -264,6 +264,8 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
             print(f"  decisions {h['decisions']} moved at {h['moved_at']} look-ahead "
                   f"{h['lookahead']}")
             trace.print()
+            if driver_profile:
+                prof.print()
     q.stop()
     jobs, stages, tasks = (b - a for a, b in zip(counts0, _spark_counts(spark)))
     hist = {}

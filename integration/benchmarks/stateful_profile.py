@@ -312,8 +312,8 @@ def print_timeline(mode: str, progress: list[dict], jobs: list[dict],
 class DriverProfile:
     """cProfile (wall clock) of the drop-in's ``foreachBatch`` calls while installed: where
     the driver's time in ``addBatch`` goes, jobs and py4j waits included (a function's
-    cumulative time holds the jobs it waited for). Prints the ``top`` functions by
-    cumulative time per batch on exit."""
+    cumulative time holds the jobs it waited for); :meth:`print` prints the ``top``
+    functions by cumulative time."""
 
     def __init__(self, top: int = 40) -> None:
         import cProfile
@@ -340,8 +340,12 @@ class DriverProfile:
         out = io.StringIO()
         st = pstats.Stats(self.prof, stream=out)
         st.sort_stats("cumulative").print_stats(self.top)
+        self.text = "\n".join("    " + ln for ln in out.getvalue().splitlines()[6:]
+                              if ln.strip())
+
+    def print(self) -> None:
         print(f"  driver profile over {self.calls} batches (cumulative s, all batches):")
-        print("\n".join("    " + ln for ln in out.getvalue().splitlines()[6:] if ln.strip()))
+        print(self.text)
 
 
 class LookaheadTrace:
