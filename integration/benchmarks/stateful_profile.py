@@ -366,8 +366,9 @@ class LookaheadTrace:
         def traced(la):
             out = orig(la)
             if la.mode == "auto":
-                rows.append({"h": round(la.hazard.chance(), 3), "shift": round(
-                    statistics.median(la.shifts), 4) if la.shifts else 0.0,
+                shift = (la.shift_s() if hasattr(la, "shift_s") else
+                         statistics.median(la.shifts) if la.shifts else 0.0)
+                rows.append({"h": round(la.hazard.chance(), 3), "shift": round(shift, 4),
                     "boundary": round(la.boundary_s, 4), "reroute": round(la.reroute_s, 4),
                     "explore": la.price.explore(), "wanted": out})
             return out
