@@ -94,7 +94,7 @@ class Forecasting:
                  weight: Any = None) -> None:
         self._controller = controller
         self._weight = weight         # the fold's weight hook: what a value counts in a tally
-        self.lookahead = (Lookahead("never", None, lambda: controller.payoff.seconds_per_load)
+        self.lookahead = (Lookahead("never", None, lambda: controller.payoff.fitted_seconds_per_load)
                           if lookahead is None else lookahead)
         self._tally: Any = None       # the tally of the batch being merged (None: none)
         self._began: tuple[float, bool] | None = None   # the batch's start, looked ahead

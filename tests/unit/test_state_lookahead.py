@@ -213,3 +213,20 @@ def test_a_shift_s_lag_is_valued_at_b_as_fitted_now_not_as_decided():
     assert la.lag_s == 0.0 and la.expected_lag_s == 0.0 and not la.wanted()
     la.observe(0.3)                               # a move of unknown load keeps its seconds
     assert la.shifts[-1] == (0.3, None)
+
+
+def test_before_the_payoff_fit_a_lag_is_unknown_and_nothing_is_looked_ahead():
+    # The first batches' b puts all of a batch's time on its slowest partition: 0.6 s
+    # over 3000 records. Valued so, a first plan taking 1000 records off looked worth
+    # 0.2 s a batch at 0 us a record, where the batch time does not depend on the load.
+    from sparkbalance.state.control.payoff import MIN_OBSERVATIONS, PayoffModel
+    pm = PayoffModel()
+    la = Lookahead("auto", seconds_per_load=lambda: pm.fitted_seconds_per_load)
+    la.expect(map_stage=True)
+    pm.observe_batch(0.6, 3000)
+    la.observe(0.2, load=1000.0)                 # the first plan, decided on the guess
+    assert pm.seconds_per_load == pytest.approx(2e-4)
+    assert la.shift_s() == 0.0 and not la.wanted()
+    for load in (2000, 2500, 3000, 2200)[:MIN_OBSERVATIONS]:
+        pm.observe_batch(0.6, load)              # fixed: nothing scales with the load
+    assert pm.fitted_seconds_per_load < 1e-12 and not la.wanted()

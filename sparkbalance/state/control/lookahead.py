@@ -28,14 +28,15 @@ one way.
 
 What a shift's batch of lag costs is kept as the load a move took off the slowest partition
 per batch, and valued when the look-ahead is weighed with the payoff model's fitted ``b``
-of now — the ``b`` the price's samples take the balance off with. Kept as the decision's
-seconds it carried two errors: the first batches' ``b``, which puts all of a batch's time
-on its slowest partition (before :data:`~sparkbalance.state.control.payoff.
-MIN_OBSERVATIONS` batches; on the flights stream the first plan's saving was then most of
-a batch), and ``b⁺``, the fit's upper bound the migration decision uses so that an
-uncertain fit does not veto a large move: a look-ahead's gain so valued was its best case,
-and ``auto`` looked ahead on most batches of a stream whose lag was worth less than its
-price.
+of now — the ``b`` the price's samples take the balance off with; before a fit (the first
+:data:`~sparkbalance.state.control.payoff.MIN_OBSERVATIONS` batches) the lag is unknown
+and nothing is looked ahead. Kept as the decision's seconds it carried two errors: the
+first batches' ``b``, which puts all of a batch's time on its slowest partition (on the
+flights stream at 0 µs a record the first plan's lag was then valued at 0.7 s, more than a
+whole batch), and ``b⁺``, the fit's upper bound the migration decision uses so that an
+uncertain fit does not veto a large move: a look-ahead's gain so valued was its best
+case, and ``auto`` looked ahead on most batches of a stream whose lag was worth less
+than its price.
 
 The work a merge folds for a key is its records plus, in a windowed state, the replay of
 its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
@@ -171,7 +172,8 @@ class Lookahead:
     mode : one of :data:`LOOKAHEAD_MODES`.
     window : the state's window in batches (None: unbounded).
     seconds_per_load : the payoff model's ``b`` as fitted now (what a batch's slowest
-        partition costs per unit of load), to take the balance off the price's samples.
+        partition costs per unit of load; 0 while unfitted), to value a shift's lag and to
+        take the balance off the price's samples.
 
     Examples
     --------

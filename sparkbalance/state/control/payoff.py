@@ -208,6 +208,22 @@ class PayoffModel:
         return self._fit()[1]
 
     @property
+    def fitted_seconds_per_load(self) -> float:
+        """``b`` once fitted on :data:`MIN_OBSERVATIONS` batches, else 0: the first
+        batches' ``b`` puts all of a batch's time on its slowest partition, which lets a
+        first shift be acted on but is no measure of what a batch of imbalance costs (the
+        look-ahead's lag and price, :mod:`~sparkbalance.state.control.lookahead`).
+
+        Examples
+        --------
+        >>> pm = PayoffModel()
+        >>> _ = pm.observe_batch(1.0, 100)
+        >>> pm.seconds_per_load, pm.fitted_seconds_per_load
+        (0.01, 0.0)
+        """
+        return self.seconds_per_load if self._n >= MIN_OBSERVATIONS else 0.0
+
+    @property
     def fixed_seconds(self) -> float:
         """F: the part of a merge that does not scale with the slowest partition."""
         return self._fit()[0]
