@@ -27,16 +27,16 @@ half of what a batch paid. ``"always"`` and ``"never"`` (the reactive controller
 one way.
 
 What a shift's batch of lag costs is kept as the load a move took off the slowest partition
-per batch, and valued when the look-ahead is weighed with the payoff model's fitted ``b``
-of now — the ``b`` the price's samples take the balance off with; before a fit (the first
-:data:`~sparkbalance.state.control.payoff.MIN_OBSERVATIONS` batches) the lag is unknown
-and nothing is looked ahead. Kept as the decision's seconds it carried two errors: the
-first batches' ``b``, which puts all of a batch's time on its slowest partition (on the
-flights stream at 0 µs a record the first plan's lag was then valued at 0.7 s, more than a
-whole batch), and ``b⁺``, the fit's upper bound the migration decision uses so that an
-uncertain fit does not veto a large move: a look-ahead's gain so valued was its best
-case, and ``auto`` looked ahead on most batches of a stream whose lag was worth less
-than its price.
+per batch, and valued when the look-ahead is weighed, at the payoff model's ``b⁻`` of now
+(:attr:`~sparkbalance.state.control.payoff.PayoffModel.fitted_seconds_per_load`: ``b``
+less one standard error, 0 before a fit), the ``b`` the price's samples take the balance
+off with. Kept as the decision's seconds it carried the optimism the migration decision
+wants and a price paid on every looked-ahead batch does not: the first batches' ``b``,
+which puts all of a batch's time on its slowest partition (on the flights stream at 0 µs
+a record the first plan's lag was valued at 0.7 s, more than a whole batch), and ``b⁺``,
+the fit's upper bound, so that a fit noise swamps does not veto a large move. A gain
+only noise supports now buys no look-ahead; the lag it forgoes is one batch per shift,
+where a look-ahead bought on noise paid its price on most batches.
 
 The work a merge folds for a key is its records plus, in a windowed state, the replay of
 its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
@@ -171,9 +171,9 @@ class Lookahead:
     ----------
     mode : one of :data:`LOOKAHEAD_MODES`.
     window : the state's window in batches (None: unbounded).
-    seconds_per_load : the payoff model's ``b`` as fitted now (what a batch's slowest
-        partition costs per unit of load; 0 while unfitted), to value a shift's lag and to
-        take the balance off the price's samples.
+    seconds_per_load : the payoff model's ``b⁻`` as fitted now (what a batch's slowest
+        partition costs per unit of load, at least; 0 while unfitted), to value a shift's
+        lag and to take the balance off the price's samples.
 
     Examples
     --------
