@@ -212,7 +212,7 @@ def _lookahead_summary(op) -> dict:
 
 def run_once(spark, src: str, mode: str, batches: int, partitions: int,
              lookahead: str | None = None, work_us: float = WORK_US,
-             profile: bool = False) -> dict:
+             profile: bool = False, driver_profile: int = 0) -> dict:
     ck = tempfile.mkdtemp(prefix=f"sb-bench-{mode}-")
     last: dict = {}
 
@@ -243,7 +243,10 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
     store = (stateful_tws.state_store(spark) if mode == "spark-tws"
              else contextlib.nullcontext())
     counter = stateful_profile.PhasedPy4J if profile else stateful_profile.Py4JCalls
-    with store, counter() as calls:
+    prof = (stateful_profile.DriverProfile(driver_profile) if driver_profile and ours
+            else contextlib.nullcontext())
+    trace = stateful_profile.LookaheadTrace() if profile and ours else None
+    with store, prof, trace or contextlib.nullcontext(), counter() as calls:
         q = w.start()
         q.processAllAvailable()
     wall, cpu = time.perf_counter() - t0, _tree_cpu_seconds() - cpu0
@@ -256,6 +259,13 @@ def run_once(spark, src: str, mode: str, batches: int, partitions: int,
             (workers0, len(stateful_profile.python_workers())))
         stateful_profile.print_costs(mode, batches, by_process,
                                      stateful_profile.stages_since(spark, seen)[1])
+        if ours:
+            h = _history_summary(w.driver.op)
+            print(f"  decisions {h['decisions']} moved at {h['moved_at']} look-ahead "
+                  f"{h['lookahead']}")
+            trace.print()
+            if driver_profile:
+                prof.print()
     q.stop()
     jobs, stages, tasks = (b - a for a, b in zip(counts0, _spark_counts(spark)))
     hist = {}
@@ -304,6 +314,9 @@ def main(argv: list[str] | None = None) -> None:
                          "per-batch timeline: the engine's durationMs phases, each job's "
                          "wall and tasks, the driver's time outside jobs, py4j calls by "
                          "phase, Python workers (no table)")
+    ap.add_argument("--driver-profile", type=int, default=0, metavar="N",
+                    help="with --profile: cProfile (wall) of our foreachBatch calls, the "
+                         "top N functions by cumulative time")
     ap.add_argument("--session", choices=("plain", "configured"), default="plain",
                     help="plain: the README's builder, the bridge comes on first use; "
                          "configured: sb.configure(builder), the jar and UI plugin from launch")
@@ -365,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"{os.getloadavg()[0]:.2f}", flush=True)
                 for mode in modes:
                     run_once(spark, src, mode, a.batches, a.partitions, a.lookahead,
-                             works[0], profile=True)
+                             works[0], profile=True, driver_profile=a.driver_profile)
                 first = sorted(f for f in os.listdir(src) if f.endswith(".parquet"))[0]
                 rs = stateful_profile.route_stage_cpu(spark, os.path.join(src, first),
                                                       a.partitions, _tree_cpu_seconds)

@@ -18,7 +18,8 @@ import sys
 from typing import Any
 
 __all__ = ["Py4JCalls", "PhasedPy4J", "jobs_since", "python_workers", "print_timeline",
-           "CpuSplit", "stages_since", "print_costs", "route_stage_cpu"]
+           "CpuSplit", "stages_since", "print_costs", "route_stage_cpu", "DriverProfile",
+           "LookaheadTrace"]
 
 _ROOTS = (os.sep + "sparkbalance" + os.sep, os.sep + "benchmarks" + os.sep)
 
@@ -306,3 +307,84 @@ def print_timeline(mode: str, progress: list[dict], jobs: list[dict],
                                           (*_PHASES, "job_ms", "gap_ms"))
           + f" | jobs {means.get('jobs', 0):.1f} tasks {means.get('tasks', 0):.1f}")
     return means
+
+
+class DriverProfile:
+    """cProfile (wall clock) of the drop-in's ``foreachBatch`` calls while installed: where
+    the driver's time in ``addBatch`` goes, jobs and py4j waits included (a function's
+    cumulative time holds the jobs it waited for); :meth:`print` prints the ``top``
+    functions by cumulative time."""
+
+    def __init__(self, top: int = 40) -> None:
+        import cProfile
+        self.top, self.prof, self.calls = top, cProfile.Profile(), 0
+        self._orig: Any = None
+
+    def __enter__(self) -> "DriverProfile":
+        from sparkbalance.state.pandas_state.batch_driver import BatchDriver
+        self._orig = orig = BatchDriver.__call__
+        me = self
+
+        def profiled(driver, df, batch_id):
+            me.calls += 1
+            return me.prof.runcall(orig, driver, df, batch_id)
+
+        BatchDriver.__call__ = profiled
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import io
+        import pstats
+        from sparkbalance.state.pandas_state.batch_driver import BatchDriver
+        BatchDriver.__call__ = self._orig
+        out = io.StringIO()
+        st = pstats.Stats(self.prof, stream=out)
+        st.sort_stats("cumulative").print_stats(self.top)
+        self.text = "\n".join("    " + ln for ln in out.getvalue().splitlines()[6:]
+                              if ln.strip())
+
+    def print(self) -> None:
+        print(f"  driver profile over {self.calls} batches (cumulative s, all batches):")
+        print(self.text)
+
+
+class LookaheadTrace:
+    """Records each ``auto`` look-ahead decision while installed: the batch's chance of a
+    move (``h``), a shift's lag (``shift``), the boundary price and a moving batch's extra
+    it was weighed against, what exploring the price asked, and the answer."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        self._orig: Any = None
+
+    def __enter__(self) -> "LookaheadTrace":
+        import statistics
+        from sparkbalance.state.control.lookahead import Lookahead
+        self._orig = orig = Lookahead.wanted
+        rows = self.rows
+
+        def traced(la):
+            out = orig(la)
+            if la.mode == "auto":
+                shift = (la.shift_s() if hasattr(la, "shift_s") else
+                         statistics.median(la.shifts) if la.shifts else 0.0)
+                rows.append({"h": round(la.hazard.chance(), 3), "shift": round(shift, 4),
+                    "boundary": round(la.boundary_s, 4), "reroute": round(la.reroute_s, 4),
+                    "explore": la.price.explore(), "wanted": out})
+            return out
+
+        Lookahead.wanted = traced
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from sparkbalance.state.control.lookahead import Lookahead
+        Lookahead.wanted = self._orig
+
+    def print(self) -> None:
+        if not self.rows:
+            return
+        print(f"  look-ahead decisions ({sum(r['wanted'] for r in self.rows)} of "
+              f"{len(self.rows)} looked): " + "; ".join(
+                  f"{i}: {'Y' if r['wanted'] else 'n'} h={r['h']} shift={r['shift']} "
+                  f"price={r['boundary']}+h*{r['reroute']} ask={r['explore']}"
+                  for i, r in enumerate(self.rows)))

@@ -94,7 +94,7 @@ class Forecasting:
                  weight: Any = None) -> None:
         self._controller = controller
         self._weight = weight         # the fold's weight hook: what a value counts in a tally
-        self.lookahead = (Lookahead("never", None, lambda: controller.payoff.seconds_per_load)
+        self.lookahead = (Lookahead("never", None, lambda: controller.payoff.fitted_seconds_per_load)
                           if lookahead is None else lookahead)
         self._tally: Any = None       # the tally of the batch being merged (None: none)
         self._began: tuple[float, bool] | None = None   # the batch's start, looked ahead
@@ -193,9 +193,13 @@ class Forecasting:
         decided on the batch's own tally, or (no tally) after it — not both for one batch."""
         if judgement is None or (self._tally is not None and not tallied):
             return
-        per_batch = judgement.saving_s / self._controller.payoff.horizon \
-            if judgement.migrate else 0.0
-        self.lookahead.observe(per_batch)
+        pm = self._controller.payoff
+        per_batch = judgement.saving_s / pm.horizon if judgement.migrate else 0.0
+        # the load the move takes off the slowest partition: the saving was decided with
+        # b⁺ (the payoff model unchanged since), the look-ahead values it with b of now
+        upper = pm.seconds_per_load_upper
+        load = per_batch / upper if per_batch > 0 and upper > 0 else None
+        self.lookahead.observe(per_batch, load)
 
     def advance(self) -> None:
         """The batch was applied: keep its tally for the window's replays, and its

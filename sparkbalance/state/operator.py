@@ -152,7 +152,7 @@ class KeyedStateOperator:
         self._rescaling = Rescaling(self._controller, self._ledger)
         self._forecasting = Forecasting(
             self._controller,
-            Lookahead(lookahead, self.window, lambda: self._controller.payoff.seconds_per_load),
+            Lookahead(lookahead, self.window, lambda: self._controller.payoff.fitted_seconds_per_load),
             self._fold.weight)
         self.checkpoint_dir = checkpoint_dir
         self._keeper = CheckpointKeeper(self.sc, checkpoint_dir)

@@ -189,3 +189,44 @@ def test_a_moving_batch_s_prior_cost_follows_the_path_it_takes():
     la.observe_reroute(0.001)                      # once measured, the prior is gone
     la.expect(map_stage=True, rereads=True)
     assert la.reroute_s == 0.001
+
+
+def test_a_shift_s_lag_is_valued_at_b_as_fitted_now_not_as_decided():
+    # The first moves were decided with the first batches' b (all of a batch's time on
+    # its slowest partition) or with b⁺, the fit's upper bound: 0.2 s a batch for 1000
+    # records off the slowest partition. The fit now says 0.01 ms a record: a shift's
+    # batch of lag is 0.01 s, below a 0.02 s look-ahead, which no longer pays.
+    b = [2e-4]
+    la = Lookahead("auto", seconds_per_load=lambda: b[0])
+    la.expect(map_stage=True)
+    la.observe_tally(0.02)
+    la.observe_reroute(0.0)
+    for t in range(12):
+        la.observe(0.2 if t % 3 == 2 else 0.0, load=1000.0 if t % 3 == 2 else None)
+    la.observe(0.0)
+    la.observe(0.0)                               # the coming batch is a shift batch
+    assert la.hazard.chance() > 0.8 and la.shift_s() == pytest.approx(0.2)
+    assert la.wanted()
+    b[0] = 1e-5
+    assert la.shift_s() == pytest.approx(0.01) and not la.wanted()
+    b[0] = 0.0                                    # nothing scales with the load: no lag
+    assert la.lag_s == 0.0 and la.expected_lag_s == 0.0 and not la.wanted()
+    la.observe(0.3)                               # a move of unknown load keeps its seconds
+    assert la.shifts[-1] == (0.3, None)
+
+
+def test_before_the_payoff_fit_a_lag_is_unknown_and_nothing_is_looked_ahead():
+    # The first batches' b puts all of a batch's time on its slowest partition: 0.6 s
+    # over 3000 records. Valued so, a first plan taking 1000 records off looked worth
+    # 0.2 s a batch at 0 us a record, where the batch time does not depend on the load.
+    from sparkbalance.state.control.payoff import MIN_OBSERVATIONS, PayoffModel
+    pm = PayoffModel()
+    la = Lookahead("auto", seconds_per_load=lambda: pm.fitted_seconds_per_load)
+    la.expect(map_stage=True)
+    pm.observe_batch(0.6, 3000)
+    la.observe(0.2, load=1000.0)                 # the first plan, decided on the guess
+    assert pm.seconds_per_load == pytest.approx(2e-4)
+    assert la.shift_s() == 0.0 and not la.wanted()
+    for load in (2000, 2500, 3000, 2200)[:MIN_OBSERVATIONS]:
+        pm.observe_batch(0.6, load)              # fixed: nothing scales with the load
+    assert pm.fitted_seconds_per_load < 1e-12 and not la.wanted()

@@ -11,6 +11,10 @@ listeners filtering on the user's group keep seeing the shuffle's map stage) and
 operation; a job group opened inside it (:func:`sparkbalance_job_group`) appends that name
 to its own description. Both restore the caller's local properties on exit.
 
+With the bridge (``LocalProperties``, :func:`swap_local_properties`) the properties are
+set and the caller's read back in one py4j call, and put back in another: a job group cost
+seven round trips (three properties read, one set, three restored), a description three.
+
 Both are also where a session's first sparkbalance job starts, so both first make sure the
 executors can import sparkbalance (:func:`~sparkbalance.spark.session.executor_python.
 ensure_executor_python`: nothing to do after the first call of a session).
@@ -24,10 +28,12 @@ from typing import Any, Iterator
 
 from sparkbalance.spark.session.bridge import spark_context
 from sparkbalance.spark.session.executor_python import ensure_executor_python
+from sparkbalance.spark.session.jvm_loader import bridge
+from sparkbalance.spark.session.memo import SessionMemo
 
 __all__ = ["JOB_GROUP_PROPERTY", "JOB_DESCRIPTION_PROPERTY", "DESCRIPTION_PREFIX",
-           "sparkbalance_job_group", "operation_jobs", "current_operation", "next_job_id",
-           "job_description"]
+           "LOCAL_PROPERTIES_CLASS", "sparkbalance_job_group", "operation_jobs",
+           "current_operation", "next_job_id", "job_description", "swap_local_properties"]
 
 #: Local property Spark uses for ``SparkContext.setJobGroup`` (SparkContext.SPARK_JOB_GROUP_ID).
 JOB_GROUP_PROPERTY = "spark.jobGroup.id"
@@ -37,6 +43,9 @@ JOB_DESCRIPTION_PROPERTY = "spark.job.description"
 _JOB_INTERRUPT_PROPERTY = "spark.job.interruptOnCancel"
 #: Every description sparkbalance gives its jobs starts with this.
 DESCRIPTION_PREFIX = "sparkbalance: "
+
+#: The bridge's one-call local properties (jvm_bridge/.../bridge/LocalProperties.java).
+LOCAL_PROPERTIES_CLASS = "io.sparkbalance.bridge.LocalProperties"
 
 # The balanced operation running in this thread/context (its label), None outside one.
 _OPERATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -101,6 +110,80 @@ def next_job_id(sc: Any) -> int | None:
         return None
 
 
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2     # Java's String.length()
+
+
+def _encode(items: list[str | None]) -> str:
+    """Items as ``LocalProperties`` reads them: ``-`` for None, else ``<length>:<text>``
+    (length in UTF-16 code units, as Java counts).
+
+    Examples
+    --------
+    >>> _encode(["spark.job.description", None, "a:b"])
+    '21:spark.job.description-3:a:b'
+    """
+    return "".join("-" if v is None else f"{_utf16(v)}:{v}" for v in items)
+
+
+def _decode(text: str) -> list[str | None]:
+    """The items of :func:`_encode`'s form.
+
+    Examples
+    --------
+    >>> _decode(_encode(["x", None, "", "3:-\U0001F600"]))
+    ['x', None, '', '3:-\U0001F600']
+    """
+    raw, out, i = text.encode("utf-16-le"), [], 0
+    while i < len(raw):
+        if raw[i:i + 2] == b"-\x00":
+            out.append(None)
+            i += 2
+            continue
+        colon = raw.index(b":\x00", i)
+        n = int(raw[i:colon].decode("utf-16-le"))
+        out.append(raw[colon + 2:colon + 2 + 2 * n].decode("utf-16-le"))
+        i = colon + 2 + 2 * n
+    return out
+
+
+_SWAP = SessionMemo()
+
+
+def _swapper(sc: Any) -> Any:
+    """The bridge's ``LocalProperties.swap`` of ``sc``'s session as a py4j member (kept: one
+    round trip a call), or None without a bridge that has it."""
+    b = bridge(sc)
+    if b is None or not b.has(LOCAL_PROPERTIES_CLASS):
+        return None
+    return b.cls(LOCAL_PROPERTIES_CLASS).swap
+
+
+def swap_local_properties(sc: Any, pairs: list[tuple[str, str | None]]
+                          ) -> list[str | None] | None:
+    """Set the calling thread's local properties ``pairs`` (key, value; None removes one),
+    in order, and return the values they had, in one py4j call; None (nothing set) without
+    the bridge's ``LocalProperties``: the caller reads and sets them itself.
+
+    Examples
+    --------
+    >>> old = swap_local_properties(sc, [(JOB_DESCRIPTION_PROPERTY, "x")])  # doctest: +SKIP
+    >>> swap_local_properties(sc, [(JOB_DESCRIPTION_PROPERTY, old[0])])     # doctest: +SKIP
+    ['x']
+    """
+    try:
+        member = _SWAP.get(sc, lambda: _swapper(sc))
+    except Exception:  # noqa: BLE001 - no JVM handle to key on: the plain calls
+        return None
+    if member is None:
+        return None
+    old = _decode(member(sc._jsc, _encode([x for kv in pairs for x in kv])))
+    if len(old) != len(pairs):
+        raise RuntimeError(f"LocalProperties.swap answered {len(old)} values for "
+                           f"{len(pairs)} properties")
+    return old
+
+
 @contextlib.contextmanager
 def operation_jobs(sc: Any, label: str, description: str) -> Iterator[str]:
     """Run the block as balanced operation ``label``; its jobs carry ``description``.
@@ -119,21 +202,26 @@ def operation_jobs(sc: Any, label: str, description: str) -> Iterator[str]:
         yield _OPERATION.get()
         return
     token = _OPERATION.set(label)
+    text = job_description(description)
     try:
         sc = spark_context(sc)
-        old = sc.getLocalProperty(JOB_DESCRIPTION_PROPERTY)
+        old = swap_local_properties(sc, [(JOB_DESCRIPTION_PROPERTY, text)])
+        swapped = old is not None
+        if not swapped:
+            old = [sc.getLocalProperty(JOB_DESCRIPTION_PROPERTY)]
     except Exception:  # Spark Connect: no SparkContext, nothing to label
         sc = None
     if sc is not None:
         ensure_executor_python(sc)
     try:
-        if sc is not None:
-            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, job_description(description))
+        if sc is not None and not swapped:
+            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, text)
         yield label
     finally:
         _OPERATION.reset(token)
-        if sc is not None:
-            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, old)
+        if sc is not None and (not swapped or swap_local_properties(
+                sc, [(JOB_DESCRIPTION_PROPERTY, old[0])]) is None):
+            sc.setLocalProperty(JOB_DESCRIPTION_PROPERTY, old[0])
 
 
 @contextlib.contextmanager
@@ -170,12 +258,18 @@ def sparkbalance_job_group(sc: Any, name: str, description: str | None = None) -
         raise ValueError(f"name={name!r}; expected a non-empty job group id")
     sc = spark_context(sc)
     ensure_executor_python(sc)
-    keys = (JOB_GROUP_PROPERTY, JOB_DESCRIPTION_PROPERTY, _JOB_INTERRUPT_PROPERTY)
-    old = {k: sc.getLocalProperty(k) for k in keys}
-    sc.setJobGroup(name, job_description(description if description is not None else name))
+    keys = (JOB_DESCRIPTION_PROPERTY, JOB_GROUP_PROPERTY, _JOB_INTERRUPT_PROPERTY)
+    text = job_description(description if description is not None else name)
+    # what SparkContext.setJobGroup(name, text) sets, in its order, in one call
+    got = swap_local_properties(sc, list(zip(keys, (text, name, "false"))))
+    old = dict(zip(keys, got)) if got is not None else {
+        k: sc.getLocalProperty(k) for k in keys}
+    if got is None:
+        sc.setJobGroup(name, text)
     try:
         yield name
     finally:
-        for k, v in old.items():
-            # setLocalProperty(k, None) removes the property on the JVM side.
-            sc.setLocalProperty(k, v)
+        # a None value removes the property on the JVM side
+        if swap_local_properties(sc, list(old.items())) is None:
+            for k, v in old.items():
+                sc.setLocalProperty(k, v)

@@ -26,6 +26,18 @@ measured from its parts (:func:`boundary_seconds`), which on the flights stream 
 half of what a batch paid. ``"always"`` and ``"never"`` (the reactive controller) force
 one way.
 
+What a shift's batch of lag costs is kept as the load a move took off the slowest partition
+per batch, and valued when the look-ahead is weighed, at the payoff model's ``b⁻`` of now
+(:attr:`~sparkbalance.state.control.payoff.PayoffModel.fitted_seconds_per_load`: ``b``
+less one standard error, 0 before a fit), the ``b`` the price's samples take the balance
+off with. Kept as the decision's seconds it carried the optimism the migration decision
+wants and a price paid on every looked-ahead batch does not: the first batches' ``b``,
+which puts all of a batch's time on its slowest partition (on the flights stream at 0 µs
+a record the first plan's lag was valued at 0.7 s, more than a whole batch), and ``b⁺``,
+the fit's upper bound, so that a fit noise swamps does not veto a large move. A gain
+only noise supports now buys no look-ahead; the lag it forgoes is one batch per shift,
+where a look-ahead bought on noise paid its price on most batches.
+
 The work a merge folds for a key is its records plus, in a windowed state, the replay of
 its kept segments when its oldest one expires (:mod:`sparkbalance.state.frames.window`):
 :func:`batch_work` computes it from the tallies of the last ``w`` batches kept here. A
@@ -159,8 +171,9 @@ class Lookahead:
     ----------
     mode : one of :data:`LOOKAHEAD_MODES`.
     window : the state's window in batches (None: unbounded).
-    seconds_per_load : the payoff model's ``b`` as fitted now (what a batch's slowest
-        partition costs per unit of load), to take the balance off the price's samples.
+    seconds_per_load : the payoff model's ``b⁻`` as fitted now (what a batch's slowest
+        partition costs per unit of load, at least; 0 while unfitted), to value a shift's
+        lag and to take the balance off the price's samples.
 
     Examples
     --------
@@ -190,6 +203,8 @@ class Lookahead:
         #: when the coming batch is likely to need a move (:mod:`~sparkbalance.state.
         #: control.hazard`), and what a batch that needed one lost (the last ones' median)
         self.hazard = ShiftHazard()
+        #: per move decided: (seconds a batch saved as decided, load it took off the
+        #: slowest partition per batch or None), valued by :meth:`shift_s`
         self.shifts: deque = deque(maxlen=9)
         self.past: deque = deque(maxlen=(window or 0) + 1)
 
@@ -216,7 +231,29 @@ class Lookahead:
         >>> round(la.move_rate, 2), round(la.lag_s, 3)
         (0.16, 0.016)
         """
-        return self.move_rate * statistics.median(self.shifts) if self.shifts else 0.0
+        return self.move_rate * self.shift_s()
+
+    def shift_s(self) -> float:
+        """Seconds a batch that needed a move lost to lag: the median of the last moves',
+        each the load it took off the slowest partition times ``b`` as fitted now (the
+        seconds it was decided with when its load is unknown); 0 before any move.
+
+        Examples
+        --------
+        >>> b = [0.001]
+        >>> la = Lookahead("auto", seconds_per_load=lambda: b[0])
+        >>> la.observe(0.5, load=100.0)      # decided on the first batches' b: 0.005 s
+        >>> la.shift_s()
+        0.1
+        >>> b[0] = 0.0                       # the fit sees nothing scale with the load
+        >>> la.shift_s()
+        0.0
+        """
+        if not self.shifts:
+            return 0.0
+        b = self.seconds_per_load()
+        b = b if math.isfinite(b) and b > 0 else 0.0
+        return statistics.median(s if load is None else load * b for s, load in self.shifts)
 
     @property
     def boundary_s(self) -> float:
@@ -253,7 +290,7 @@ class Lookahead:
             return self.mode == "always"
         if not self.shifts:
             return False                  # no lag seen: nothing to look ahead for
-        h, shift, boundary = self.hazard.chance(), statistics.median(self.shifts), self.boundary_s
+        h, shift, boundary = self.hazard.chance(), self.shift_s(), self.boundary_s
         pays = h * shift > boundary + h * self.reroute_s
         ask = self.price.explore()
         quiet = h <= self.hazard.rate + 1e-12
@@ -269,9 +306,7 @@ class Lookahead:
         A stream without rhythm gets about :attr:`lag_s`; one whose keys move every ``p``
         batches gets the lag of a whole shift on its shift batches and none between, so
         the price is paid where the lag is."""
-        if not self.shifts:
-            return 0.0
-        return self.hazard.chance() * statistics.median(self.shifts)
+        return self.hazard.chance() * self.shift_s()
 
     def observe_batch(self, looked: bool, seconds: float, work: float,
                       max_load: float = 0.0, moved: bool = False) -> None:
@@ -303,15 +338,18 @@ class Lookahead:
         if self._reroutes_seen == 0:
             self.reroute_s = PRIOR_REREAD_S if map_stage and rereads else PRIOR_REROUTE_S
 
-    def observe(self, saving_per_batch: float) -> None:
+    def observe(self, saving_per_batch: float, load: float | None = None) -> None:
         """One batch's decision: a migration decided (reactively or on the batch's own
-        tally) saves ``saving_per_batch`` seconds per batch; 0 when none was needed."""
+        tally) saves ``saving_per_batch`` seconds per batch by taking ``load`` off the
+        slowest partition per batch (None: unknown, the seconds are kept); 0 when none
+        was needed."""
         if not math.isfinite(saving_per_batch):
             return
         saving = max(saving_per_batch, 0.0)
         self.hazard.observe(saving > 0)
         if saving > 0:
-            self.shifts.append(saving)
+            ok = load is not None and math.isfinite(load) and load >= 0
+            self.shifts.append((saving, float(load) if ok else None))
 
     def observe_tally(self, seconds: float) -> None:
         """A tally took ``seconds``: what every looked-ahead batch pays (the first

@@ -208,6 +208,53 @@ class PayoffModel:
         return self._fit()[1]
 
     @property
+    def fitted_seconds_per_load(self) -> float:
+        """b⁻: ``b`` less one standard error of the fit, at least 0; 0 before
+        :data:`MIN_OBSERVATIONS` batches. What the look-ahead values a batch of imbalance
+        at (:mod:`~sparkbalance.state.control.lookahead`): it pays its price on every
+        batch it looks ahead, so a gain only noise supports — the first batches' ``b``,
+        which puts all of a batch's time on its slowest partition, or a fit a loaded
+        machine swamps — must not buy it, where :attr:`seconds_per_load_upper` lets such
+        a fit not veto a large move.
+
+        Examples
+        --------
+        >>> pm = PayoffModel()
+        >>> _ = pm.observe_batch(0.6, 100)
+        >>> pm.seconds_per_load, pm.fitted_seconds_per_load      # all on the slowest
+        (0.006, 0.0)
+        >>> for lmax in (200, 150, 120):                         # an exact line
+        ...     _ = pm.observe_batch(0.5 + 0.001 * lmax, lmax)
+        >>> round(pm.fitted_seconds_per_load, 6), round(pm.seconds_per_load, 6)
+        (0.001, 0.001)
+        >>> for lmax, t in ((130, 0.9), (180, 0.5), (110, 0.4), (160, 1.0)):
+        ...     _ = pm.observe_batch(t, lmax)                   # noise swamps it
+        >>> round(pm.seconds_per_load, 4), pm.fitted_seconds_per_load
+        (0.0017, 0.0)
+        """
+        if self._n < MIN_OBSERVATIONS:
+            return 0.0
+        b = self.seconds_per_load
+        return max(b - self._standard_error(), 0.0)
+
+    def _standard_error(self) -> float:
+        """One standard error of the weighted fit's ``b`` (inf when too few effective
+        batches or loads too alike to tell)."""
+        if self._n < MIN_OBSERVATIONS or self._sw <= 0:
+            return math.inf
+        mx, my = self._sx / self._sw, self._sy / self._sw
+        var_x = self._sxx / self._sw - mx * mx
+        if var_x <= 1e-12 * max(mx * mx, 1e-300):
+            return math.inf
+        cov = self._sxy / self._sw - mx * my
+        var_y = max(self._syy / self._sw - my * my, 0.0)
+        n_eff = self._sw * self._sw / self._sw2 if self._sw2 > 0 else 0.0
+        if n_eff <= 2.0:
+            return math.inf
+        resid = max(var_y - cov * cov / var_x, 0.0) * n_eff / (n_eff - 2.0)
+        return math.sqrt(resid / (n_eff * var_x))
+
+    @property
     def fixed_seconds(self) -> float:
         """F: the part of a merge that does not scale with the slowest partition."""
         return self._fit()[0]
@@ -248,20 +295,11 @@ class PayoffModel:
     def seconds_per_load_upper(self) -> float:
         """b⁺: ``b`` plus one standard error of the weighted fit, at most the slope with
         ``F = 0`` (``mean t / mean L_max``); ``b`` itself before :data:`MIN_OBSERVATIONS`."""
-        f, b = self._fit()
-        if self._n < MIN_OBSERVATIONS or self._sw <= 0:
+        b = self._fit()[1]
+        se = self._standard_error()
+        if not math.isfinite(se):
             return b
         mx, my = self._sx / self._sw, self._sy / self._sw
-        var_x = self._sxx / self._sw - mx * mx
-        if var_x <= 1e-12 * max(mx * mx, 1e-300):
-            return b
-        cov = self._sxy / self._sw - mx * my
-        var_y = max(self._syy / self._sw - my * my, 0.0)
-        n_eff = self._sw * self._sw / self._sw2 if self._sw2 > 0 else 0.0
-        if n_eff <= 2.0:
-            return b
-        resid = max(var_y - cov * cov / var_x, 0.0) * n_eff / (n_eff - 2.0)
-        se = math.sqrt(resid / (n_eff * var_x))
         top = max(b, my / mx if mx > 0 else 0.0)
         return min(b + se, top)
 

@@ -90,9 +90,13 @@ def use_arrow(spark: Any, schema: Any, keys: list[str], wanted: bool | None) -> 
 
 def arrow_schema(schema: Any) -> Any:
     """The Arrow schema the JVM writes ``schema`` with (time zone metadata aside: a
-    timestamp is the same instant whatever zone it is labelled with)."""
+    timestamp is the same instant whatever zone it is labelled with; PySpark 3.5's
+    ``to_arrow_schema`` takes no zone and labels timestamps UTC itself)."""
     from pyspark.sql.pandas.types import to_arrow_schema
-    return to_arrow_schema(schema, timezone="UTC")
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:                 # PySpark 3.5: no timezone parameter
+        return to_arrow_schema(schema)
 
 
 def key_chunks(messages: Iterable[bytes], schema: Any, key_index: list[int]
