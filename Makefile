@@ -25,7 +25,9 @@ STAMP35  := $(VENV35)/.sparkbalance-deps
 # `make test-spark35 TESTS35=tests/spark` runs everything. The keyed state's JVM frame
 # selection is in the subset too (tests/spark/test_state_datapath.py: 4 tests, 114 s under 3.5.9
 # with other work on the machine; an earlier report of it not finishing in 15 min did not recur),
-# and a move planned on a forecast (tests/spark/test_state_forecast.py, its checkpoint included).
+# and a move planned on a forecast (tests/spark/test_state_forecast.py, its checkpoint included),
+# and the applyInPandasWithState drop-in's parity and sinks (3.5's own Arrow serializers; 8
+# tests, ~2.2 min under 3.5.9).
 TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_key_errors.py tests/spark/test_placement.py \
             tests/spark/test_sqlroute_keytypes.py \
@@ -34,6 +36,7 @@ TESTS35  ?= tests/spark/test_rdd_adapters.py tests/spark/test_mapstats.py \
             tests/spark/test_state_cache.py tests/spark/test_state_datapath.py \
             tests/spark/test_state_forecast.py tests/spark/test_enable.py \
             tests/spark/test_window_spec.py tests/spark/test_enable_windows.py \
+            tests/spark/test_stateful_parity.py tests/spark/test_stateful_sinks.py \
             integration/test_ui35.py
 
 .PHONY: setup demo test test-unit test-spark test-spark35 test-integration bench dist docs clean

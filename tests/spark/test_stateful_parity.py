@@ -64,7 +64,12 @@ def _wait_idle(q: Any, quiet: float = 0.6, limit: float = 8.0) -> None:
         time.sleep(0.1)
 
 
-def _native_state(spark: Any, ck: str) -> dict:
+def _native_state(spark: Any, ck: str) -> dict | None:
+    """Spark's final state from its state data source (Spark 4+); None on 3.5, which has
+    no such reader: there the outputs step by step are compared, not the state."""
+    import pyspark
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        return None
     try:
         rows = spark.read.format("statestore").load(ck).collect()
     except Exception:      # no state written yet
@@ -147,7 +152,8 @@ def assert_same(r: dict, by_step: bool = True) -> None:
     else:
         flat = {n: sorted((x for s in r["steps"][n] for x in s), key=repr) for n in r["steps"]}
         assert flat["native"] == flat["ours"]
-    assert r["native_state"] == r["our_state"]
+    if r["native_state"] is not None:
+        assert r["native_state"] == r["our_state"]
 
 
 # ---------------------------------------------------------------------------- functions

@@ -62,7 +62,10 @@ class RowConverter:
     def _arrow_types(self) -> list:
         if self._types is None:
             from pyspark.sql.pandas.types import to_arrow_type
-            self._types = [to_arrow_type(f.dataType, timezone="UTC") for f in self.schema]
+            try:
+                self._types = [to_arrow_type(f.dataType, timezone="UTC") for f in self.schema]
+            except TypeError:       # PySpark 3.5: no timezone parameter, timestamps in UTC
+                self._types = [to_arrow_type(f.dataType) for f in self.schema]
         return self._types
 
     def to_pandas(self, rows: list) -> list:
@@ -94,11 +97,8 @@ class RowConverter:
     def frame(self, batch: Any) -> Any:
         """One Arrow batch as the pandas frame Spark's worker makes of it."""
         import pandas as pd
-        from pyspark.sql.conversion import ArrowBatchTransformer
         names = self.schema.names
-        series = ArrowBatchTransformer.to_pandas(
-            batch, timezone=self.timezone, schema=self.schema, struct_in_pandas="dict",
-            ndarray_as_list=False, prefer_int_ext_dtype=False, df_for_struct=False)
+        series = _to_series(batch, self.schema, self.timezone)
         # Spark's worker: pd.concat(series, axis=1); a dict of the same series builds
         # the same frame at half the cost (columns named alike; duplicates: concat)
         if len(set(names)) == len(names):
@@ -107,12 +107,9 @@ class RowConverter:
 
     def to_rows(self, pdf: Any) -> list:
         """The rows of one output frame (Spark's conversion to ``out_schema``)."""
-        from pyspark.sql.conversion import PandasToArrowConversion
         if len(pdf) == 0:
             return []
-        batch = PandasToArrowConversion.convert(
-            pdf, self.out_schema, timezone=self.timezone, safecheck=True, arrow_cast=True,
-            assign_cols_by_name=True)
+        batch = _to_batch(pdf, self.out_schema, self.timezone, by_name=True)
         cols = [c.to_pylist() for c in batch.columns]
         return list(zip(*cols))
 
@@ -132,7 +129,6 @@ class RowConverter:
         [1, 2]
         """
         import pyarrow as pa
-        from pyspark.sql.conversion import PandasToArrowConversion
         batches, run, count = [], [], 0
         names = self.out_schema.names
         unique = len(set(names)) == len(names)
@@ -142,9 +138,7 @@ class RowConverter:
             # columns already the schema's names in its order: selecting them by name
             # (a reindex and a copy of the frame) gives the same frame back
             by_name = not (unique and list(merged.columns) == names)
-            batches.append(PandasToArrowConversion.convert(
-                merged, self.out_schema, timezone=self.timezone, safecheck=True,
-                arrow_cast=True, assign_cols_by_name=by_name))
+            batches.append(_to_batch(merged, self.out_schema, self.timezone, by_name))
 
         for pdf in pdfs:
             run.append(pdf)
@@ -163,6 +157,35 @@ class RowConverter:
     def chunks(self, rows: list) -> Iterator[Any]:
         """Lazy :meth:`to_pandas` chunks (the function may stop early)."""
         yield from self.to_pandas(rows)
+
+
+def _to_series(batch: Any, schema: Any, timezone: str) -> list:
+    """An Arrow batch's columns as the pandas Series Spark's worker makes of them."""
+    try:
+        from pyspark.sql.conversion import ArrowBatchTransformer
+    except ImportError:     # PySpark 3.5: the worker's serializer converts column by column
+        from pyspark.sql.pandas.serializers import ArrowStreamPandasSerializer
+        ser = ArrowStreamPandasSerializer(timezone, False)
+        return [ser.arrow_to_pandas(c, "dict", False) for c in batch.columns]
+    return ArrowBatchTransformer.to_pandas(
+        batch, timezone=timezone, schema=schema, struct_in_pandas="dict",
+        ndarray_as_list=False, prefer_int_ext_dtype=False, df_for_struct=False)
+
+
+def _to_batch(pdf: Any, schema: Any, timezone: str, by_name: bool) -> Any:
+    """A frame of the function's as the Arrow batch of ``schema`` Spark's worker makes
+    (columns by name when they are strings and ``by_name``, else by position; cast)."""
+    try:
+        from pyspark.sql.conversion import PandasToArrowConversion
+    except ImportError:     # PySpark 3.5: the worker builds a struct array of the frame
+        import pyarrow as pa
+        from pyspark.sql.pandas.serializers import ArrowStreamPandasUDFSerializer
+        from pyspark.sql.pandas.types import to_arrow_type
+        ser = ArrowStreamPandasUDFSerializer(timezone, True, by_name, arrow_cast=True)
+        return pa.RecordBatch.from_struct_array(
+            ser._create_struct_array(pdf, to_arrow_type(schema)))
+    return PandasToArrowConversion.convert(pdf, schema, timezone=timezone, safecheck=True,
+                                           arrow_cast=True, assign_cols_by_name=by_name)
 
 
 def arrow_table(streams: list) -> Any:

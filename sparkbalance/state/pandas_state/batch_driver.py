@@ -66,7 +66,10 @@ class ArrowFrames:
     ``createDataFrame(table, schema)`` reads eight settings per call through one py4j call
     whose list argument costs one more per item (~41 round trips a batch, measured on
     PySpark 4.3 with a py4j counter; ~10 through the same Arrow path with the settings
-    kept). A PySpark without that path (3.5 classic) uses ``createDataFrame``.
+    kept). A PySpark without that path uses ``createDataFrame`` (4.x) or, on 3.5 classic,
+    whose ``createDataFrame`` takes no Arrow table, hands the table's record batches to the
+    JVM as 3.5's own ``createDataFrame(pandas)`` hands its converted batches
+    (:func:`_from_arrow_stream`).
 
     Examples
     --------
@@ -87,9 +90,27 @@ class ArrowFrames:
                 int(conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")))
 
     def __call__(self, table: Any) -> Any:
-        if self._args is None:
+        if self._args is not None:
+            return self.spark._create_from_arrow_table(table, self.schema, *self._args)
+        import pyspark
+        if int(pyspark.__version__.split(".")[0]) >= 4:
             return self.spark.createDataFrame(table, schema=self.schema)
-        return self.spark._create_from_arrow_table(table, self.schema, *self._args)
+        return _from_arrow_stream(self.spark, table, self.schema)
+
+
+def _from_arrow_stream(spark: Any, table: Any, schema: Any) -> Any:
+    """PySpark 3.5: a DataFrame of ``schema`` over ``table``'s record batches, written to
+    the JVM as an Arrow stream (``PythonSQLUtils.toDataFrame``, the last step of 3.5's
+    ``createDataFrame`` of pandas), without a Python row or a pandas frame."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    jvm = spark._jvm
+    jiter = spark._sc._serialize_to_jvm(
+        table.to_batches(), ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda: jvm.ArrowIteratorServer())
+    return DataFrame(jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession),
+                     spark)
 
 
 class BatchDriver:
