@@ -93,6 +93,29 @@ def test_with_the_bridge_a_job_group_costs_two_round_trips(spark, path):
     assert (calls.n, op_calls.n) == ((2, 2) if path == "bridge" else (7, 3))
 
 
+def test_a_job_group_follows_the_bridge_switched_off_and_on_again(spark, monkeypatch):
+    """Labels set while the bridge is switched off take the plain calls and are not kept
+    as the session's answer: switched on again, a job group is two round trips."""
+    from sparkbalance.spark.session import jvm_loader
+    sc = spark.sparkContext
+    if not bridge_has(sc, LOCAL_PROPERTIES_CLASS):
+        pytest.skip("the bridge jar lacks LocalProperties")
+    monkeypatch.setattr(jobs, "_SWAP", jobs.SessionMemo())      # a fresh session's memo
+    monkeypatch.setattr(jvm_loader, "_OFF", jvm_loader.SessionMemo())
+    monkeypatch.setenv(jvm_loader.BRIDGE_SWITCH_ENV, "off")
+    before = _props(sc)
+    with sparkbalance_job_group(sc, "sparkbalance-off"):
+        assert sc.getLocalProperty(JOB_GROUP_PROPERTY) == "sparkbalance-off"
+    assert _props(sc) == before
+    monkeypatch.delenv(jvm_loader.BRIDGE_SWITCH_ENV)
+    with sparkbalance_job_group(sc, "warm"):
+        pass                                     # the member looked up once
+    with _Calls() as calls:
+        with sparkbalance_job_group(sc, "sparkbalance-on"):
+            pass
+    assert calls.n == 2 and _props(sc) == before
+
+
 def test_the_encoding_round_trips_what_java_counts_in_utf16_units():
     values = ["", "a", None, "12:x-", "\U0001F600ü", None]
     assert jobs._decode(jobs._encode(values)) == values

@@ -151,12 +151,18 @@ _SWAP = SessionMemo()
 
 
 def _swapper(sc: Any) -> Any:
-    """The bridge's ``LocalProperties.swap`` of ``sc``'s session as a py4j member (kept: one
-    round trip a call), or None without a bridge that has it."""
+    """The bridge's ``LocalProperties.swap`` of ``sc``'s session as a py4j member, or None
+    without a bridge that has it. The member is kept with the bridge it came from (looking
+    it up is a round trip); the bridge is asked each time (a kept answer, no round trip),
+    so a session whose bridge comes or goes (``$SPARKBALANCE_BRIDGE=off`` set, then unset)
+    follows it rather than a first answer kept for the session's life."""
     b = bridge(sc)
     if b is None or not b.has(LOCAL_PROPERTIES_CLASS):
         return None
-    return b.cls(LOCAL_PROPERTIES_CLASS).swap
+    kept = _SWAP.get(sc, dict)
+    if kept.get("bridge") is not b:
+        kept["bridge"], kept["swap"] = b, b.cls(LOCAL_PROPERTIES_CLASS).swap
+    return kept["swap"]
 
 
 def swap_local_properties(sc: Any, pairs: list[tuple[str, str | None]]
@@ -172,7 +178,7 @@ def swap_local_properties(sc: Any, pairs: list[tuple[str, str | None]]
     ['x']
     """
     try:
-        member = _SWAP.get(sc, lambda: _swapper(sc))
+        member = _swapper(sc)
     except Exception:  # noqa: BLE001 - no JVM handle to key on: the plain calls
         return None
     if member is None:
