@@ -21,6 +21,7 @@ Arrow reads them, so the instant is kept whatever the time zones.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from typing import Any, Iterator
 
 __all__ = ["RowConverter", "arrow_table", "concat_frames"]
@@ -159,15 +160,25 @@ class RowConverter:
         yield from self.to_pandas(rows)
 
 
+@functools.lru_cache(maxsize=1)
+def _conversion() -> Any:
+    """PySpark 4's ``pyspark.sql.conversion``, or None (3.5): asked once per process, not
+    once per key (a failed import searches the path again every time)."""
+    try:
+        import pyspark.sql.conversion as conversion
+    except ImportError:
+        return None
+    return conversion
+
+
 def _to_series(batch: Any, schema: Any, timezone: str) -> list:
     """An Arrow batch's columns as the pandas Series Spark's worker makes of them."""
-    try:
-        from pyspark.sql.conversion import ArrowBatchTransformer
-    except ImportError:     # PySpark 3.5: the worker's serializer converts column by column
+    conversion = _conversion()
+    if conversion is None:  # PySpark 3.5: the worker's serializer converts column by column
         from pyspark.sql.pandas.serializers import ArrowStreamPandasSerializer
         ser = ArrowStreamPandasSerializer(timezone, False)
         return [ser.arrow_to_pandas(c, "dict", False) for c in batch.columns]
-    return ArrowBatchTransformer.to_pandas(
+    return conversion.ArrowBatchTransformer.to_pandas(
         batch, timezone=timezone, schema=schema, struct_in_pandas="dict",
         ndarray_as_list=False, prefer_int_ext_dtype=False, df_for_struct=False)
 
@@ -175,16 +186,15 @@ def _to_series(batch: Any, schema: Any, timezone: str) -> list:
 def _to_batch(pdf: Any, schema: Any, timezone: str, by_name: bool) -> Any:
     """A frame of the function's as the Arrow batch of ``schema`` Spark's worker makes
     (columns by name when they are strings and ``by_name``, else by position; cast)."""
-    try:
-        from pyspark.sql.conversion import PandasToArrowConversion
-    except ImportError:     # PySpark 3.5: the worker builds a struct array of the frame
+    conversion = _conversion()
+    if conversion is None:  # PySpark 3.5: the worker builds a struct array of the frame
         import pyarrow as pa
         from pyspark.sql.pandas.serializers import ArrowStreamPandasUDFSerializer
         from pyspark.sql.pandas.types import to_arrow_type
         ser = ArrowStreamPandasUDFSerializer(timezone, True, by_name, arrow_cast=True)
         return pa.RecordBatch.from_struct_array(
             ser._create_struct_array(pdf, to_arrow_type(schema)))
-    return PandasToArrowConversion.convert(pdf, schema, timezone=timezone, safecheck=True,
+    return conversion.PandasToArrowConversion.convert(pdf, schema, timezone=timezone, safecheck=True,
                                            arrow_cast=True, assign_cols_by_name=by_name)
 
 
