@@ -183,7 +183,7 @@ class _Run:
         return self.controller.measure_keys(keys, cost, mem, where, layout, len(self.keys),
                                             len(self.keys) * self.cost.bytes_per_key)
 
-    def _decide(self, m: Any) -> tuple[TableLayout | None, float]:
+    def _decide(self, m: Any, ahead: bool = False) -> tuple[TableLayout | None, float]:
         """The operator's ``_decide``: (layout to move to or None, saving per batch)."""
         c = self.controller
         if not c.should_rebalance(m):
@@ -191,7 +191,7 @@ class _Run:
         d = c.plan(m, self.layout)
         if d.layout == self.layout:
             return None, 0.0
-        j = c.judge(m, d)
+        j = c.judge(m, d, ahead)
         if not j.migrate:
             return None, 0.0
         return d.layout, j.saving_s / c.payoff.horizon
@@ -258,7 +258,7 @@ class _Run:
                 self.parts["reroute_s"] += reroute
         elif self.controller.planner is not None and self.lookahead.wanted():
             looked = True
-            new, saving = self._decide(self._measure(work, self.layout))
+            new, saving = self._decide(self._measure(work, self.layout), ahead=True)
             self.pending = new            # a plan on this batch's counts replaces the last
             reroute = self._reroute_s(new, counts) if new is not None else 0.0
             tallied = self.cost.tally_s + reroute
