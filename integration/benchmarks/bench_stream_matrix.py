@@ -20,6 +20,10 @@ CPU seconds per batch beside the wall time), e.g.::
 
     python integration/benchmarks/bench_stream_matrix.py
     python integration/benchmarks/bench_stream_matrix.py --spark zipf1.0/p2/sudden/unbounded
+
+Long because: one benchmark run four ways (simulated, on Spark, what acting costs on
+Spark with ``--spark-costs``, the driver's round trips with ``--py4j``), sharing its
+cells and its output.
 """
 from __future__ import annotations
 
