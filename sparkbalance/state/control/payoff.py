@@ -319,15 +319,19 @@ class PayoffModel:
         return max(self.ride_cost_s, 0.0) + self.s_per_byte * max(float(bytes_moved), 0.0)
 
     def judge(self, imbalance: float, imbalance_planned: float, max_load_now: float,
-              max_load_planned: float, bytes_moved: float) -> Judgement:
-        """Migrate iff the saving over the horizon exceeds the cost of the move.
+              max_load_planned: float, bytes_moved: float, realized: float = 1.0
+              ) -> Judgement:
+        """Migrate iff the saving over the horizon exceeds the cost of the move; the
+        saving counts the share ``realized`` (in [0, 1]) of the planned gain that a plan's
+        next batch was seen to keep (:mod:`~sparkbalance.state.control.realized`).
 
         When the point fit sees no dependence of the batch time on the slowest partition
         (``b = 0``: noise swamps it) the saving rests on the fit's uncertainty alone, so the
         move must also beat one residual standard deviation of a batch (reported in
         ``cost_s``): a large gain still moves, a trim of noise does not. Why: with a riding
         move's cheap cost, ``b⁺`` alone moved λ = 1.09 to 1.04 on a pure-noise fit."""
-        saving = self.saving(max_load_now, max_load_planned) * self.horizon
+        keep = min(max(realized, 0.0), 1.0) if math.isfinite(realized) else 1.0
+        saving = self.saving(max_load_now, max_load_planned) * self.horizon * keep
         cost = self.cost(bytes_moved)
         if self._n >= MIN_OBSERVATIONS and self.seconds_per_load <= 0.0:
             cost += self.residual_sd()
