@@ -6,6 +6,7 @@ import java.io.ObjectOutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -69,27 +70,79 @@ public final class StateWrite {
 
   private static Iterator<byte[]> pickled(int pid, Iterator<byte[]> it, byte tag, byte[] collect,
                                           CollectionAccumulator<byte[]> acc) {
-    List<byte[]> kept = new ArrayList<>();
-    List<byte[]> back = new ArrayList<>();
-    while (it.hasNext()) {
-      byte[] f = it.next();
-      if (f.length > 0 && f[0] == tag) {
-        kept.add(f);
-      } else if (f.length > 0 && contains(collect, f[0])) {
-        back.add(f);
+    return new Records(pid, it, tag, collect, acc);
+  }
+
+  /**
+   * The partition's sequence-file records, made as the frames stream by: a frame of the
+   * tag is hashed and pickled into the current batch (ten frames a batch, ten batches a
+   * record), a frame of a tag to bring back is kept, and once the input is exhausted the
+   * partition's summary goes to the accumulator. Only the digests, the frames brought
+   * back and one record are held, never the partition's state.
+   */
+  private static final class Records implements Iterator<byte[]> {
+    private final int pid;
+    private final Iterator<byte[]> in;
+    private final byte tag;
+    private final byte[] collect;
+    private final CollectionAccumulator<byte[]> acc;
+    private final List<byte[]> digests = new ArrayList<>();
+    private final List<byte[]> back = new ArrayList<>();
+    private byte[] next;
+    private boolean done;
+
+    Records(int pid, Iterator<byte[]> in, byte tag, byte[] collect,
+            CollectionAccumulator<byte[]> acc) {
+      this.pid = pid;
+      this.in = in;
+      this.tag = tag;
+      this.collect = collect;
+      this.acc = acc;
+    }
+
+    @Override
+    public boolean hasNext() {
+      if (next == null && !done) {
+        next = advance();
       }
+      return next != null;
     }
-    acc.add(summary(pid, kept, back));
-    List<byte[]> batches = new ArrayList<>((kept.size() + BATCH - 1) / BATCH);
-    for (int i = 0; i < kept.size(); i += BATCH) {
-      batches.add(pickle(pid, kept.subList(i, Math.min(i + BATCH, kept.size()))));
+
+    @Override
+    public byte[] next() {
+      if (!hasNext()) {
+        throw new java.util.NoSuchElementException();
+      }
+      byte[] r = next;
+      next = null;
+      return r;
     }
-    List<byte[]> records = new ArrayList<>((batches.size() + BATCH - 1) / BATCH);
-    for (int i = 0; i < batches.size(); i += BATCH) {
-      records.add(serialized(batches.subList(i, Math.min(i + BATCH, batches.size()))
-                                 .toArray(new byte[0][])));
+
+    private byte[] advance() {
+      List<byte[]> batches = new ArrayList<>(BATCH);
+      List<byte[]> batch = new ArrayList<>(BATCH);
+      while (batches.size() < BATCH && in.hasNext()) {
+        byte[] f = in.next();
+        if (f.length > 0 && f[0] == tag) {
+          digests.add(sha256(f));
+          batch.add(f);
+          if (batch.size() == BATCH) {
+            batches.add(pickle(pid, batch));
+            batch.clear();
+          }
+        } else if (f.length > 0 && contains(collect, f[0])) {
+          back.add(f);
+        }
+      }
+      if (!batch.isEmpty()) {
+        batches.add(pickle(pid, batch));
+      }
+      if (!in.hasNext()) {
+        done = true;
+        acc.add(summary(pid, digests, back));
+      }
+      return batches.isEmpty() ? null : serialized(batches.toArray(new byte[0][]));
     }
-    return records.iterator();
   }
 
   /** What Spark's {@code Utils.serialize} makes of one array of {@code saveAsObjectFile}. */
@@ -114,15 +167,15 @@ public final class StateWrite {
     return false;
   }
 
-  /** The partition's record of {@link #write}'s result. */
-  static byte[] summary(int pid, List<byte[]> kept, List<byte[]> back) {
-    String digest = digest(kept);
+  /** The partition's record of {@link #write}'s result ({@code digests}: of its frames). */
+  static byte[] summary(int pid, List<byte[]> digests, List<byte[]> back) {
+    String digest = combined(digests);
     int size = 4 + 4 + 64 + 4;
     for (byte[] f : back) {
       size += 4 + f.length;
     }
     ByteBuffer b = ByteBuffer.allocate(size);
-    b.putInt(pid).putInt(kept.size()).put(digest.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    b.putInt(pid).putInt(digests.size()).put(digest.getBytes(StandardCharsets.US_ASCII));
     b.putInt(back.size());
     for (byte[] f : back) {
       b.putInt(f.length).put(f);
@@ -130,26 +183,32 @@ public final class StateWrite {
     return b.array();
   }
 
-  /** sha256 over the sorted sha256 of each frame, hex (the Python {@code frames_digest}). */
-  static String digest(List<byte[]> frames) {
+  static byte[] sha256(byte[] frame) {
     try {
-      byte[][] each = new byte[frames.size()][];
-      for (int i = 0; i < each.length; i++) {
-        each[i] = MessageDigest.getInstance("SHA-256").digest(frames.get(i));
-      }
-      Arrays.sort(each, Arrays::compareUnsigned);
-      MessageDigest all = MessageDigest.getInstance("SHA-256");
-      for (byte[] d : each) {
-        all.update(d);
-      }
-      StringBuilder hex = new StringBuilder(64);
-      for (byte x : all.digest()) {
-        hex.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
-      }
-      return hex.toString();
+      return MessageDigest.getInstance("SHA-256").digest(frame);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /** sha256 over the sorted sha256 of each frame, hex (the Python {@code frames_digest}). */
+  static String combined(List<byte[]> digests) {
+    byte[][] each = digests.toArray(new byte[0][]);
+    Arrays.sort(each, Arrays::compareUnsigned);
+    MessageDigest all;
+    try {
+      all = MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    for (byte[] d : each) {
+      all.update(d);
+    }
+    StringBuilder hex = new StringBuilder(64);
+    for (byte x : all.digest()) {
+      hex.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
+    }
+    return hex.toString();
   }
 
   /**
