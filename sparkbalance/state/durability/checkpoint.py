@@ -7,24 +7,21 @@ layout, the state frames (one part file per partition, ``state.statefiles``), th
 frames of the last applied batch and, when a migration is decided but not yet moved, the
 pending migration.
 
-A save writes everything under **new names** (a layout the last commit already holds is
-named again, not rewritten: most batches keep their layout), then commits by the atomic
-replace of the manifest. Until that replace the previous manifest and its files are
-untouched, so a crash at any step resumes the previous commit exactly; files of older or uncommitted saves are
-removed only after a commit, and never those a live (resumed) state still reads (``keep``).
-A save never moves a pending migration first (that would cost jobs of its own): it commits
-the unsettled state with the pending layout, and a resume moves it in its first batch's
-shuffle, as the live operator would have. A fresh directory gets a commit of the empty
-state first, so files of a save after the first (sequence number > 0) without a manifest
-mean a lost manifest: the start is refused, the files are never overwritten. Every error
-is a :class:`~sparkbalance.state.durability.manifest.CheckpointError` naming the file or the directory
-and the cause. Only the manifest (and the lease, and the drop-in's batch clocks) is
-synced to disk when written: every file it names is written before it and checked
-against its recorded digest when read back, so a file that a machine crash lost or tore
-is named in an error, never read as state; a killed driver loses nothing the operating
-system holds. The directory is a local path or a Hadoop URI (HDFS, S3, ... —
-:mod:`sparkbalance.state.durability.store`); the executors write the state into it, so on a cluster
-it must be a shared file system.
+A save writes everything under **new names** (an unchanged layout: the last commit's file
+named again), then commits by the atomic replace of the manifest. Until that replace the
+previous manifest and its files are untouched, so a crash at any step resumes the previous
+commit exactly; files of older or uncommitted saves are removed only after a commit, and
+never those a live (resumed) state still reads (``keep``). A save never moves a pending
+migration first (that would cost jobs of its own): it commits the unsettled state with the
+pending layout, and a resume moves it in its first batch's shuffle, as the live operator
+would have. A fresh directory gets a commit of the empty state first, so files of a save
+after the first (sequence number > 0) without a manifest mean a lost manifest: the start
+is refused, the files are never overwritten. Every error is a
+:class:`~sparkbalance.state.durability.manifest.CheckpointError` naming the file or the
+directory and the cause. Only the manifest is synced: the files it names are written
+before it and checked by digest when read (a torn file is named, never read as state).
+The directory is a local path or a Hadoop URI (:mod:`sparkbalance.state.durability.store`);
+the executors write the state into it, so on a cluster it must be a shared file system.
 """
 from __future__ import annotations
 
@@ -107,13 +104,12 @@ def _outputs_fields(store: Any, token: str, outputs: BatchOutputs | None,
                     outputs_batch_id=previous.outputs_batch_id,
                     outputs_files=previous.outputs_files)
     if outputs.collected is not None:
-        name = f"outputs-{token}.pkl"
-        files = _write_collected(store, name, outputs.collected)
+        name, write, what = f"outputs-{token}.pkl", _write_collected, outputs.collected
     elif outputs.frames is None:
         return {}
     else:
-        name = f"outputs-{token}"
-        files = _write_outputs(store, name, outputs.frames)
+        name, write, what = f"outputs-{token}", _write_outputs, outputs.frames
+    files = write(store, name, what)
     return dict(outputs_dir=name, outputs_seq=outputs.seq, outputs_batch_id=outputs.batch_id,
                 outputs_files=files)
 
@@ -124,8 +120,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
                     keep: Collection[str] | Callable[[Manifest], Collection[str]] = (),
                     fence: Callable[[], None] | None = None,
                     pending: Any = None, pending_seq: int | None = None,
-                    written: tuple[str, dict] | None = None,
-                    same_layout: bool = False) -> Manifest:
+                    written: tuple[str, dict] | None = None, same_layout: bool = False
+                    ) -> Manifest:
     """Commit ``state`` (frames, layout with version), the last applied batch id and that
     batch's outputs to ``store`` (:mod:`~sparkbalance.state.durability.store`); return the manifest.
     ``pending`` (decided by batch ``pending_seq``) is a migration not yet moved: saved
@@ -139,11 +135,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
     half-written files are removed (best effort: they are never read). ``written``:
     ``(token, file table)`` of ``state``'s frames already written to ``state-<token>``
     (by the job that computed them, :func:`~sparkbalance.state.merge_job.run_merge`):
-    the save then writes no state files and names the rest by the same token.
-    ``same_layout``: ``state.layout`` is the very layout ``previous`` committed (the
-    caller knows it by identity; layouts are immutable): the new manifest names
-    ``previous``'s layout file again instead of a new copy (most batches keep their
-    layout; the file is kept as long as a manifest names it).
+    the save then writes no state files and names the rest by the same token;
+    ``same_layout``: ``state.layout`` is ``previous``'s, whose file is named again.
 
     Examples
     --------
@@ -158,11 +151,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
         files = _write_state(store, state_dir, state) if written is None else written[1]
         out = _outputs_fields(store, token, outputs, previous)
         layout = state.layout
-        same = (same_layout and previous is not None and previous.layout_kind == layout.kind
-                and previous.layout_version == layout.version)
-        layout_file, sha = write_layout(
-            store, token, layout,
-            (previous.layout_file, previous.layout_sha256) if same else None)
+        committed = (previous.layout_file, previous.layout_sha256) if same_layout else None
+        layout_file, sha = write_layout(store, token, layout, committed)
         if pending is not None:
             pending_file, pending_sha = write_pending(store, token, pending)
             out.update(pending_file=pending_file, pending_sha256=pending_sha,
@@ -196,8 +186,7 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
 
 def _discard(store: Any, token: str) -> None:
     for name in (f"state-{token}", f"outputs-{token}", f"outputs-{token}.pkl",
-                 f"layout-{token}.pkl",
-                 f"pending-{token}.pkl"):
+                 f"layout-{token}.pkl", f"pending-{token}.pkl"):
         try:
             store.remove(name)
         except Exception:  # noqa: BLE001 - best effort; never read, cleaned after a commit

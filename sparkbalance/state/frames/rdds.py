@@ -37,8 +37,8 @@ STATE_REREAD_CLASS: str = "io.sparkbalance.bridge.StateReread"
 #: The bridge class that writes a frames RDD's state frames to a checkpoint in the JVM.
 STATE_WRITE_CLASS: str = "io.sparkbalance.bridge.StateWrite"
 
-__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "STATE_WRITE_CLASS", "FrameOps", "frame_ops", "as_frames",
-           "mask_of", "summaries", "built_rdd"]
+__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "STATE_WRITE_CLASS", "FrameOps",
+           "frame_ops", "as_frames", "mask_of", "summaries", "built_rdd"]
 
 _LOG = logging.getLogger(__name__)
 
