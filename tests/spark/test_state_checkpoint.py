@@ -253,3 +253,34 @@ def test_a_committing_batch_writes_its_state_files_in_its_merge_job(sc, tmp_path
     again = _op(sc, tmp_path)
     assert again.collect_state() == ref and again.last_batch_id == 3
     again.close()
+
+
+def test_an_unchanged_layout_is_named_again_and_only_the_manifest_is_synced(
+        sc, tmp_path, monkeypatch):
+    """A commit whose layout is the last commit's names that layout file again (no new
+    copy); of a batch's small files only the manifest is synced (the files it names are
+    checked by digest when read back); the resume reads the shared file."""
+    import os
+    from sparkbalance.state.durability import store as st
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(st.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    batches = _stream(4)
+    op = _op(sc, tmp_path, "none")
+    files = set()
+    for t, b in enumerate(batches[:3]):
+        n = len(synced)
+        op.process(sc.parallelize(b, 2), batch_id=t)
+        assert len(synced) - n == 1                      # the manifest alone
+        files.add(json.loads((tmp_path / MANIFEST).read_text())["layout_file"])
+    assert len(files) == 1 and (tmp_path / files.pop()).exists()
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith("layout-")]) == 1
+    op.close()
+    again = _op(sc, tmp_path, "none")
+    again.process(sc.parallelize(batches[3], 2), batch_id=3)
+    ref: dict = {}
+    for b in batches:
+        for k, v in b:
+            ref[k] = ref.get(k, 0) + v
+    assert again.collect_state() == ref
+    again.close()

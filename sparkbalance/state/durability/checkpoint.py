@@ -7,19 +7,21 @@ layout, the state frames (one part file per partition, ``state.statefiles``), th
 frames of the last applied batch and, when a migration is decided but not yet moved, the
 pending migration.
 
-A save writes everything under **new names**, then commits by the atomic replace of the
-manifest. Until that replace the previous manifest and its files are untouched, so a crash
-at any step resumes the previous commit exactly; files of older or uncommitted saves are
-removed only after a commit, and never those a live (resumed) state still reads (``keep``).
-A save never moves a pending migration first (that would cost jobs of its own): it commits
-the unsettled state with the pending layout, and a resume moves it in its first batch's
-shuffle, as the live operator would have. A fresh directory gets a commit of the empty
-state first, so files of a save after the first (sequence number > 0) without a manifest
-mean a lost manifest: the start is refused, the files are never overwritten. Every error
-is a :class:`~sparkbalance.state.durability.manifest.CheckpointError` naming the file or the directory
-and the cause. The directory is a local path or a Hadoop URI (HDFS, S3, ... —
-:mod:`sparkbalance.state.durability.store`); the executors write the state into it, so on a cluster
-it must be a shared file system.
+A save writes everything under **new names** (an unchanged layout: the last commit's file
+named again), then commits by the atomic replace of the manifest. Until that replace the
+previous manifest and its files are untouched, so a crash at any step resumes the previous
+commit exactly; files of older or uncommitted saves are removed only after a commit, and
+never those a live (resumed) state still reads (``keep``). A save never moves a pending
+migration first (that would cost jobs of its own): it commits the unsettled state with the
+pending layout, and a resume moves it in its first batch's shuffle, as the live operator
+would have. A fresh directory gets a commit of the empty state first, so files of a save
+after the first (sequence number > 0) without a manifest mean a lost manifest: the start
+is refused, the files are never overwritten. Every error is a
+:class:`~sparkbalance.state.durability.manifest.CheckpointError` naming the file or the
+directory and the cause. Only the manifest is synced: the files it names are written
+before it and checked by digest when read (a torn file is named, never read as state).
+The directory is a local path or a Hadoop URI (:mod:`sparkbalance.state.durability.store`);
+the executors write the state into it, so on a cluster it must be a shared file system.
 """
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def _write_collected(store: Any, name: str, frames: list) -> dict:
     list, atomically: whole or absent); return its file table ``{OUTPUTS_PICKLE: [bytes,
     sha256, frames]}``."""
     data = pickle.dumps([bytes(f) for f in frames], protocol=pickle.HIGHEST_PROTOCOL)
-    store.write_atomic(name, data)
+    store.write_atomic(name, data, durable=False)     # the synced manifest names it
     return {OUTPUTS_PICKLE: [len(data), hashlib.sha256(data).hexdigest(), len(frames)]}
 
 
@@ -102,13 +104,12 @@ def _outputs_fields(store: Any, token: str, outputs: BatchOutputs | None,
                     outputs_batch_id=previous.outputs_batch_id,
                     outputs_files=previous.outputs_files)
     if outputs.collected is not None:
-        name = f"outputs-{token}.pkl"
-        files = _write_collected(store, name, outputs.collected)
+        name, write, what = f"outputs-{token}.pkl", _write_collected, outputs.collected
     elif outputs.frames is None:
         return {}
     else:
-        name = f"outputs-{token}"
-        files = _write_outputs(store, name, outputs.frames)
+        name, write, what = f"outputs-{token}", _write_outputs, outputs.frames
+    files = write(store, name, what)
     return dict(outputs_dir=name, outputs_seq=outputs.seq, outputs_batch_id=outputs.batch_id,
                 outputs_files=files)
 
@@ -119,7 +120,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
                     keep: Collection[str] | Callable[[Manifest], Collection[str]] = (),
                     fence: Callable[[], None] | None = None,
                     pending: Any = None, pending_seq: int | None = None,
-                    written: tuple[str, dict] | None = None) -> Manifest:
+                    written: tuple[str, dict] | None = None, same_layout: bool = False
+                    ) -> Manifest:
     """Commit ``state`` (frames, layout with version), the last applied batch id and that
     batch's outputs to ``store`` (:mod:`~sparkbalance.state.durability.store`); return the manifest.
     ``pending`` (decided by batch ``pending_seq``) is a migration not yet moved: saved
@@ -133,7 +135,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
     half-written files are removed (best effort: they are never read). ``written``:
     ``(token, file table)`` of ``state``'s frames already written to ``state-<token>``
     (by the job that computed them, :func:`~sparkbalance.state.merge_job.run_merge`):
-    the save then writes no state files and names the rest by the same token.
+    the save then writes no state files and names the rest by the same token;
+    ``same_layout``: ``state.layout`` is ``previous``'s, whose file is named again.
 
     Examples
     --------
@@ -148,7 +151,8 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
         files = _write_state(store, state_dir, state) if written is None else written[1]
         out = _outputs_fields(store, token, outputs, previous)
         layout = state.layout
-        layout_file, sha = write_layout(store, token, layout)
+        committed = (previous.layout_file, previous.layout_sha256) if same_layout else None
+        layout_file, sha = write_layout(store, token, layout, committed)
         if pending is not None:
             pending_file, pending_sha = write_pending(store, token, pending)
             out.update(pending_file=pending_file, pending_sha256=pending_sha,
@@ -182,8 +186,7 @@ def save_checkpoint(store: Any, state: "FramedState", *, seq: int, last_batch_id
 
 def _discard(store: Any, token: str) -> None:
     for name in (f"state-{token}", f"outputs-{token}", f"outputs-{token}.pkl",
-                 f"layout-{token}.pkl",
-                 f"pending-{token}.pkl"):
+                 f"layout-{token}.pkl", f"pending-{token}.pkl"):
         try:
             store.remove(name)
         except Exception:  # noqa: BLE001 - best effort; never read, cleaned after a commit

@@ -82,6 +82,9 @@ class CheckpointKeeper:
         self.files = FileLoans()              # state files outputs handed out may read
         self._target: str | None = None       # the token of state_target
         self._written: tuple[Any, str, dict] | None = None   # (state, token, file table)
+        #: (layout, its file) of the last commit: a commit of the same layout object
+        #: names that file again (checked against the manifest, also after a rollback)
+        self._layout: tuple[Any, str] | None = None
 
     @property
     def active(self) -> bool:
@@ -111,6 +114,7 @@ class CheckpointKeeper:
             raise
         man = got.manifest
         self.manifest = man
+        self._layout = (got.state.layout, man.layout_file)
         self.resumed = (man.state_dir, got.state.rdd)
         self.base_dir = man.state_dir
         if man.outputs_dir is not None and man.outputs_batch_id is not None:
@@ -146,13 +150,17 @@ class CheckpointKeeper:
         written = None
         if pre is not None and pre[0] is at.state and pre[1].startswith(f"{at.seq:08d}-"):
             written = pre[1:]
+        layout, man = at.state.layout, self.manifest
+        same = (man is not None and self._layout is not None and self._layout[0] is layout
+                and self._layout[1] == man.layout_file)
         self.manifest = save_checkpoint(
             self.store, at.state, seq=at.seq, last_batch_id=at.last_batch_id,
             planner=planner, window=window, num_keys=at.num_keys,
             state_bytes=at.state_bytes, outputs=self._committed_outputs(),
-            previous=self.manifest,
+            previous=man,
             keep=keep, fence=self.lease.check, pending=at.pending,
-            pending_seq=at.pending_seq, written=written)
+            pending_seq=at.pending_seq, written=written, same_layout=same)
+        self._layout = (layout, self.manifest.layout_file)
         return state[0]
 
     def merge_terms(self, seq: int, every: int, truncate_every: int, jvm: bool

@@ -133,9 +133,12 @@ def new_token(seq: int) -> str:
 
 
 def _write_pickle(directory: Directory, name: str, obj: Any) -> tuple[str, str]:
-    """Pickle ``obj`` to the new file ``name`` atomically; return (name, sha256)."""
+    """Pickle ``obj`` to the new file ``name`` atomically; return (name, sha256). Not
+    synced on its own: the manifest that names it is written after it and synced, and
+    a resume reads it only through that manifest, checked against its sha256 (as the
+    state's part files, which the executors write without a sync)."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    _store(directory).write_atomic(name, data)
+    _store(directory).write_atomic(name, data, durable=False)
     return name, hashlib.sha256(data).hexdigest()
 
 
@@ -177,8 +180,13 @@ def _read_pickle(directory: Directory, name: str, sha256: str, what: str) -> tup
         raise CheckpointError(f"{path}: cannot unpickle the {what} ({e})") from None
 
 
-def write_layout(directory: Directory, token: str, layout: Any) -> tuple[str, str]:
-    """Pickle ``layout`` to ``layout-<token>.pkl``; return (file name, sha256)."""
+def write_layout(directory: Directory, token: str, layout: Any,
+                 committed: tuple[str, str] | None = None) -> tuple[str, str]:
+    """Pickle ``layout`` to ``layout-<token>.pkl``; return (file name, sha256).
+    ``committed``: (file name, sha256) of a committed file holding this very layout,
+    returned as it is (nothing written)."""
+    if committed is not None:
+        return committed
     return _write_pickle(directory, f"layout-{token}.pkl", layout)
 
 

@@ -108,6 +108,15 @@ def write_selected(store: Any, name: str, rdd: Any, tag: int, collect: tuple[int
 def _write(store: Any, name: str, rdd: Any, tag: int | None, collect: tuple[int, ...],
            num_partitions: int | None = None) -> tuple[FileTable, list[list[bytes]]]:
     sc = rdd.context
+    from pyspark.serializers import NoOpSerializer
+    if (tag is not None and frame_ops(sc).writes
+            and isinstance(rdd._jrdd_deserializer, NoOpSerializer)):
+        # the JVM writes them in the same format (bridge ``StateWrite``): the merge task
+        # runs no second Python pass over its frames
+        ops = frame_ops(sc)
+        raw = ops.static("StateWrite", "write")(
+            ops.passes.built(rdd), int(tag), bytes(bytearray(collect)), store.uri(name))
+        return _table(store, name, rdd, num_partitions, _jvm_results(bytes(raw)))
     acc = sc.accumulator([], _ListParam())
 
     def _tagged(pid: int, it: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
@@ -128,9 +137,42 @@ def _write(store: Any, name: str, rdd: Any, tag: int | None, collect: tuple[int,
     tagged = rdd.mapPartitionsWithIndex(_tagged)._reserialize(
         BatchedSerializer(CPickleSerializer(), 10))
     frame_ops(sc).passes.built(tagged).saveAsObjectFile(store.uri(name))
+    return _table(store, name, rdd, num_partitions, acc.value)
+
+
+def _jvm_results(raw: bytes) -> list[tuple[int, str, int, list[bytes]]]:
+    """``StateWrite.write``'s per-partition records as ``(pid, digest, frames, back)``.
+
+    Examples
+    --------
+    >>> import struct
+    >>> rec = struct.pack(">ii", 1, 2) + b"ab" * 32 + struct.pack(">ii", 1, 3) + b"xyz"
+    >>> _jvm_results(rec)
+    [(1, 'abababababababababababababababababababababababababababababababab', 2, [b'xyz'])]
+    """
+    import struct
+    out, at = [], 0
+    while at < len(raw):
+        pid, n = struct.unpack_from(">ii", raw, at)
+        digest = raw[at + 8:at + 72].decode("ascii")
+        (nb,) = struct.unpack_from(">i", raw, at + 72)
+        at += 76
+        back = []
+        for _ in range(nb):
+            (size,) = struct.unpack_from(">i", raw, at)
+            back.append(raw[at + 4:at + 4 + size])
+            at += 4 + size
+        out.append((pid, digest, n, back))
+    return out
+
+
+def _table(store: Any, name: str, rdd: Any, num_partitions: int | None,
+           results: list) -> tuple[FileTable, list[list[bytes]]]:
+    """The file table and the frames brought back, from the writing tasks' ``(pid,
+    digest, frames, back)`` records, checked against the files written."""
     digests: dict[int, tuple[str, int]] = {}
     frames: dict[int, list[bytes]] = {}
-    for pid, digest, n, back in acc.value:
+    for pid, digest, n, back in results:
         if digests.setdefault(pid, (digest, n)) != (digest, n):
             raise OSError(f"{store.display(name)}: two attempts of partition {pid} wrote "
                           "different frames (non-deterministic state)")

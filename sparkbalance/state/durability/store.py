@@ -8,7 +8,9 @@ written by the executors (``saveAsPickleFile``) to :meth:`uri` of the same store
 cluster use a shared file system: a local path would scatter the state over the
 executors' own disks.
 
-Operations: ``write_atomic`` (replace whole or not at all), ``create_exclusive`` (create
+Operations: ``write_atomic`` (replace whole or not at all; ``durable=False``: without
+the sync, for a file a later synced commit names and checks by its digest),
+``create_exclusive`` (create
 only when absent: the lease), ``rename`` (move aside, never over an existing name),
 ``sizes`` (the files of a sub-directory and their lengths: truncated state files),
 ``list``, ``remove``, ``read_bytes``. Failures are ``OSError`` naming the file.
@@ -57,13 +59,14 @@ class LocalStore:
     def read_bytes(self, name: str) -> bytes:
         return (self.root / name).read_bytes()
 
-    def write_atomic(self, name: str, data: bytes) -> None:
+    def write_atomic(self, name: str, data: bytes, durable: bool = True) -> None:
         path = self.root / name
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
 
     def create_exclusive(self, name: str, data: bytes) -> bool:
@@ -159,29 +162,30 @@ class HadoopStore:
         finally:
             stream.close()
 
-    def _write(self, path: Any, data: bytes) -> None:
+    def _write(self, path: Any, data: bytes, durable: bool = True) -> None:
         out = self.fs.create(path, True)
         try:
             out.write(bytearray(data))
-            out.hsync()            # durable on HDFS; a no-op flush elsewhere
+            if durable:
+                out.hsync()        # durable on HDFS; a no-op flush elsewhere
         finally:
             out.close()
 
-    def write_atomic(self, name: str, data: bytes) -> None:
+    def write_atomic(self, name: str, data: bytes, durable: bool = True) -> None:
         try:
-            self._write_atomic(name, data)
+            self._write_atomic(name, data, durable)
         except Exception as e:  # noqa: BLE001 - py4j wraps IOException & co.
             if isinstance(e, OSError):
                 raise
             raise OSError(f"{self.uri(name)}: {_java_message(e)}") from None
 
-    def _write_atomic(self, name: str, data: bytes) -> None:
+    def _write_atomic(self, name: str, data: bytes, durable: bool = True) -> None:
         target = self._path(name)
         if self.scheme in OBJECT_STORE_SCHEMES:
             self._write(target, data)     # an object appears whole on close, or not at all
             return
         tmp = self._path(name + ".tmp")
-        self._write(tmp, data)
+        self._write(tmp, data, durable)
         jvm = self._jvm
         fc = jvm.org.apache.hadoop.fs.FileContext.getFileContext(self.fs.getUri(), self._conf)
         opts = self.sc._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
