@@ -234,7 +234,10 @@ def draw(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
     return _key_sample(rows, len(pcols), total, exact)
 
 
-_C, _N, _NULLS = "__sb_c", "__sb_n", "__sb_nulls"
+_C, _N, _NULLS, _DRAWN, _RN = "__sb_c", "__sb_n", "__sb_nulls", "__sb_drawn", "__sb_rn"
+#: The grouped pass draws this many times ``m`` rows of the rows guessed (a guess too low
+#: is cut back to ``m`` per candidate by Spark, before the driver reads them).
+_DRAW = 1.25
 _NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType",
             "DecimalType")
 
@@ -259,7 +262,8 @@ def _grouped(d: "DataFrame", pcols: Sequence[str], ptypes: Sequence[Any],
     null_key = F.expr(" OR ".join(f"{_q(c)} IS NULL" for c in pcols))
     combine = {"sum": F.sum, "min": F.min, "max": F.max}
     per_c = Window.partitionBy(_C)
-    f = 1.0 if rows_guess is None else min(1.0, 2.0 * m / max(1.0, rows_guess))
+    f = 1.0 if rows_guess is None else min(1.0, _DRAW * m / max(1.0, rows_guess))
+    at = 1 + len(fields)
     while True:
         drawn = F.col(_U) < F.lit(f)
         g = (d.withColumns({_C: sg.hot_index(pcols, ptypes, cand), _U: F.rand(sg.SAMPLE_SEED)})
@@ -272,49 +276,48 @@ def _grouped(d: "DataFrame", pcols: Sequence[str], ptypes: Sequence[Any],
                               for j in range(len(pcols))]
         sort += [k.sort_column(F.col(f"__sb_f{1 + len(pcols) + j}"))
                  for j, k in enumerate(order)]
+        # in the one task: each candidate's rows, null keys and aggregates combined over its
+        # groups, and its m smallest draws kept (the first row of each kept either way)
         flat = g.coalesce(1).select(
             _C, *[f"__sb_f{j}" for j in range(len(fields))],
             *[F.sum(c).over(per_c).alias(c) for c in (_N, _NULLS)],
-            *[combine[op](nm).over(per_c).alias(nm) for nm, (_, _, op) in zip(names, aggs)])
-        rows = flat.sortWithinPartitions(*sort).collect()
+            F.count("__sb_f0").over(per_c).alias(_DRAWN),
+            *[combine[op](nm).over(per_c).alias(nm) for nm, (_, _, op) in zip(names, aggs)],
+            F.row_number().over(per_c.orderBy(F.col("__sb_f0").asc_nulls_last())).alias(_RN))
+        rows = flat.where(F.col(_RN) <= m).drop(_RN).sortWithinPartitions(*sort).collect()
         groups = {int(x[0]): x for x in rows}
-        at = 1 + len(fields)
         total = float(sum(x[at] for x in groups.values()))
         if f >= 1.0 or total * f >= _REDRAW * m:
             break
-        f = min(1.0, 2.0 * m / max(1.0, total))   # the guess was far too high
+        f = min(1.0, _DRAW * m / max(1.0, total))   # the guess was far too high
     types = {fl.name: type(fl.dataType).__name__ for fl in flat.schema.fields}
-    return _grouped_sample(rows, groups, len(pcols), at, m, f, [nm for nm, _, _ in aggs],
+    return _grouped_sample(rows, groups, len(pcols), at, f, [nm for nm, _, _ in aggs],
                            all(types[nm] in _NUMERIC for nm in names))
 
 
-def _grouped_sample(rows: list, groups: dict, np_: int, at: int, m: int, f: float,
-                    agg_names: list, numeric: bool) -> KeySample:
-    """:class:`KeySample` of :func:`_grouped`'s rows (candidate, draw, key, order values,
-    then the candidate's rows, null keys and aggregates): each candidate's ``m`` smallest
-    draws, in the order Spark sorted them; a candidate's rows exact, other keys' their
-    drawn share of their group's rows; the candidates' totals (``at``: the column of the
-    candidate's rows)."""
-    limit: dict[int, float] = {}
-    by_c: dict[int, list] = {}
+def _grouped_sample(rows: list, groups: dict, np_: int, at: int, f: float, agg_names: list,
+                    numeric: bool) -> KeySample:
+    """:class:`KeySample` of :func:`_grouped`'s rows (candidate, draw, key and order values,
+    then the candidate's rows, null keys, draws and aggregates; ``at``: the column of its
+    rows), each candidate's ``m`` smallest draws in the order Spark sorted them: a
+    candidate's rows exact, other keys' their drawn share of their group's rows; the
+    candidates' totals."""
+    kept: dict[int, int] = {}
     for r in rows:
         if r[1] is not None:
-            by_c.setdefault(int(r[0]), []).append(r[1])
-    for c, us in by_c.items():   # each candidate's m smallest draws: a uniform sample
-        limit[c] = sorted(us)[m - 1] if len(us) > m else 2.0
-    drawn = {c: min(m, len(us)) for c, us in by_c.items()}
+            kept[r[0]] = kept.get(r[0], 0) + 1
     total = float(sum(g[at] for g in groups.values()))
-    exact = f >= 1.0 and all(drawn.get(c, 0) == g[at] for c, g in groups.items())
+    exact = f >= 1.0 and all(g[at + 2] == g[at] == kept.get(c, 0) for c, g in groups.items())
     null_rows = float(sum(g[at + 1] for g in groups.values()))
     cold = groups.get(-1)
-    scale = (cold[at] / max(1, drawn.get(-1, 0))) if cold is not None else 0.0
+    scale = (cold[at] / max(1, kept.get(-1, 0))) if cold is not None else 0.0
     single = np_ == 1
     samples: dict[Any, list] = {}
     counts: dict[Any, float] = {}
     totals: dict[Any, dict] = {}
     for r in rows:
-        c = int(r[0])
-        if r[1] is None or r[1] > limit[c]:
+        c = r[0]
+        if r[1] is None:
             continue
         kv = r[2:2 + np_]
         if any(v is None for v in kv):
@@ -324,9 +327,9 @@ def _grouped_sample(rows: list, groups: dict, np_: int, at: int, m: int, f: floa
         if c >= 0:
             counts[key] = float(groups[c][at])
             if numeric:
-                totals[key] = dict(zip(agg_names, groups[c][at + 2:]))
+                totals[key] = dict(zip(agg_names, groups[c][at + 3:]))
         else:
             counts[key] = counts.get(key, 0.0) + scale
     keys = sorted(samples, key=lambda k: -counts[k])  # stable: ties keep key order
     return KeySample(keys, np.array([counts[k] for k in keys], dtype=np.float64), samples,
-                     total, null_rows, exact, sum(drawn.values()), totals)
+                     total, null_rows, exact, sum(kept.values()), totals)
