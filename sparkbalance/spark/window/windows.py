@@ -367,10 +367,13 @@ def _literal_totals(totals: dict, hidx: "Column") -> tuple["Column", Any]:
     F = _F()
 
     def total(a: str, name: str) -> "Column":
+        # a CASE whose last hot key is its ELSE: not nullable where no value is null (as
+        # a count is), which a lookup in an array is not on PySpark 3.5
         values = totals[f"{name}_{a}"]
-        if len(values) == 1:
-            return F.lit(values[0])
-        return F.element_at(F.array(*[F.lit(v) for v in values]), hidx + 1)
+        out = F.lit(values[-1])
+        for i in reversed(range(len(values) - 1)):
+            out = F.when(hidx == i, F.lit(values[i])).otherwise(out)
+        return out
     return hidx >= 0, total
 
 
