@@ -10,8 +10,9 @@ might pay for the split); cold keys are placed whole
 hot keys cut into contiguous ranges of the order key spread over partitions
 (:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
 (:func:`sparkbalance.spark.sql.placement.place`). Each column is computed over its range and
-corrected from small per-range summaries, or given a halo of neighbouring rows
-(:mod:`sparkbalance.spark.window.frames`); what cannot be split exactly runs as plain Spark
+corrected from small per-range summaries (a whole-partition column's hot-key totals, where
+the look named the keys that can be hot, exact from the statistics pass itself), or given a
+halo of neighbouring rows (:mod:`sparkbalance.spark.window.frames`); what cannot be split exactly runs as plain Spark
 runs it, with one log line naming the column and why. Columns whose specs share partition
 and order expressions share the statistics, the cut and the exchange.
 
