@@ -261,7 +261,10 @@ def _grouped(d: "DataFrame", pcols: Sequence[str], ptypes: Sequence[Any],
     fields = [_U, *pcols, *ocols]
     null_key = F.expr(" OR ".join(f"{_q(c)} IS NULL" for c in pcols))
     combine = {"sum": F.sum, "min": F.min, "max": F.max}
-    per_c = Window.partitionBy(_C)
+    # one window operator (one sort of the groups): the draws' rank and, over every
+    # group of the candidate, its combined counts and aggregates
+    by_u = Window.partitionBy(_C).orderBy(F.col("__sb_f0").asc_nulls_last())
+    per_c = by_u.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     f = 1.0 if rows_guess is None else min(1.0, _DRAW * m / max(1.0, rows_guess))
     at = 1 + len(fields)
     while True:
@@ -283,7 +286,7 @@ def _grouped(d: "DataFrame", pcols: Sequence[str], ptypes: Sequence[Any],
             *[F.sum(c).over(per_c).alias(c) for c in (_N, _NULLS)],
             F.count("__sb_f0").over(per_c).alias(_DRAWN),
             *[combine[op](nm).over(per_c).alias(nm) for nm, (_, _, op) in zip(names, aggs)],
-            F.row_number().over(per_c.orderBy(F.col("__sb_f0").asc_nulls_last())).alias(_RN))
+            F.row_number().over(by_u).alias(_RN))
         rows = flat.where(F.col(_RN) <= m).drop(_RN).sortWithinPartitions(*sort).collect()
         groups = {int(x[0]): x for x in rows}
         total = float(sum(x[at] for x in groups.values()))
