@@ -47,6 +47,9 @@ class Taken:
     order: tuple
     ks: Any
     hot_count: int
+    #: per whole-partition summary (``<column>_<aggregate>``), its exact value for each
+    #: hot key, from the statistics pass; None where the pass did not give them all
+    totals: dict | None = None
 
 
 def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
@@ -79,7 +82,7 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     rows_guess, bytes_per_row = memory.plan_size(d) if mode != "never" else (None, None)
     mem = ({"memory": memory.task_memory(df), "bytes_per_row": bytes_per_row}
            if mode == "auto" else {})
-    split, why, guess = True, "", None
+    split, why, guess, candidates = True, "", None, []
     if mode == "never":
         split, why = payoff.decide(np.zeros(0), 0.0, n, mode)
     elif mode == "auto":
@@ -98,13 +101,24 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
             # pays: its upper bound (which decided the spread above) would send every
             # marginal key to a pass that costs a read of every row and then runs plain
             top = float(np.max(look.counts)) if len(look.counts) else 0.0
+            candidates = [look.keys[i] for i in range(min(len(look.keys), 4 * n))
+                          if sample.top_bound(look, i) > sg.HOT_SHARE * look.total / n]
             hot = np.array([top]) if top > sg.HOT_SHARE * look.total / n else np.zeros(0)
             split, why = payoff.decide(hot, look.total, n, mode, cores=p_cores, **mem)
             guess = look.total
     else:   # always: no first look
         guess = rows_guess
+    # the whole-partition columns' aggregates ride on the pass where the look named the
+    # keys that can be hot (their exact values replace a branch over the input)
+    summarised = [s for _, s in group if s.summaries]
+    aggs = ([(f"{name}_{a}", agg, op) for name, s in group
+             for a, (agg, op) in s.summaries.items()]
+            if summarised and all(s.kind == "whole" for s in summarised) else [])
     if split:
-        ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess)   # the full pass
+        schema = {f.name: f.dataType for f in d.schema.fields}
+        ks = sample.draw(d, pcols, ocols, order, n, rows_guess=guess,   # the full pass
+                         candidates=candidates, ptypes=[schema[c] for c in pcols],
+                         aggs=aggs)
         total = max(ks.total, 1.0)
         # heaviest first: the hot keys are a prefix, at most 4n of them (more would only
         # lengthen the query; the rest are placed whole like the cold keys)
@@ -115,6 +129,8 @@ def decide(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
         _LOG.info("with_window_columns: columns %s run as plain Spark runs them: %s",
                   ", ".join(repr(user(name, tmp)) for name, _ in group), why)
         return None
-    schema = {f.name: f.dataType for f in d.schema.fields}
+    hot_keys = ks.keys[:hot_count]
+    totals = ({a: [ks.totals[k][a] for k in hot_keys] for a, _, _ in aggs}
+              if aggs and all(k in ks.totals for k in hot_keys) else None)
     return Taken(pcols, ocols, hidden, [schema[c] for c in pcols],
-                  [schema[c] for c in ocols], tuple(order), ks, hot_count)
+                 [schema[c] for c in ocols], tuple(order), ks, hot_count, totals)

@@ -44,11 +44,12 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from sparkbalance.spark.sql.hash_columns import quoted as _q
 from sparkbalance.spark.sql.keysample import sample_keys
 from sparkbalance.spark.sql.keystats import py_value as _py_value
 from sparkbalance.spark.window import memory, segments as sg
@@ -86,6 +87,9 @@ class KeySample:
     null_rows: float
     exact: bool
     drawn: int = 0
+    #: key -> {aggregate name: exact value over the key's rows}, for the keys of the
+    #: candidates given to :func:`draw` (numeric aggregates only)
+    totals: dict = field(default_factory=dict)
 
 
 def sample_size(num_partitions: int) -> int:
@@ -192,9 +196,10 @@ def first_look(d: "DataFrame", pcols: Sequence[str]) -> KeySample:
     return _key_sample(rows, len(pcols), total, exact)
 
 
-def top_bound(ks: KeySample) -> float:
-    """Rows the hottest key of a sample can hold, bounded from above (three standard errors
-    of its share and of the total; the count itself when the sample is exact).
+def top_bound(ks: KeySample, i: int = 0) -> float:
+    """Rows the hottest key of a sample (the ``i``-th heaviest) can hold, bounded from above
+    (three standard errors of its share and of the total; the count itself when the sample
+    is exact).
 
     Examples
     --------
@@ -202,21 +207,132 @@ def top_bound(ks: KeySample) -> float:
     >>> round(top_bound(ks))
     286
     """
-    if len(ks.counts) == 0:
+    if len(ks.counts) <= i:
         return 0.0
     if ks.exact:
-        return float(ks.counts[0])
+        return float(ks.counts[i])
     m = max(1, ks.drawn)
-    p = float(ks.counts[0]) / max(ks.total, 1.0)
+    p = float(ks.counts[i]) / max(ks.total, 1.0)
     upper = min(1.0, p + 3.0 * math.sqrt(p * (1.0 - p) / m) + 3.0 / m)
     return upper * ks.total * (1.0 + 3.0 / math.sqrt(m))
 
 
 def draw(d: "DataFrame", pcols: Sequence[str], ocols: Sequence[str],
          order: Sequence[SortKey], num_partitions: int,
-         rows_guess: float | None = None) -> KeySample:
+         rows_guess: float | None = None, candidates: Sequence[Any] = (),
+         ptypes: Sequence[Any] = (), aggs: Sequence[tuple[str, Any, str]] = ()
+         ) -> KeySample:
     """Key counts and per-key order samples of ``d`` (module docstring); ``rows_guess``
-    (e.g. the first look's total) sets the share of rows the filter passes."""
+    (e.g. the first look's total) sets the share of rows the filter passes. With
+    ``candidates`` (keys as the look gives them, of types ``ptypes``) and ``aggs`` ((name,
+    aggregate Column, how groups combine: "sum", "min" or "max")), the grouped pass (:func:`_grouped`): exact rows of every key
+    among the candidates, and their ``aggs`` in :attr:`KeySample.totals`."""
     m = sample_size(num_partitions)
+    if candidates and aggs:
+        return _grouped(d, pcols, ptypes, ocols, order, m, rows_guess, candidates, aggs)
     rows, total, exact = _sample(d, pcols, ocols, order, m, rows_guess)
     return _key_sample(rows, len(pcols), total, exact)
+
+
+_C, _N, _NULLS, _DRAWN, _RN = "__sb_c", "__sb_n", "__sb_nulls", "__sb_drawn", "__sb_rn"
+#: The grouped pass draws this many times ``m`` rows of the rows guessed (a guess too low
+#: is cut back to ``m`` per candidate by Spark, before the driver reads them).
+_DRAW = 1.25
+_NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType",
+            "DecimalType")
+
+
+def _grouped(d: "DataFrame", pcols: Sequence[str], ptypes: Sequence[Any],
+             ocols: Sequence[str], order: Sequence[SortKey], m: int,
+             rows_guess: float | None, candidates: Sequence[Any],
+             aggs: Sequence[tuple[str, Any, str]]) -> KeySample:
+    """The statistics pass as one grouped aggregation (module docstring): one job, two
+    when the guess of the rows was far too high (the exact total then sets ``f``).
+
+    The rows are grouped by candidate and, for a drawn row only, by its draw, key and order
+    values (a row not drawn has them null): each drawn row is a group of its own, the rest
+    of a candidate's rows one more, so the aggregation is Spark's generated hash
+    aggregate (a collected list per group is not). The groups' counts and aggregates are
+    combined per candidate by a window over the one task that sorts the drawn rows."""
+    from pyspark.sql import Window, functions as F
+    single = len(pcols) == 1
+    cand = [sg.HotKey(tuple(c) if not single else (c,), 0.0) for c in candidates]
+    names = [f"__sb_a{j}" for j in range(len(aggs))]
+    fields = [_U, *pcols, *ocols]
+    null_key = F.expr(" OR ".join(f"{_q(c)} IS NULL" for c in pcols))
+    combine = {"sum": F.sum, "min": F.min, "max": F.max}
+    # one window operator (one sort of the groups): the draws' rank and, over every
+    # group of the candidate, its combined counts and aggregates
+    by_u = Window.partitionBy(_C).orderBy(F.col("__sb_f0").asc_nulls_last())
+    per_c = by_u.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    f = 1.0 if rows_guess is None else min(1.0, _DRAW * m / max(1.0, rows_guess))
+    at = 1 + len(fields)
+    while True:
+        drawn = F.col(_U) < F.lit(f)
+        g = (d.withColumns({_C: sg.hot_index(pcols, ptypes, cand), _U: F.rand(sg.SAMPLE_SEED)})
+             .groupBy(F.col(_C), *[F.when(drawn, F.col(c)).alias(f"__sb_f{j}")
+                                   for j, c in enumerate(fields)])
+             .agg(F.count(F.lit(1)).alias(_N),
+                  F.sum(F.when(null_key, 1).otherwise(0)).alias(_NULLS),
+                  *[a.alias(nm) for nm, (_, a, _) in zip(names, aggs)]))
+        sort = [F.col(_C)] + [F.col(f"__sb_f{1 + j}").asc_nulls_first()
+                              for j in range(len(pcols))]
+        sort += [k.sort_column(F.col(f"__sb_f{1 + len(pcols) + j}"))
+                 for j, k in enumerate(order)]
+        # in the one task: each candidate's rows, null keys and aggregates combined over its
+        # groups, and its m smallest draws kept (the first row of each kept either way)
+        flat = g.coalesce(1).select(
+            _C, *[f"__sb_f{j}" for j in range(len(fields))],
+            *[F.sum(c).over(per_c).alias(c) for c in (_N, _NULLS)],
+            F.count("__sb_f0").over(per_c).alias(_DRAWN),
+            *[combine[op](nm).over(per_c).alias(nm) for nm, (_, _, op) in zip(names, aggs)],
+            F.row_number().over(by_u).alias(_RN))
+        rows = flat.where(F.col(_RN) <= m).drop(_RN).sortWithinPartitions(*sort).collect()
+        groups = {int(x[0]): x for x in rows}
+        total = float(sum(x[at] for x in groups.values()))
+        if f >= 1.0 or total * f >= _REDRAW * m:
+            break
+        f = min(1.0, _DRAW * m / max(1.0, total))   # the guess was far too high
+    types = {fl.name: type(fl.dataType).__name__ for fl in flat.schema.fields}
+    return _grouped_sample(rows, groups, len(pcols), at, f, [nm for nm, _, _ in aggs],
+                           all(types[nm] in _NUMERIC for nm in names))
+
+
+def _grouped_sample(rows: list, groups: dict, np_: int, at: int, f: float, agg_names: list,
+                    numeric: bool) -> KeySample:
+    """:class:`KeySample` of :func:`_grouped`'s rows (candidate, draw, key and order values,
+    then the candidate's rows, null keys, draws and aggregates; ``at``: the column of its
+    rows), each candidate's ``m`` smallest draws in the order Spark sorted them: a
+    candidate's rows exact, other keys' their drawn share of their group's rows; the
+    candidates' totals."""
+    kept: dict[int, int] = {}
+    for r in rows:
+        if r[1] is not None:
+            kept[r[0]] = kept.get(r[0], 0) + 1
+    total = float(sum(g[at] for g in groups.values()))
+    exact = f >= 1.0 and all(g[at + 2] == g[at] == kept.get(c, 0) for c, g in groups.items())
+    null_rows = float(sum(g[at + 1] for g in groups.values()))
+    cold = groups.get(-1)
+    scale = (cold[at] / max(1, kept.get(-1, 0))) if cold is not None else 0.0
+    single = np_ == 1
+    samples: dict[Any, list] = {}
+    counts: dict[Any, float] = {}
+    totals: dict[Any, dict] = {}
+    for r in rows:
+        c = r[0]
+        if r[1] is None:
+            continue
+        kv = r[2:2 + np_]
+        if any(v is None for v in kv):
+            continue
+        key = _py_value(kv[0]) if single else tuple(_py_value(v) for v in kv)
+        samples.setdefault(key, []).append(tuple(r[2 + np_:at]))
+        if c >= 0:
+            counts[key] = float(groups[c][at])
+            if numeric:
+                totals[key] = dict(zip(agg_names, groups[c][at + 3:]))
+        else:
+            counts[key] = counts.get(key, 0.0) + scale
+    keys = sorted(samples, key=lambda k: -counts[k])  # stable: ties keep key order
+    return KeySample(keys, np.array([counts[k] for k in keys], dtype=np.float64), samples,
+                     total, null_rows, exact, sum(kept.values()), totals)

@@ -10,8 +10,9 @@ might pay for the split); cold keys are placed whole
 hot keys cut into contiguous ranges of the order key spread over partitions
 (:mod:`sparkbalance.spark.window.segments`), all in **one exchange**
 (:func:`sparkbalance.spark.sql.placement.place`). Each column is computed over its range and
-corrected from small per-range summaries, or given a halo of neighbouring rows
-(:mod:`sparkbalance.spark.window.frames`); what cannot be split exactly runs as plain Spark
+corrected from small per-range summaries (a whole-partition column's hot-key totals, where
+the look named the keys that can be hot, exact from the statistics pass itself), or given a
+halo of neighbouring rows (:mod:`sparkbalance.spark.window.frames`); what cannot be split exactly runs as plain Spark
 runs it, with one log line naming the column and why. Columns whose specs share partition
 and order expressions share the statistics, the cut and the exchange.
 
@@ -249,24 +250,30 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     if other_local:
         win = win.withColumns(other_local)
     summaries = [(name, s) for name, s in group if s.summaries]
-    if hot and summaries:
-        # a small aggregation of the hot keys' rows before the exchange (summaries taken
-        # from the placed rows would not reuse the exchange: Spark prunes and filters
-        # below it, making it another one)
-        whole = all(s.kind == "whole" for _, s in summaries)
-        win = win.join(F.broadcast(_summary(counted, pcols, summaries, whole)),
-                       on=[*pcols] if whole else [*pcols, _TSEG], how="left")
+    if hot and summaries and taken.totals is not None:
+        # whole-partition columns only, their hot keys' totals exact from the statistics
+        # pass: looked up by the row's hot key, no branch over the input, no join
+        hot_flag, total_ = _literal_totals(taken.totals, sg.hot_index(pcols, ptypes, hot))
     else:
-        win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
-    hot_flag = F.col(_HOT).isNotNull()
+        if hot and summaries:
+            # a small aggregation of the hot keys' rows before the exchange (summaries
+            # taken from the placed rows would not reuse the exchange: Spark prunes and
+            # filters below it, making it another one)
+            whole = all(s.kind == "whole" for _, s in summaries)
+            win = win.join(F.broadcast(_summary(counted, pcols, summaries, whole)),
+                           on=[*pcols] if whole else [*pcols, _TSEG], how="left")
+        else:
+            win = win.withColumn(_HOT, F.lit(None).cast("boolean"))
+        hot_flag = F.col(_HOT).isNotNull()
+
+        def total_(a: str, _n: str) -> "Column":
+            return F.col(f"{_n}_t_{a}")
     final = {}
     for name, s in group:
         def before(a: str, _n: str = name) -> "Column":
             return F.col(f"{_n}_b_{a}")
-
-        def total_(a: str, _n: str = name) -> "Column":
-            return F.col(f"{_n}_t_{a}")
-        final[name] = frames.final_column(s, name, before, total_, hot_flag).cast(
+        final[name] = frames.final_column(s, name, before,
+                                          lambda a, _n=name: total_(a, _n), hot_flag).cast(
             result_types[name])
     win = win.withColumns(final)
     keep = [c for c in df.columns] + [name for name, _ in group]
@@ -352,6 +359,23 @@ def _summary(d: "DataFrame", pcols: list[str], summaries: list, whole: bool = Fa
         cols.append(fn[op](c).over(earlier).alias(f"{name}_b_{a}"))
         cols.append(fn[op](c).over(whole).alias(f"{name}_t_{a}"))
     return seg.select(*cols)
+
+
+def _literal_totals(totals: dict, hidx: "Column") -> tuple["Column", Any]:
+    """(the row's key is hot, ``total(a, column)``) where every summary is a hot key's total
+    (``totals``: ``<column>_<a>`` -> one value per hot key, :attr:`decide.Taken.totals`):
+    literals looked up by the row's hot index ``hidx``."""
+    F = _F()
+
+    def total(a: str, name: str) -> "Column":
+        # a CASE whose last hot key is its ELSE: not nullable where no value is null (as
+        # a count is), which a lookup in an array is not on PySpark 3.5
+        values = totals[f"{name}_{a}"]
+        out = F.lit(values[-1])
+        for i in reversed(range(len(values) - 1)):
+            out = F.when(hidx == i, F.lit(values[i])).otherwise(out)
+        return out
+    return hidx >= 0, total
 
 
 def _spec(wc: WindowColumn, partition: list | None = None, frame: Any = "own") -> Any:
