@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Judgement", "PayoffModel", "TRIGGERS", "DEFAULT_HORIZON", "DEFAULT_HYSTERESIS",
+__all__ = ["Judgement", "PayoffModel", "prior_weight", "TRIGGERS", "DEFAULT_HORIZON", "DEFAULT_HYSTERESIS",
            "PRIOR_FIXED_S", "PRIOR_RIDE_S", "PRIOR_S_PER_BYTE"]
 
 #: "payoff" (default): trigger above 1 + θ, migrate only when the predicted saving over the
@@ -81,6 +81,18 @@ class Judgement:
     saving_s: float                # predicted seconds saved over the horizon (0: not computed)
     cost_s: float                  # predicted seconds of the move (0: not computed)
 
+
+
+def prior_weight(seen: int) -> float:
+    """The weight of the next sample in a running mean whose prior counts as one sample:
+    ``1 / (seen + 2)``, then 0.3 each once that falls below (recent samples lead).
+
+    Examples
+    --------
+    >>> [round(prior_weight(n), 2) for n in (0, 1, 2, 5)]
+    [0.5, 0.33, 0.3, 0.3]
+    """
+    return max(1.0 / (seen + 2), 0.3)
 
 class PayoffModel:
     """Online estimates of ``t = F + b · L_max`` and of ``cost = c0 + c1 · bytes``.
@@ -181,7 +193,7 @@ class PayoffModel:
         if not (math.isfinite(seconds) and math.isfinite(bytes_moved)):
             return
         fixed = seconds - self.s_per_byte * max(float(bytes_moved), 0.0)
-        w = max(1.0 / (self.rides_seen + 2), 0.3)
+        w = prior_weight(self.rides_seen)
         # at least 0: on a loaded machine one batch far faster than predicted (-9 s seen)
         # would otherwise keep every move priced at nothing for many later moves
         self.ride_cost_s = max((1 - w) * self.ride_cost_s + w * fixed, 0.0)

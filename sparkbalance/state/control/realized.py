@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from sparkbalance.state.control.layout import TableLayout
+from sparkbalance.state.control.payoff import prior_weight
 from sparkbalance.stats.workload import imbalance
 
 __all__ = ["RealizedGain", "MAX_SAMPLE"]
@@ -95,7 +96,7 @@ class RealizedGain:
                                      minlength=lay.num_physical)[:n])   # as measured
                for lay in (left, plan)]
         sample = min(max((lam[0] - lam[1]) / gain, 0.0), MAX_SAMPLE)
-        w = max(1.0 / (self.seen + 2), 0.3)
+        w = prior_weight(self.seen)
         self.mean = (1 - w) * self.mean + w * sample
         self.seen += 1
         return sample

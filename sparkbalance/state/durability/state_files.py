@@ -109,11 +109,11 @@ def _write(store: Any, name: str, rdd: Any, tag: int | None, collect: tuple[int,
            num_partitions: int | None = None) -> tuple[FileTable, list[list[bytes]]]:
     sc = rdd.context
     from pyspark.serializers import NoOpSerializer
-    if (tag is not None and frame_ops(sc).writes
+    ops = frame_ops(sc)
+    if (tag is not None and ops.writes
             and isinstance(rdd._jrdd_deserializer, NoOpSerializer)):
         # the JVM writes them in the same format (bridge ``StateWrite``): the merge task
         # runs no second Python pass over its frames
-        ops = frame_ops(sc)
         raw = ops.static("StateWrite", "write")(
             ops.passes.built(rdd), int(tag), bytes(bytearray(collect)), store.uri(name))
         return _table(store, name, rdd, num_partitions, _jvm_results(bytes(raw)))
@@ -136,7 +136,7 @@ def _write(store: Any, name: str, rdd: Any, tag: int | None, collect: tuple[int,
     from pyspark.serializers import BatchedSerializer, CPickleSerializer
     tagged = rdd.mapPartitionsWithIndex(_tagged)._reserialize(
         BatchedSerializer(CPickleSerializer(), 10))
-    frame_ops(sc).passes.built(tagged).saveAsObjectFile(store.uri(name))
+    ops.passes.built(tagged).saveAsObjectFile(store.uri(name))
     return _table(store, name, rdd, num_partitions, acc.value)
 
 
