@@ -138,6 +138,9 @@ class GroupCall:
         """The load of a key's values for the planner: its rows (a :class:`RowChunk`
         weighs its row count, a row or a timeout tick one), the merge's weight hook
         (:func:`~sparkbalance.state.frames.blocks.merge_blocks`)."""
+        if len(values) == 1:        # the usual key: one chunk, or its frames
+            v = values[0]
+            return v.rows if type(v) is RowChunk or type(v) is KeyFrames else 1
         return sum(v.rows if type(v) is RowChunk or type(v) is KeyFrames else 1
                    for v in values)
 

@@ -75,15 +75,13 @@ def prepare_block(call: Any, block: dict) -> dict:
     import pyarrow as pa
 
     schema = call.arrow_schema()
-    keys, counts, nbatches, batches = [], [], [], []
-    read, buf = pa.ipc.read_record_batch, pa.py_buffer
+    keys, counts, messages = [], [], []
     for k, values in block.items():
         if len(values) == 1 and type(values[0]) is RowChunk:     # the usual key
             c = values[0]
             keys.append(k)
             counts.append(c.rows)
-            nbatches.append(1)
-            batches.append(read(buf(c.data), schema))
+            messages.append(c.data)
             continue
         chunks = [v for v in values if type(v) is RowChunk]
         # a key holding Python rows (tuples) keeps its values; a str is the timeout tick
@@ -92,28 +90,53 @@ def prepare_block(call: Any, block: dict) -> dict:
             continue
         keys.append(k)
         counts.append(sum(c.rows for c in chunks))
-        nbatches.append(len(chunks))
-        batches.extend(read(buf(c.data), schema) for c in chunks)
+        messages.extend(c.data for c in chunks)
     if not keys:
         return block
+    table = _read_messages(schema, messages, sum(counts))
     out = dict(block)
     sliceable = all(_sliceable(f.type) for f in schema)
     start = 0       # first key of the run
-    bstart = 0      # its first batch
+    first_row = 0   # its first row
     run_rows = 0
-    nb = 0          # batches of the keys so far
     for i, k in enumerate(keys):
-        nb += nbatches[i]
         run_rows += counts[i]
         if run_rows >= RUN_ROWS or i == len(keys) - 1:
-            frames = _run(call, schema, batches[bstart:nb], counts[start:i + 1], sliceable)
+            frames = _run(call, schema, table.slice(first_row, run_rows), counts[start:i + 1],
+                          sliceable)
             for j, kf in zip(range(start, i + 1), frames):
                 kk = keys[j]
                 values = block[kk]
                 out[kk] = ([kf] if len(values) == 1 else
                            [kf] + [v for v in values if type(v) is not RowChunk])
-            start, bstart, run_rows = i + 1, nb, 0
+            start, first_row, run_rows = i + 1, first_row + run_rows, 0
     return out
+
+
+def _read_messages(schema: Any, messages: list, rows: int) -> Any:
+    """The Arrow IPC record-batch messages ``messages`` (of ``schema``, ``rows`` rows in
+    all, in order) as one ``pyarrow.Table``, read as one stream (the schema's message
+    before them): one call into Arrow for the task instead of a read per key (~2.5 us a
+    key). Messages a stream reader refuses are read one by one.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> b = pa.record_batch([pa.array([1, 2, 3])], names=["k"])
+    >>> msgs = [b.slice(0, 1).serialize().to_pybytes(), b.slice(1).serialize().to_pybytes()]
+    >>> _read_messages(b.schema, msgs, 3).column("k").to_pylist()
+    [1, 2, 3]
+    """
+    import pyarrow as pa
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(b"".join(
+            [schema.serialize().to_pybytes(), *messages]))).read_all()
+        if table.num_rows == rows and table.schema.equals(schema):
+            return table
+    except (pa.ArrowInvalid, OSError):
+        pass
+    read, buf = pa.ipc.read_record_batch, pa.py_buffer
+    return pa.Table.from_batches([read(buf(m), schema) for m in messages], schema=schema)
 
 
 def _sliceable(t: Any) -> bool:
@@ -121,14 +144,14 @@ def _sliceable(t: Any) -> bool:
     return any(getattr(pa.types, f"is_{name}")(t) for name in SLICEABLE)
 
 
-def _run(call: Any, schema: Any, batches: list, counts: list, sliceable: bool) -> list:
+def _run(call: Any, schema: Any, table: Any, counts: list, sliceable: bool) -> list:
     """The :class:`KeyFrames` of the keys of one run (``counts``: their rows, in the order
-    of ``batches``)."""
+    of ``table``'s rows)."""
     import numpy as np
     import pyarrow as pa
 
     n = len(counts)
-    table = pa.Table.from_batches(batches, schema=schema).combine_chunks()
+    table = table.combine_chunks()
     batch = (table.to_batches()[0] if table.num_rows
              else pa.RecordBatch.from_pylist([], schema=schema))
     kept = np.asarray(counts, dtype=np.int64)
