@@ -101,7 +101,8 @@ class GroupCall:
     # -- the operator's update_values
     def __call__(self, entry: Entry | None, values: list) -> tuple[Entry | None, list]:
         clock, outs = self.clock, []
-        rows = [v for v in values if v is not TICK and v != TICK]
+        rows = (values if len(values) == 1 and type(values[0]) is KeyFrames else
+                [v for v in values if v is not TICK and v != TICK])
         key = None
         if rows and type(rows[0]) is KeyFrames:    # converted for the task (prepare_block)
             rows, key = rows[0].frames, rows[0].key

@@ -85,8 +85,14 @@ def plain_value(v: Any) -> Any:
     >>> plain_value(np.int64(3)), plain_value(pd.Timestamp("2020-01-01 00:00:01"))
     (3, datetime.datetime(2020, 1, 1, 0, 0, 1))
     """
-    if hasattr(v, "to_pydatetime"):
-        return v.to_pydatetime()
-    if hasattr(v, "item") and not isinstance(v, (bytes, str)):
-        return v.item()
-    return v
+    how = _HOW.get(type(v))
+    if how is None:         # decided once per type: two failed attribute lookups cost ~1 us
+        how = _HOW[type(v)] = (
+            "to_pydatetime" if hasattr(v, "to_pydatetime") else
+            "item" if hasattr(v, "item") and not isinstance(v, (bytes, str)) else "")
+    return getattr(v, how)() if how else v
+
+
+#: How :func:`plain_value` converts a value of each type it has seen (a method name, or
+#: "" for as it is).
+_HOW: dict = {}
