@@ -44,6 +44,21 @@ def test_state_frame_round_trip_and_header():
     assert fr.header(w).oldest == 4
 
 
+def test_an_index_written_as_a_numpy_array_still_reads():
+    # frames checkpointed before the index held its sizes as float64 bytes
+    import pickle
+    block = {"a": [1, 10.0, None], "b": [2, 5.5, None]}
+    index = pickle.dumps((["a", "b"], np.array([10.0, 5.5])), protocol=5)
+    old = (fr._HEAD.pack(fr.TAG_STATE, 3, 2, 15.5, -1, len(index)) + index
+           + pickle.dumps(block, protocol=5))
+    for f in (old, fr.state_frame(3, block)):
+        keys, sizes = fr.frame_index(f)
+        assert keys == ["a", "b"] and sizes.dtype == np.float64
+        assert sizes.tolist() == [10.0, 5.5] and fr.frame_block(f) == block
+    assert fr.frames_stats(0, [old, fr.state_frame(4, {"c": [3, 2.0, None]})], G,
+                           False)[3].tolist() == [10.0, 5.5, 2.0]
+
+
 @pytest.mark.parametrize("frame,match", [
     (b"S", "expected a bytes frame"),
     (b"X" + bytes(40), "invalid"),

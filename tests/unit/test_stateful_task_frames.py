@@ -125,3 +125,14 @@ def test_runs_of_any_size_give_the_same_frames(monkeypatch, run_rows):
     monkeypatch.setattr(task_frames, "RUN_ROWS", run_rows)
     rows = [(k, i, float(i), i % 2 == 0, _ts(i)) for i, k in enumerate("abcabdaeef")]
     _run_both([rows, rows[3:]])
+
+
+def test_chunks_a_stream_reader_refuses_are_read_one_by_one(monkeypatch):
+    def refuse(*a, **k):
+        raise pa.ArrowInvalid("not a stream")
+    rows = [("a", 1, 0.5, True, _ts(1)), ("b", 2, 1.0, False, _ts(2)),
+            ("a", 3, None, True, _ts(3))]
+    _, want = _run_both([rows])
+    monkeypatch.setattr(pa.ipc, "open_stream", refuse)
+    _, got = _run_both([rows])
+    assert repr(got) == repr(want)
