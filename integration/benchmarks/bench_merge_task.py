@@ -10,9 +10,11 @@ the machine's load, unlike wall time; the user function is the benchmark's runni
 (it builds one output frame per key, as Spark's own would cost).
 
 Usage: ``python integration/benchmarks/bench_merge_task.py [--batches 8] [--rows 20000]
-[--keys 5000] [--partitions 8] [--z 1.0] [--reps 5]``; prints CPU s per batch (median of
-``reps`` merges of one batch into the state of the ones before it), the merged state's
-keys and bytes.
+[--keys 5000] [--partitions 8] [--z 1.0] [--reps 5] [--groups 256]``; prints CPU s per
+batch (median of ``reps`` merges of one batch into the state of the ones before it), the
+merged state's keys and bytes. ``--groups``: the state's key groups G (the operator's
+``num_groups``; a merge writes a frame per touched group and partition, so with G x
+partitions near the state's keys the per-frame work weighs as much as the per-key work).
 """
 from __future__ import annotations
 
@@ -53,7 +55,8 @@ def fold() -> StateFold:
     return StateFold(update_values=call, initial=None)
 
 
-def batch_frames(t: int, rows: int, keys: int, parts: int, z: float) -> list[list[bytes]]:
+def batch_frames(t: int, rows: int, keys: int, parts: int, z: float, groups: int = GROUPS
+                 ) -> list[list[bytes]]:
     """Batch ``t``'s ``R`` frames per partition: Arrow messages of 10,000 rows cut by key
     (the routing map task's :func:`key_chunks`), keys placed by hash."""
     schema = arrow_schema(StructType([StructField("k", LongType()),
@@ -67,7 +70,7 @@ def batch_frames(t: int, rows: int, keys: int, parts: int, z: float) -> list[lis
     by_part: list[list] = [[] for _ in range(parts)]
     for k, chunk in key_chunks(msgs, schema, [0]):
         by_part[hash(k) % parts].append((k, chunk))
-    return [[fr.chunk_frame(items, pickle.dumps(items, protocol=5), GROUPS)] if items
+    return [[fr.chunk_frame(items, pickle.dumps(items, protocol=5), groups)] if items
             else [] for items in by_part]
 
 
@@ -79,16 +82,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--z", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--groups", type=int, default=GROUPS)
     a = ap.parse_args(argv)
     f, parts = fold(), a.partitions
     state: list[list[bytes]] = [[] for _ in range(parts)]
     per_batch = []
     for t in range(a.batches):
-        frames = batch_frames(t, a.rows, a.keys, parts, a.z)
+        frames = batch_frames(t, a.rows, a.keys, parts, a.z, a.groups)
         cpu, merged = [], None
         for _ in range(a.reps):
             c0 = time.process_time()
-            merged = [list(merge_partition(p, state[p] + frames[p], f, t, GROUPS, False,
+            merged = [list(merge_partition(p, state[p] + frames[p], f, t, a.groups, False,
                                            None, None, True)) for p in range(parts)]
             cpu.append(time.process_time() - c0)
         state = [[x for x in out if x[0] == fr.TAG_STATE] for out in merged]
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     nkeys = sum(fr.header(x).nkeys for fs in state for x in fs)
     nbytes = sum(len(x) for fs in state for x in fs)
     print(f"{a.batches} batches x {a.rows} rows, {a.keys} keys (Zipf {a.z}), "
-          f"{parts} partitions: merge CPU s per batch (median of {a.reps}) "
+          f"{parts} partitions, {a.groups} key groups: merge CPU s per batch (median of {a.reps}) "
           f"{[round(c, 3) for c in per_batch]}; median {statistics.median(per_batch):.3f}; "
           f"state {nkeys} keys, {nbytes} bytes")
 
