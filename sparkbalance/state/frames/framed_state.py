@@ -36,6 +36,7 @@ from sparkbalance.state.frames.rdds import FrameOps, as_frames, mask_of, summari
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
 from sparkbalance.state.frames.route_chunks import (MapSpan, Misplaced, batch_chunks,
                                                    carried_chunks, shuffle_chunks)
+from sparkbalance.state.frames.riding import riding_chunks
 from sparkbalance.state.frames.window import StateFold
 
 __all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
@@ -155,7 +156,15 @@ class FramedState:
             keyed = self.ops.jvm and inlinable(fn) and (move.leaving is not None
                                                         or move.g2p is not None)
             chunked = keyed and self.ops.chunks
-            if keyed:
+            riding = None
+            if chunked and reused is None:
+                # the batch's own map tasks read the frames and write what leaves them
+                # (no map task of its own); the frames are what is kept and cut
+                riding = riding_chunks(batch_chunks(pairs, fn, G), touched, move, read,
+                                       self.ops)
+            if riding is not None:
+                carried = touched
+            elif keyed:
                 carried = carried_chunks(touched, move, read, chunked)
             else:
                 def _carry(pid: int, it: Iterable[bytes]) -> Iterable:
@@ -180,6 +189,8 @@ class FramedState:
                 misplaced = Misplaced(src, layout, G, candidates)
                 batch_frames = self.ops.concat(reused, shuffle_chunks(
                     [batch_chunks(misplaced.select(pairs), fn, G), carried], P, fn, self.ops))
+            elif riding is not None:   # one map side: the batch's tasks carry the state
+                batch_frames = shuffle_chunks([riding], P, fn, self.ops)
             elif chunked:   # batch and carried chunks as R frames: one Python pass to merge
                 batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G), carried], P, fn, self.ops)
             else:
