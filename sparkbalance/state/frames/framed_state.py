@@ -100,9 +100,12 @@ class FramedState:
         those of the keys in ``candidates``, the table delta; for key groups, those of the
         groups that change partition) are read on the map side, their leaving entries (or
         whole frames) shuffled with the batch, and dropped from the frames on the reduce
-        side by the same merge. The carried items are cached (``carried_level``) and their
-        lineage cut once the merge has run, so the state never refers to the batch before
-        this one more than once (:meth:`Merged.cut`).
+        side by the same merge. With the bridge's ``StateRide`` the batch's own map tasks
+        read those frames and write what leaves them
+        (:func:`~sparkbalance.state.frames.riding.riding_chunks`: no map task more). What
+        the migration reads (those frames, else the carried items) is cached
+        (``carried_level``) and its lineage cut once the merge has run, so the state never
+        refers to the batch before this one more than once.
 
         ``tally`` (a :class:`~sparkbalance.state.frames.route_chunks.KeyTally` accumulator;
         no ``to``): the routing shuffle's map side counts the batch's records per key into
@@ -332,7 +335,9 @@ class Merged:
         self.rdd = rdd
         #: The layout the batch was routed with and the new state is placed by.
         self.layout = base.layout if layout is None else layout
-        #: The migrating items of a riding migration (map side; None without one).
+        #: What a riding migration reads of the state, kept and cut after the merge: the
+        #: marked frames the batch's map tasks read (``StateRide``), else the migrating
+        #: items of a map side of their own (None without a migration).
         self.carried = carried
         self._read = frames_read
 
