@@ -65,8 +65,8 @@ class CostModel:
     slot (a task timeline under a load of ~11-26: the map stage 0.36 s against 0.27 s
     without a move, its ninth task launched ~0.1 s after the others). Measured back to
     back, the code before and after, each run's own difference, medians over 10-24
-    interleaved runs under loads of 15-35: ``ride − base`` 0.40-0.81 s of wall and
-    0.08-0.11 s of CPU before, −0.03-0.21 s and 0.05-0.075 s after. Under such loads the
+    interleaved runs under loads of 15-35 (five runs after): ``ride − base`` 0.40-0.81 s of wall and
+    0.08-0.11 s of CPU before, −0.03-0.21 s and 0-0.075 s after. Under such loads the
     wall is the slot waits, not a quiet machine's cost, so 0.04 s stays (the cost of the
     path with a task more, an upper bound) until a quiet run of the same command replaces
     it; at 0.01 s the Zipf cells met go from 17 to 24 of 36.
