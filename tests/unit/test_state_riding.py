@@ -19,7 +19,8 @@ from sparkbalance.state.control.layout import GroupLayout, TableLayout  # noqa: 
 from sparkbalance.state.frames import format as fr  # noqa: E402
 from sparkbalance.state.frames import riding  # noqa: E402
 from sparkbalance.state.frames.framed_state import move_of  # noqa: E402
-from sparkbalance.state.frames.riding import BATCH_FOLLOWS, CarryWriter, RideDeserializer  # noqa: E402
+from sparkbalance.state.frames.riding import (BATCH_FOLLOWS, CarryWriter,  # noqa: E402
+                                              RideDeserializer)
 
 
 def _framed(items: list[bytes]) -> bytes:
