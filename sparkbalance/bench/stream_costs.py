@@ -59,7 +59,18 @@ class CostModel:
     simulated before had never been measured. The matrix is sensitive to it (48 cells, 3
     seeds, 28 Nov 2026): 31 cells met at 0.02 s, 22 at 0.04 s; where it fails at 0.04 s the
     clairvoyant that pays for its moves (``paid:mixed``) mostly takes under 80 % too (20
-    cells).
+    cells). Since then the batch's own map tasks carry the move (``StateRide``,
+    :mod:`~sparkbalance.state.frames.riding`): a riding batch runs the same jobs, stages
+    and tasks as one without (16 against 17), and the carried task no longer waits for a
+    slot (before, a task timeline under a load of ~7: the map stage 0.36 s against 0.27 s
+    without a move, its ninth task launched ~0.1 s after the others). Measured back to
+    back, the code before and after, each run's own difference, medians over 10-24
+    interleaved runs under loads of 15-35 (five runs after): ``ride − base`` 0.40-0.81 s
+    of wall and 0.08-0.11 s of CPU before, −0.03-0.21 s and 0-0.075 s after. Under such
+    loads the wall is the slot waits, not a quiet machine's cost, so 0.04 s stays (the
+    cost of the path with a task more, an upper bound) until a quiet run of the same
+    command replaces it. Cells met (48, 3 seeds): 22 at 0.04 s, 31 at 0.02 s, 32 at
+    0.01 s; below 0.02 s the look-ahead's boundary (``tally_s``) is what the misses pay.
     """
 
     s_per_value: float = 100e-6

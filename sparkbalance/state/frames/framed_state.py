@@ -36,6 +36,7 @@ from sparkbalance.state.frames.rdds import FrameOps, as_frames, mask_of, summari
 from sparkbalance.state.control.layout import GroupLayout, TableLayout
 from sparkbalance.state.frames.route_chunks import (MapSpan, Misplaced, batch_chunks,
                                                    carried_chunks, shuffle_chunks)
+from sparkbalance.state.frames.riding import riding_chunks
 from sparkbalance.state.frames.window import StateFold
 
 __all__ = ["FramedState", "Merged", "move_of", "stats_of_frames"]
@@ -99,9 +100,12 @@ class FramedState:
         those of the keys in ``candidates``, the table delta; for key groups, those of the
         groups that change partition) are read on the map side, their leaving entries (or
         whole frames) shuffled with the batch, and dropped from the frames on the reduce
-        side by the same merge. The carried items are cached (``carried_level``) and their
-        lineage cut once the merge has run, so the state never refers to the batch before
-        this one more than once (:meth:`Merged.cut`).
+        side by the same merge. With the bridge's ``StateRide`` the batch's own map tasks
+        read those frames and write what leaves them
+        (:func:`~sparkbalance.state.frames.riding.riding_chunks`: no map task more). What
+        the migration reads (those frames, else the carried items) is cached
+        (``carried_level``) and its lineage cut once the merge has run, so the state never
+        refers to the batch before this one more than once.
 
         ``tally`` (a :class:`~sparkbalance.state.frames.route_chunks.KeyTally` accumulator;
         no ``to``): the routing shuffle's map side counts the batch's records per key into
@@ -155,7 +159,15 @@ class FramedState:
             keyed = self.ops.jvm and inlinable(fn) and (move.leaving is not None
                                                         or move.g2p is not None)
             chunked = keyed and self.ops.chunks
-            if keyed:
+            riding = None
+            if chunked and reused is None:
+                # the batch's own map tasks read the frames and write what leaves them
+                # (no map task of its own); the frames are what is kept and cut
+                riding = riding_chunks(batch_chunks(pairs, fn, G), touched, move, read,
+                                       self.ops)
+            if riding is not None:
+                carried = touched
+            elif keyed:
                 carried = carried_chunks(touched, move, read, chunked)
             else:
                 def _carry(pid: int, it: Iterable[bytes]) -> Iterable:
@@ -180,6 +192,8 @@ class FramedState:
                 misplaced = Misplaced(src, layout, G, candidates)
                 batch_frames = self.ops.concat(reused, shuffle_chunks(
                     [batch_chunks(misplaced.select(pairs), fn, G), carried], P, fn, self.ops))
+            elif riding is not None:   # one map side: the batch's tasks carry the state
+                batch_frames = shuffle_chunks([riding], P, fn, self.ops)
             elif chunked:   # batch and carried chunks as R frames: one Python pass to merge
                 batch_frames = shuffle_chunks([batch_chunks(pairs, fn, G), carried], P, fn, self.ops)
             else:
@@ -321,7 +335,9 @@ class Merged:
         self.rdd = rdd
         #: The layout the batch was routed with and the new state is placed by.
         self.layout = base.layout if layout is None else layout
-        #: The migrating items of a riding migration (map side; None without one).
+        #: What a riding migration reads of the state, kept and cut after the merge: the
+        #: marked frames the batch's map tasks read (``StateRide``), else the migrating
+        #: items of a map side of their own (None without a migration).
         self.carried = carried
         self._read = frames_read
 

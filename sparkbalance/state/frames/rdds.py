@@ -34,11 +34,13 @@ from sparkbalance.state.frames.passes import PYTHON_PASSES_CLASS, Passes
 STATE_SHUFFLE_CLASS: str = "io.sparkbalance.bridge.StateShuffle"
 #: The bridge class that reads a written routing shuffle again under a new plan.
 STATE_REREAD_CLASS: str = "io.sparkbalance.bridge.StateReread"
+#: The bridge class that puts a riding migration's frames before a batch's partitions.
+STATE_RIDE_CLASS: str = "io.sparkbalance.bridge.StateRide"
 #: The bridge class that writes a frames RDD's state frames to a checkpoint in the JVM.
 STATE_WRITE_CLASS: str = "io.sparkbalance.bridge.StateWrite"
 
-__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "STATE_WRITE_CLASS", "FrameOps",
-           "frame_ops", "as_frames", "mask_of", "summaries", "built_rdd"]
+__all__ = ["STATE_SHUFFLE_CLASS", "STATE_REREAD_CLASS", "STATE_RIDE_CLASS", "STATE_WRITE_CLASS",
+           "FrameOps", "frame_ops", "as_frames", "mask_of", "summaries", "built_rdd"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -146,6 +148,9 @@ class FrameOps:
         #: The JVM reads a written routing shuffle's reduce partitions again under a new
         #: plan (``StateReread``; a jar before it: the moving records are routed again).
         self.rereads = self.routes and self.chunks and bridge_has(sc, STATE_REREAD_CLASS)
+        #: The batch's map tasks read a riding migration's frames too (``StateRide``; a jar
+        #: before it: the frames are read by a map task of their own).
+        self.rides = self.routes and self.chunks and bridge_has(sc, STATE_RIDE_CLASS)
         #: The JVM writes a batch's state frames to its checkpoint in the merge job
         #: (``StateWrite``; a jar before it: a Python pass reads and writes them).
         self.writes = jvm and bridge_has(sc, STATE_WRITE_CLASS)

@@ -17,9 +17,10 @@ import numpy as np
 from sparkbalance.spark.rdd.shuffle import keyed_by_function, shuffle_keyed
 from sparkbalance.state.frames import moves as fm
 from sparkbalance.state.frames import format as fr
+from sparkbalance.state.frames.riding import CarryWriter
 from sparkbalance.state.frames.tally import key_counts
 
-__all__ = ["CARRY_CHUNK", "batch_chunks", "carried_chunks", "shuffle_chunks", "KeyTally",
+__all__ = ["batch_chunks", "carried_chunks", "shuffle_chunks", "KeyTally",
            "MapSpan", "run_map_stage", "Misplaced"]
 
 
@@ -116,11 +117,6 @@ def shuffle_chunks(keyed: list, num_partitions: int, fn: Any, ops: Any = None) -
     return shuffle_keyed(keyed, num_partitions, id(fn), NoOpSerializer())
 
 
-#: Bytes of marked frames a riding migration's map task reads before it writes the
-#: items leaving them as shuffle chunks (PySpark's map-side chunks are 1-10 MB).
-CARRY_CHUNK: int = 8 << 20
-
-
 def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False) -> Any:
     """The map side of a riding migration (bridge jar): the items leaving the marked
     state frames ``touched`` (:func:`~.frame_moves.carried_items`), written as a shuffle's
@@ -140,48 +136,12 @@ def carried_chunks(touched: Any, move: fm.Move, read: Any, chunked: bool = False
     groups: one; a routing table: each, whose listed leaving keys only that partition's
     frame can hold, :func:`~.frame_moves.leaving_entries`).
     """
-    G = move.num_groups
-    m = np.frombuffer(move.mask, dtype=np.uint8)
-    marked = m[: m.size - m.size % G].reshape(-1, G)
-    homes = {int(g): [int(p) for p in np.flatnonzero(marked[:, g])]
-             for g in np.flatnonzero(marked.any(axis=0))}
-    pickled = touched.context._unbatched_serializer.dumps
-    limit = touched._memory_limit() / 2
-
-    def framed(items: list) -> bytes:
-        keys = [it[1] for _, it in items if it[0] == "e"]
-        return fr.chunk_frame(items, pickled(items), G, keys)
-
-    dumps = framed if chunked else pickled
-
-    def _carry_all(it: Iterable[bytes]) -> Iterable[bytes]:
-        from pyspark.serializers import pack_long
-        from pyspark.shuffle import get_used_memory
-
-        def flush(buckets: dict[int, list]) -> Iterable[bytes]:
-            for to, items in buckets.items():
-                yield pack_long(to)
-                yield dumps(items)
-
-        buckets: dict[int, list] = {}
-        held = 0
-        for f in it:
-            read.add(1)
-            for pid in homes.get(fr.header(f).group, ()):
-                for c, item in fm.carried_items(pid, (f,), move):
-                    buckets.setdefault(c.pid, []).append((c, item))
-            held += len(f)
-            # Bounded memory, as PySpark's map-side loop: chunks of about CARRY_CHUNK
-            # bytes of frames read, sooner when the worker nears its memory limit.
-            if held >= CARRY_CHUNK or get_used_memory() > limit:
-                yield from flush(buckets)
-                buckets, held = {}, 0
-        yield from flush(buckets)
-
+    carry = CarryWriter(move, touched.context._unbatched_serializer,
+                        touched._memory_limit() / 2, read, chunked)
     # the driver is listed too; on local[n] it is the one executor
     executors = max(1, len(touched.context._jsc.sc().statusTracker().getExecutorInfos()) - 1)
     out = touched.coalesce(min(executors, touched.getNumPartitions())).mapPartitions(
-        _carry_all)
+        carry)
     out._bypass_serializer = True
     return out
 
