@@ -3,6 +3,7 @@ segment) serves each row to exactly the segments the per-segment form does, over
 keys with ties, nulls, descending and nulls-last orders, one and two order columns."""
 from __future__ import annotations
 
+import math
 import random
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -13,6 +14,22 @@ from sparkbalance.spark.window.halo import _targets_near_sql, _targets_sql
 from sparkbalance.spark.window.spec import SortKey
 
 HIDX, SEG = "__sb_hidx", "__sb_seg"
+
+
+def _sample_orders(df, hidx, ocols, order, hot, seg_rows):
+    """Fill each hot key's ``sample``: about ``SAMPLE_PER_SEGMENT`` rows per planned
+    segment, as order tuples sorted the way the window sorts them (one job)."""
+    fracs = [min(1.0, sg.SAMPLE_PER_SEGMENT * max(1, math.ceil(h.count / seg_rows)) / h.count)
+             for h in hot]
+    frac = F.element_at(F.array(*[F.lit(f) for f in fracs]), F.col(hidx) + 1)
+    rows = (df.where(F.col(hidx) >= 0).where(F.rand(sg.SAMPLE_SEED) < frac)
+            .select(hidx, *ocols)
+            .orderBy(F.col(hidx), *[k.sort_column(F.col(c)) for k, c in zip(order, ocols)])
+            .collect())
+    for h in hot:
+        h.sample = []
+    for r in rows:
+        hot[r[0]].sample.append(tuple(r[1:]))
 
 
 def _targets(df, text):
@@ -36,7 +53,7 @@ def test_lookup_targets_equal_the_per_segment_ones(spark, seed, two, ascending, 
     otypes = [df.schema[c].dataType for c in ocols]
     hot = [sg.HotKey((i,), float(sum(r[1] == i for r in rows))) for i in range(keys)]
     d = df.withColumn(HIDX, sg.hot_index(["k"], [df.schema["k"].dataType], hot))
-    sg.sample_orders(d, HIDX, ocols, order, hot, seg_rows=80.0)
+    _sample_orders(d, HIDX, ocols, order, hot, seg_rows=80.0)
     sg.cut_segments(hot, seg_rows=80.0)
     zn.plan_rows_halo(hot, before, after)
     d = d.withColumn(SEG, sg.segment_expr(HIDX, ocols, order, otypes, hot, df.columns))
@@ -55,7 +72,7 @@ def test_lookup_form_is_taken_for_a_short_frame(spark):
     otypes = [df.schema["a"].dataType]
     hot = [sg.HotKey((0,), 3600.0)]
     d = df.withColumn(HIDX, sg.hot_index(["k"], [df.schema["k"].dataType], hot))
-    sg.sample_orders(d, HIDX, ["a"], order, hot, seg_rows=300.0)
+    _sample_orders(d, HIDX, ["a"], order, hot, seg_rows=300.0)
     sg.cut_segments(hot, seg_rows=300.0)
     zn.plan_rows_halo(hot, 2, 1)
     near = _targets_near_sql(HIDX, SEG, ["a"], order, otypes, hot, 2, 1, 0.0)

@@ -46,9 +46,10 @@ RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "nti
 COMBINABLE = {"sum": "sum", "count": "sum", "min": "min", "max": "max"}
 _AVG = ("avg", "mean")
 #: A star among a function's arguments (``struct(*)``, ``struct(t.*)``, ``df["*"]``'s
-#: ``resolvedstar()``, ``colRegex``'s ``unresolvedregex()``), not a product (``(x * 2)``):
-#: it would expand over the split's own columns too.
-_STAR = re.compile(r"(?:[(,]\s*|\.)\*\s*[),]|\b(?:resolvedstar|unresolvedregex)\(")
+#: ``resolvedstar()``, ``colRegex``'s ``unresolvedregex()``; ``struct("*")`` as PySpark 3.5
+#: prints it, ``unresolvedstar()``), not a product (``(x * 2)``): it would expand over the
+#: split's own columns too.
+_STAR = re.compile(r"(?:[(,]\s*|\.)\*\s*[),]|\b(?:(?:un)?resolvedstar|unresolvedregex)\(")
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
 
 

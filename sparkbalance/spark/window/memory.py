@@ -15,8 +15,8 @@ fit: :data:`BUFFERS` times the key's rows, as the sort before the window and the
 own buffer each fill the memory, write their rows to a spill file and merge them back
 (``bench_windows.py --memory-bound --metrics``: a key of 1.8*10^5 rows of ~1.1 KiB in a
 127 MiB pool spilled 500 MiB, ~2.4 times its bytes). It is charged to plain Spark by
-:func:`sparkbalance.spark.window.payoff.decide`; the split's ranges are a quarter of a mean
-partition each and fit where the hot key did not.
+:func:`sparkbalance.spark.window.payoff.decide`; the split's ranges hold at most about a
+mean partition each and fit where the hot key did not.
 
 Examples
 --------

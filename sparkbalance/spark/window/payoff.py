@@ -26,7 +26,7 @@ When the hot key's rows do not fit the execution memory of the task holding them
 executor's memory pool over the tasks it runs at once), plain Spark's hot task also writes
 its rows to spill files and reads them back (its sort's and its window's buffer):
 ``SPILL_PER_ROW`` row-equivalents a spilled row are added to the excess (the split's ranges
-are a quarter of a mean partition each and fit).
+hold at most about a mean partition each and fit where plain Spark's cold partitions fit).
 
 The split is taken when ``excess >= cost``. What the query does per row after the window
 (a UDF, a write, a wait on I/O) runs in the same task: CPU work there raises plain Spark's

@@ -30,10 +30,10 @@ worth splitting, and plain Spark is then all the user should pay for):
   plain Spark runs them (a marginal key would otherwise pay a read of every row and still
   run plain). Without a plan estimate (Spark Connect), :func:`first_look`:
   :data:`LOOK_ROWS` keys drawn uniformly as above (it reads every row).
-* :func:`draw`: :data:`~sparkbalance.spark.window.segments.SAMPLE_PER_SEGMENT` rows per
-  planned segment with their order values (a segment holds
-  :data:`~sparkbalance.spark.window.segments.SEGMENT_SHARE` of a partition's mean rows, so a
-  key of share ``s`` is cut into ``s n / SEGMENT_SHARE`` segments and draws ``m s`` rows).
+* :func:`draw`: :data:`SAMPLE_PER_PARTITION` rows per partition with their order values
+  (a hot key is cut into about one range per partition it fills,
+  :func:`~sparkbalance.spark.window.segments.fill_segments`, so a key of share ``s`` is cut
+  into about ``s n`` ranges and draws ``m s`` rows).
 
 Examples
 --------
@@ -58,8 +58,8 @@ from sparkbalance.spark.window.spec import SortKey
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["KeySample", "LOOK_ROWS", "SPREAD_ROWS", "sample_size", "plan_rows", "bounded_look",
-           "first_look", "top_bound", "draw"]
+__all__ = ["KeySample", "LOOK_ROWS", "SPREAD_ROWS", "SAMPLE_PER_PARTITION", "sample_size",
+           "plan_rows", "bounded_look", "first_look", "top_bound", "draw"]
 
 _U = "__sb_u"
 #: Rows of the first look (partition keys only): a share ``p`` is known to about
@@ -68,6 +68,13 @@ LOOK_ROWS = 2048
 #: Rows of the bounded look's spread (:func:`bounded_look`), the look's among them: a share
 #: ``p`` known to about ``sqrt(p (1 - p) / 8192)``, under 0.6 percentage points.
 SPREAD_ROWS = 8192
+#: Sampled rows per partition a hot key fills: a range cut to fill a partition
+#: (:func:`~sparkbalance.spark.window.segments.fill_segments`) has its rows known to about
+#: ``1/sqrt(400)``, 5 %. The statistics pass's one task sorts them and the driver reads
+#: them (at 800 a partition, the 90 % memory-bound cell's pass took 0.24-0.5 s of CPU in
+#: that task while the other cores idled, and read ~14,400 rows in Python); a ROWS halo is
+#: then cut at sampled rows twice as far apart (about 2 n zones of a few hundred thin rows).
+SAMPLE_PER_PARTITION = 400
 #: Below this share of the rows asked for, a Bernoulli sample is drawn again (its ``f`` came
 #: from a guess of the rows far too high).
 _REDRAW = 0.25
@@ -93,14 +100,15 @@ class KeySample:
 
 
 def sample_size(num_partitions: int) -> int:
-    """Rows drawn: :data:`SAMPLE_PER_SEGMENT` for each segment of a key holding every row.
+    """Rows drawn: :data:`SAMPLE_PER_PARTITION` for each partition a key holding every row
+    fills.
 
     Examples
     --------
     >>> sample_size(16)
-    12800
+    6400
     """
-    return int(sg.SAMPLE_PER_SEGMENT * math.ceil(1.0 / sg.SEGMENT_SHARE) * num_partitions)
+    return int(SAMPLE_PER_PARTITION * num_partitions)
 
 
 def plan_rows(d: "DataFrame") -> float | None:
@@ -287,7 +295,9 @@ def _grouped(d: "DataFrame", pcols: Sequence[str], ptypes: Sequence[Any],
             F.count("__sb_f0").over(per_c).alias(_DRAWN),
             *[combine[op](nm).over(per_c).alias(nm) for nm, (_, _, op) in zip(names, aggs)],
             F.row_number().over(by_u).alias(_RN))
-        rows = flat.where(F.col(_RN) <= m).drop(_RN).sortWithinPartitions(*sort).collect()
+        # plain tuples: a Row's indexing is a Python method (~140,000 calls a pass)
+        rows = [tuple(r) for r in
+                flat.where(F.col(_RN) <= m).drop(_RN).sortWithinPartitions(*sort).collect()]
         groups = {int(x[0]): x for x in rows}
         total = float(sum(x[at] for x in groups.values()))
         if f >= 1.0 or total * f >= _REDRAW * m:

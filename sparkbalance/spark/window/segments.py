@@ -2,19 +2,21 @@
 
 A key holding more than :data:`HOT_SHARE` of a partition's mean rows is *hot*; its rows are
 cut at order values read from a sample (sorted by Spark itself, so nulls, NaN and
-descending orders sort as the window sorts them) into segments of about
-:data:`SEGMENT_SHARE` of the mean. Segment ``s`` of a key holds the rows whose order tuple
+descending orders sort as the window sorts them) into segments, each as many rows as the
+partition it goes to has room for below an even level (:func:`fill_segments`; uniform
+segments of :data:`SEGMENT_SHARE` of the mean placed largest first on the emptiest
+partition, :func:`cut_segments` with :func:`assign_segments`, where the key has no order).
+Segment ``s`` of a key holds the rows whose order tuple
 is at or past ``s`` of its boundaries: a boundary is a value, so all peers of a value fall
 into one segment (ties are never cut). Every other key is cold: segment 0, placed whole by
-the balanced key grouping (:func:`sparkbalance.spark.sql.dataframe.fit_partitioner`); the
-hot segments then go, largest first, to the partition with the fewest rows (LPT).
+the balanced key grouping (:func:`sparkbalance.spark.sql.dataframe.fit_partitioner`).
 
 The halo zones (the rows of *other* segments a segment's frames reach) are
 :mod:`sparkbalance.spark.window.zones`.
 
 Examples
 --------
->>> lay = cut_segments(hot, samples, seg_rows=1000.0)    # doctest: +SKIP
+>>> fill_segments(hot, cold_loads)    # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -29,17 +31,20 @@ from sparkbalance.spark.sql.hash_columns import quoted as _q
 from sparkbalance.spark.window.spec import SortKey
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column
 
 __all__ = ["HOT_SHARE", "SEGMENT_SHARE", "SAMPLE_PER_SEGMENT", "HotKey", "hot_index",
-           "sample_orders", "cut_segments", "precedes", "precedes_text", "segment_expr",
-           "assign_segments", "SAMPLE_SEED"]
+           "cut_segments", "precedes", "precedes_text", "segment_expr",
+           "assign_segments", "fill_segments", "MIN_SEGMENT_SHARE", "SAMPLE_SEED"]
 
 #: A key with more rows than this share of the mean partition is split.
 HOT_SHARE = 0.5
 #: Target rows of a segment, as a share of the mean partition: small enough that the
 #: greedy placement evens partitions out (one key of 30 % over 16 partitions: ~19 segments).
 SEGMENT_SHARE = 0.25
+#: A hot key's range cut to fill a partition (:func:`fill_segments`) is at least this share
+#: of the mean partition: a smaller remainder stays with the range before it.
+MIN_SEGMENT_SHARE = 0.05
 #: Sampled rows per segment the boundaries are read from.
 SAMPLE_PER_SEGMENT = 200
 #: A ROWS halo takes this many times the rows it needs, estimated from the sample.
@@ -127,24 +132,6 @@ def hot_index(cols: Sequence[str], dtypes: Sequence[Any], hot: Sequence[HotKey])
     for i in reversed(range(len(hot))):
         out = F.when(key_match(cols, dtypes, hot[i].key), F.lit(i)).otherwise(out)
     return out.cast("int")
-
-
-def sample_orders(df: "DataFrame", hidx: str, ocols: Sequence[str], order: Sequence[SortKey],
-                  hot: Sequence[HotKey], seg_rows: float) -> None:
-    """Fill each hot key's ``sample``: about :data:`SAMPLE_PER_SEGMENT` rows per planned
-    segment, as order tuples sorted the way the window sorts them (one job)."""
-    F = _F()
-    fracs = [min(1.0, SAMPLE_PER_SEGMENT * max(1, math.ceil(h.count / seg_rows)) / h.count)
-             for h in hot]
-    frac = F.element_at(F.array(*[F.lit(f) for f in fracs]), F.col(hidx) + 1)
-    rows = (df.where(F.col(hidx) >= 0).where(F.rand(SAMPLE_SEED) < frac)
-            .select(hidx, *ocols)
-            .orderBy(F.col(hidx), *[k.sort_column(F.col(c)) for k, c in zip(order, ocols)])
-            .collect())
-    for h in hot:
-        h.sample = []
-    for r in rows:
-        hot[r[0]].sample.append(tuple(r[1:]))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -314,3 +301,83 @@ def assign_segments(hot: Sequence[HotKey], cold_loads: np.ndarray) -> None:
         p = int(np.argmin(loads))
         hot[i].pids[s] = p
         loads[p] += size
+
+
+def _water_level(loads: np.ndarray, rows: float) -> float:
+    """The level ``L`` at which ``sum(max(0, L - load))`` over the partitions is ``rows``:
+    the hot rows raise the emptiest partitions to it, the fullest keep their load."""
+    srt = np.sort(np.asarray(loads, dtype=np.float64))
+    below = 0.0
+    for j, v in enumerate(srt):
+        # with the j emptiest partitions at v, rows past what they take go above v
+        if j and v * j - below >= rows:
+            return (rows + below) / j
+        below += v
+    return (rows + below) / len(srt)
+
+
+def fill_segments(hot: Sequence[HotKey], cold_loads: np.ndarray) -> None:
+    """Cut each hot key (its ``sample`` drawn, sorted as the window sorts) into ranges that
+    fill the partitions up to an even level, and place them (``pids``).
+
+    The cold keys' estimated rows per partition (``cold_loads``) and the hot keys' rows set
+    the level every partition would hold at best (:func:`_water_level`); the hot keys, in
+    order, pour into the partitions below it, emptiest first, each range of a key as many
+    rows as its partition has room for, read off the sample as a quantile and moved back to
+    the first of its peers (:func:`cut_segments`). A key is cut into about as many ranges
+    as the partitions it fills, not one per :data:`SEGMENT_SHARE` of a mean partition as
+    :func:`cut_segments` with :func:`assign_segments` makes them (a 90 % key over 16
+    partitions: 16 ranges, not 58): fewer boundaries to halo, to test and to compile.
+    A remainder under :data:`MIN_SEGMENT_SHARE` of the mean partition is not cut off.
+
+    Examples
+    --------
+    >>> h = HotKey(("a",), 8.0, sample=[(i,) for i in range(8)])
+    >>> fill_segments([h], np.array([0.0, 2.0, 4.0, 6.0])); h.bounds, h.pids
+    ([(5,), (7,)], [0, 1, 2])
+    """
+    loads = np.asarray(cold_loads, dtype=np.float64).copy()
+    n = len(loads)
+    rows = float(sum(h.count for h in hot))
+    small = MIN_SEGMENT_SHARE * (float(loads.sum()) + rows) / max(1, n)
+    level = _water_level(loads, rows)
+    rooms = [[int(p), level - loads[p]] for p in np.argsort(loads, kind="stable")
+             if level - loads[p] > small]
+    j = 0
+    for h in hot:
+        pieces: list[tuple[float, int]] = []
+        rest = float(h.count)
+        while rest > 0:
+            if j >= len(rooms):   # no room left: the rest on the emptiest partition
+                p = int(np.argmin(loads))
+                pieces.append((rest, p))
+                loads[p] += rest
+                break
+            p, room = rooms[j]
+            take = rest if rest - min(rest, room) < small else min(rest, room)
+            pieces.append((take, p))
+            loads[p] += take
+            rest -= take
+            rooms[j][1] = room - take
+            if rooms[j][1] <= small:
+                j += 1
+        _cut_at(h, pieces)
+
+
+def _cut_at(h: HotKey, pieces: list[tuple[float, int]]) -> None:
+    """``h``'s boundaries and partitions from its ``pieces`` (rows, partition), in order:
+    each boundary the sampled row at the piece's quantile, moved back to its first peer;
+    a piece whose boundary falls on the one before it (ties, or too few sampled rows) goes
+    with the range before it."""
+    m = len(h.sample)
+    h.bounds, h.cuts, h.pids = [], [0], [pieces[0][1]]
+    done = 0.0
+    for k in range(len(pieces) - 1 if m else 0):
+        done += pieces[k][0]
+        i = min(m - 1, int(round(done / max(h.count, 1.0) * m)))
+        while i > 0 and _same(h.sample[i - 1], h.sample[i]):
+            i -= 1
+        if i > h.cuts[-1]:
+            h.bounds.append(h.sample[i])
+            h.cuts.append(i)
+            h.pids.append(pieces[k + 1][1])

@@ -195,14 +195,14 @@ def _run_group(df: "DataFrame", group: list[tuple[str, frames.Split]], n: int,
     cold_rows = max(0.0, total - float(counts[:hot_count].sum()))
     loads, warm = cold.place_warm(ks.keys[hot_count:], counts[hot_count:], cold_rows,
                                   ks.null_rows, n)
-    if hot and order:
-        sg.cut_segments(hot, seg_rows)
+    if hot and order:   # ranges cut to fill the partitions' room, each placed
+        sg.fill_segments(hot, loads)
     elif hot:  # a whole-partition aggregate only: any cut will do
         for h in hot:
             h.bounds = [None] * (max(1, math.ceil(h.count / seg_rows)) - 1)
+        sg.assign_segments(hot, loads)
     d = d.withColumn(_HIDX, sg.hot_index(pcols, ptypes, hot))
     d = d.withColumn(_SEG, sg.segment_expr(_HIDX, ocols, order, otypes, hot, df.columns))
-    sg.assign_segments(hot, loads)
     counted = d   # each row once, in its own segment: what the summaries count
     # halo columns that reach no other row (lag/lead by 0, ROWS 0 to 0) are exact locally
     halo_splits = [s for _, s in group if s.kind == "halo" and (s.before or s.after or s.reach)]
