@@ -65,12 +65,14 @@ class CostModel:
     slot (before, a task timeline under a load of ~7: the map stage 0.36 s against 0.27 s
     without a move, its ninth task launched ~0.1 s after the others). Measured back to
     back, the code before and after, each run's own difference, medians over 10-24
-    interleaved runs under loads of 15-35 (five runs after): ``ride − base`` 0.40-0.81 s
-    of wall and 0.08-0.11 s of CPU before, −0.03-0.21 s and 0-0.075 s after. Under such
-    loads the wall is the slot waits, not a quiet machine's cost, so 0.04 s stays (the
-    cost of the path with a task more, an upper bound) until a quiet run of the same
-    command replaces it. Cells met (48, 3 seeds): 22 at 0.04 s, 31 at 0.02 s, 32 at
-    0.01 s; below 0.02 s the look-ahead's boundary (``tally_s``) is what the misses pay.
+    interleaved runs under loads of 15-35: ``ride − base`` 0.40-0.81 s of wall before,
+    −0.03-0.21 s after. A quiet run after it (16 interleaved runs, load ~5): ``ride −
+    base`` 0.051 s of wall (median of the runs' own differences; 0.032 s between the
+    medians) and 0.095 s of CPU, as before the change: the ride's cost was never the
+    waiting task but the routing of the batch by the plan's layout and the selection and
+    carrying of the moving frames. 0.04 s stays. Cells met (48, 3 seeds): 22 at 0.04 s,
+    31 at 0.02 s, 32 at 0.01 s; below 0.02 s the look-ahead's boundary (``tally_s``) is
+    what the misses pay.
     """
 
     s_per_value: float = 100e-6
